@@ -1,0 +1,101 @@
+# udsprobe — one Makefile: BPF objects, skeletons, the binary, tests, benchmarks.
+OUTPUT ?= .output
+CLANG ?= clang
+BPFTOOL ?= bpftool
+CC ?= gcc
+PKG_CONFIG ?= pkg-config
+ARCH ?= $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+VERSION := 0.1.0$(shell git describe --always --dirty 2>/dev/null | sed 's/^/ (git /; s/$$/)/')
+
+ifeq ($(wildcard vmlinux/$(ARCH)/vmlinux.h),)
+$(error unsupported ARCH '$(ARCH)': no vmlinux/$(ARCH)/vmlinux.h (generate it with scripts/gen-vmlinux.sh))
+endif
+
+LIBS := $(shell $(PKG_CONFIG) --libs libbpf 2>/dev/null || echo -lbpf) -lelf -lz -lm
+CFLAGS ?= -g -O2 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
+ALL_CFLAGS := $(CFLAGS) -std=gnu11 -D_GNU_SOURCE -DUDSPROBE_VERSION='"$(VERSION)"' \
+	-I$(OUTPUT) -Ibpf -Iuser -MMD -MP
+# clang -target bpf does not search the host's include dirs; add what it would for the host.
+CLANG_BPF_SYS_INCLUDES ?= $(shell $(CLANG) -v -E - </dev/null 2>&1 \
+	| sed -n '/<...> search starts here:/,/End of search list./{ s| \(/.*\)|-idirafter \1|p }')
+BPF_CFLAGS := -g -O2 -Wall -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf \
+	$(CLANG_BPF_SYS_INCLUDES) -MMD -MP
+
+BPF_APPS := $(patsubst bpf/%.bpf.c,%,$(wildcard bpf/*.bpf.c))
+BPF_OBJS := $(patsubst %,$(OUTPUT)/%.bpf.o,$(BPF_APPS))
+SKELS := $(patsubst %,$(OUTPUT)/%.skel.h,$(BPF_APPS))
+USER_SRCS := $(wildcard user/*.c)
+USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(USER_SRCS))
+LIB_OBJS := $(filter-out $(OUTPUT)/user/udsprobe.o,$(USER_OBJS))
+UNIT_SRCS := $(wildcard tests/unit/*.c)
+UNIT_BIN := $(OUTPUT)/unit_tests
+BENCH_BIN := $(OUTPUT)/bench_pingpong
+
+ifeq ($(V),1)
+	Q =
+	msg =
+else
+	Q = @
+	msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+.PHONY: all clean test test-unit test-integration test-vm bench check-deps
+all: udsprobe
+
+udsprobe: $(USER_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LIBS) -o $@
+
+$(OUTPUT) $(OUTPUT)/user $(OUTPUT)/tests:
+	$(Q)mkdir -p $@
+
+$(OUTPUT)/%.bpf.o: bpf/%.bpf.c vmlinux/$(ARCH)/vmlinux.h | $(OUTPUT)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< > $@
+
+# Every user object may include any skeleton; -MMD records which it really does.
+$(OUTPUT)/user/%.o: user/%.c $(SKELS) | $(OUTPUT)/user
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(OUTPUT)/tests/%.o: tests/unit/%.c $(SKELS) | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(UNIT_BIN): $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%.o,$(UNIT_SRCS)) $(LIB_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LIBS) -o $@
+
+$(BENCH_BIN): scripts/bench_pingpong.c | $(OUTPUT)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $< -o $@
+
+test-unit: $(UNIT_BIN)
+	$(Q)$(UNIT_BIN)
+
+test-integration: udsprobe
+	$(Q)tests/run.sh integration
+
+test-vm: udsprobe
+	$(Q)tests/run.sh vm
+
+# The README's test command: unit, host integration (tracepoint mode), VM kernel matrix.
+test: udsprobe $(UNIT_BIN)
+	$(Q)tests/run.sh all
+
+bench: udsprobe $(BENCH_BIN)
+	$(Q)scripts/bench.sh
+
+clean:
+	$(call msg,CLEAN,)
+	$(Q)rm -rf $(OUTPUT)/*.o $(OUTPUT)/*.d $(OUTPUT)/*.skel.h $(OUTPUT)/user $(OUTPUT)/tests \
+		$(UNIT_BIN) $(BENCH_BIN) udsprobe
+
+.DELETE_ON_ERROR:
+.SECONDARY:
+
+-include $(wildcard $(OUTPUT)/*.d $(OUTPUT)/user/*.d $(OUTPUT)/tests/*.d)

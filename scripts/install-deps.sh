@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Install every build and test dependency of udsprobe on Debian 12 / Ubuntu with apt-get.
+# Idempotent: when everything is present it installs nothing and prints one line.
+# Mounting tracefs/bpffs is not done here: udsprobe mounts them itself at run time.
+set -euo pipefail
+
+# build: clang/llvm for BPF, bpftool for skeletons, libbpf/libelf/zlib to link
+# tests: python3 + pytest, iproute2 (ss), procps; VM matrix: qemu, busybox, kmod, xz
+# backlog tests: nginx, php-fpm, wrk
+packages=(
+	make gcc clang llvm pkg-config libbpf-dev libelf-dev zlib1g-dev bpftool
+	python3 python3-pytest iproute2 procps util-linux
+	qemu-system-x86 busybox-static kmod xz-utils cpio
+	nginx-light php-fpm wrk librsvg2-bin
+)
+
+missing=()
+for p in "${packages[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+	echo "install-deps: all ${#packages[@]} packages present"
+	exit 0
+fi
+
+sudo=
+[ "$(id -u)" -eq 0 ] || sudo=sudo
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# Debian starts daemons on install; our tests run their own nginx/php-fpm instances.
+for svc in nginx php*-fpm; do
+	if command -v systemctl >/dev/null && systemctl is-active -q "$svc" 2>/dev/null; then
+		$sudo systemctl disable --now "$svc" >/dev/null 2>&1 || true
+	fi
+done
+echo "install-deps: done"

@@ -1,0 +1,91 @@
+/* --compare: the run matrix (mode x size x placement x transport) and its results. */
+#ifndef UDSPROBE_COMPARE_H
+#define UDSPROBE_COMPARE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "workload.h"
+
+#define MAX_SIZES 16
+
+struct compare_opts {
+	bool modes[WL__COUNT];
+	bool places[CPU__COUNT];
+	uint64_t sizes[MAX_SIZES];
+	int n_sizes;
+	uint64_t count;		/* 0: per-mode default (or duration) */
+	double duration_s;	/* 0: use count */
+	uint64_t warmup;	/* UINT64_MAX: automatic */
+	bool trace;
+	bool quiet;
+	int verbose;
+};
+
+#define MAX_STAGES 64
+#define STAGE_NAME_LEN 96
+
+/* One stage of the message path, exclusive (self) time. */
+struct stage_stat {
+	char name[STAGE_NAME_LEN];	/* folded path below the transport: "send;sock" or
+					 * "send;sock;tcp_sendmsg_locked" (function level) */
+	double ns_per_msg;		/* mean over attributed messages, as traced */
+	double corrected_ns_per_msg;	/* minus its probe hits x calibrated probe cost */
+	uint64_t count;			/* messages with this stage */
+	uint64_t p50_ns, p99_ns;	/* from the in-kernel log2 histogram */
+};
+
+/* What tracing one run saw. */
+struct trace_result {
+	bool valid;
+	struct wl_result traced;	/* the workload's own numbers while traced */
+	uint64_t messages;		/* messages attributed end to end */
+	int n_stages;
+	struct stage_stat stages[MAX_STAGES];
+	double stage_sum_ns;		/* sum of ns_per_msg over stages */
+	double latency_ns;		/* traced end-to-end latency per message (mean) */
+	double coverage;		/* stage_sum_ns / latency_ns */
+	double overhead_ns;		/* traced - untraced latency per message */
+	double overhead_pct;
+	double corrected_sum_ns;	/* sum of corrected_ns_per_msg */
+	double probe_hits_per_msg;
+	uint64_t misses, out_of_order;	/* from the BPF .bss counters */
+};
+
+/* One transport's numbers for one (mode, size, placement). */
+struct transport_result {
+	struct wl_config cfg;
+	struct wl_result untraced;
+	struct trace_result trace;
+};
+
+/* Both transports for one (mode, size, placement): one row group of the report. */
+struct pair_result {
+	enum wl_mode mode;
+	uint64_t msg_size;
+	enum cpu_place place;
+	struct transport_result tr[TR__COUNT];
+};
+
+struct comparison {
+	struct pair_result *pairs;
+	int n_pairs;
+	const char *attach_mode;	/* "fentry", "kprobe", "tracepoint"; NULL when untraced */
+	const char *attach_reason;	/* why this mode was chosen */
+	const char *stage_granularity;	/* "function" or "tracepoint" */
+	double probe_cost_ns;		/* calibrated cost of one probe hit */
+	int n_cpus;
+	char cpu_model[128];
+};
+
+uint64_t default_count(enum wl_mode mode);
+uint64_t default_warmup(enum wl_mode mode, uint64_t count);
+/* 0, -EINTR on Ctrl-C, other -errno on failure (message printed). */
+int compare_run(const struct compare_opts *opts, struct comparison *cmp);
+void comparison_free(struct comparison *cmp);
+
+void report_text(const struct comparison *cmp, FILE *f);
+int report_json(const struct comparison *cmp, const char *path);
+
+#endif

@@ -1,0 +1,30 @@
+/* Minimal streaming JSON writer: correct escaping and commas, nothing more. */
+#ifndef UDSPROBE_JSON_WRITER_H
+#define UDSPROBE_JSON_WRITER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define JW_MAX_DEPTH 16
+
+struct jw {
+	FILE *f;
+	int depth;
+	bool need_comma[JW_MAX_DEPTH];
+	bool pretty;
+};
+
+void jw_init(struct jw *w, FILE *f, bool pretty);
+void jw_obj_begin(struct jw *w, const char *key);	/* key NULL inside arrays / at top */
+void jw_obj_end(struct jw *w);
+void jw_arr_begin(struct jw *w, const char *key);
+void jw_arr_end(struct jw *w);
+void jw_str(struct jw *w, const char *key, const char *val);	/* val NULL writes null */
+void jw_u64(struct jw *w, const char *key, uint64_t val);
+void jw_i64(struct jw *w, const char *key, int64_t val);
+void jw_double(struct jw *w, const char *key, double val);	/* non-finite writes null */
+void jw_bool(struct jw *w, const char *key, bool val);
+void jw_null(struct jw *w, const char *key);
+
+#endif

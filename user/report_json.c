@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Machine report; the schema is documented in docs/JSON.md and kept stable. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "compare.h"
+#include "json_writer.h"
+#include "util.h"
+
+static void latency(struct jw *w, const char *key, const struct wl_latency *l)
+{
+	jw_obj_begin(w, key);
+	jw_u64(w, "p50", l->p50);
+	jw_u64(w, "p90", l->p90);
+	jw_u64(w, "p99", l->p99);
+	jw_u64(w, "mean", l->mean);
+	jw_obj_end(w);
+}
+
+static void result(struct jw *w, const struct pair_result *pr, const struct transport_result *tr)
+{
+	const struct wl_result *r = &tr->untraced;
+
+	jw_obj_begin(w, NULL);
+	jw_str(w, "transport", transport_names[tr->cfg.transport]);
+	jw_str(w, "mode", mode_names[pr->mode]);
+	jw_u64(w, "msg_size", pr->msg_size);
+	jw_str(w, "cpu", place_names[pr->place]);
+	jw_i64(w, "client_cpu", r->client_cpu);
+	jw_i64(w, "server_cpu", r->server_cpu);
+	jw_u64(w, "count", r->count);
+	jw_u64(w, "elapsed_ns", r->elapsed_ns);
+	if (r->has_latency)
+		latency(w, "latency_ns", &r->latency);
+	if (pr->mode != WL_CONNECT) {
+		jw_double(w, "msgs_per_sec", r->msgs_per_sec);
+		jw_double(w, "bytes_per_sec", r->bytes_per_sec);
+	} else {
+		jw_double(w, "conns_per_sec", r->conns_per_sec);
+	}
+	jw_obj_end(w);
+}
+
+int report_json(const struct comparison *cmp, const char *path)
+{
+	bool to_stdout = !strcmp(path, "-");
+	FILE *f = to_stdout ? stdout : fopen(path, "w");
+	struct jw w;
+	int i, t, err = 0;
+
+	if (!f) {
+		err = -errno;
+		fprintf(stderr, "udsprobe: cannot write JSON to '%s': %s\n", path, strerror(errno));
+		return err;
+	}
+	jw_init(&w, f, true);
+	jw_obj_begin(&w, NULL);
+	jw_str(&w, "tool", "udsprobe");
+	jw_str(&w, "version", UDSPROBE_VERSION);
+	jw_str(&w, "kernel", kernel_release());
+	jw_str(&w, "attach_mode", cmp->attach_mode);
+	jw_obj_begin(&w, "cpu_placement");
+	jw_u64(&w, "cpus", cmp->n_cpus);
+	jw_str(&w, "cpu_model", cmp->cpu_model);
+	jw_arr_begin(&w, "placements");
+	for (i = 0; i < cmp->n_pairs; i++) {
+		if (i && cmp->pairs[i].place == cmp->pairs[i - 1].place)
+			continue;
+		jw_str(&w, NULL, place_names[cmp->pairs[i].place]);
+	}
+	jw_arr_end(&w);
+	jw_obj_end(&w);
+	jw_bool(&w, "tcp_nodelay", true);
+	jw_arr_begin(&w, "results");
+	for (i = 0; i < cmp->n_pairs; i++)
+		for (t = 0; t < TR__COUNT; t++)
+			result(&w, &cmp->pairs[i], &cmp->pairs[i].tr[t]);
+	jw_arr_end(&w);
+	jw_obj_end(&w);
+	if (ferror(f))
+		err = -EIO;
+	if (!to_stdout && fclose(f))
+		err = -errno;
+	else if (to_stdout)
+		fflush(f);
+	if (err)
+		fprintf(stderr, "udsprobe: writing JSON to '%s' failed: %s\n", path, strerror(-err));
+	return err;
+}

@@ -1,0 +1,275 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * udsprobe: why AF_UNIX sockets beat TCP loopback, measured stage by stage in
+ * the running kernel; and why unix-socket listeners overflow under load.
+ */
+#include <argp.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "compare.h"
+#include "util.h"
+#include "workload.h"
+
+enum action { ACT_NONE, ACT_COMPARE };
+
+static struct env {
+	enum action action;
+	struct compare_opts cmp;
+	const char *json_path;
+	int verbose;
+} env = {
+	.cmp = { .warmup = UINT64_MAX, .trace = true },
+};
+
+const char *argp_program_version = "udsprobe " UDSPROBE_VERSION;
+const char *argp_program_bug_address = "https://github.com/udsprobe/udsprobe/issues";
+static const char doc[] =
+"udsprobe: measure, in the running kernel, why AF_UNIX stream sockets are faster than\n"
+"TCP over loopback, and where each message's time goes.\n"
+"\n"
+"USAGE: udsprobe --compare [OPTIONS]\n"
+"\n"
+"EXAMPLES:\n"
+"  sudo ./udsprobe --compare                  # UDS vs TCP loopback, explained\n"
+"  sudo ./udsprobe --compare --no-trace       # workload only: latency, throughput, conns/s\n"
+"  sudo ./udsprobe --compare --mode pingpong --size 64,4K,64K --cpu same,split\n"
+"  sudo ./udsprobe --compare --duration 2 --json result.json\n"
+"\n"
+"Exit status: 0 ok, 1 runtime failure, 2 bad usage.\n"
+"\n"
+"OPTIONS:";
+
+enum {
+	OPT_COMPARE = 1000,
+	OPT_NO_TRACE,
+	OPT_MODE,
+	OPT_SIZE,
+	OPT_COUNT,
+	OPT_DURATION,
+	OPT_WARMUP,
+	OPT_CPU,
+	OPT_JSON,
+};
+
+static const struct argp_option opts[] = {
+	{ NULL, 0, NULL, 0, "Actions:", 1 },
+	{ "compare", OPT_COMPARE, NULL, 0, "Run the paired UDS/TCP workload and compare them" },
+	{ NULL, 0, NULL, 0, "Workload (--compare):", 2 },
+	{ "no-trace", OPT_NO_TRACE, NULL, 0, "Run the workload only; attach no BPF programs" },
+	{ "mode", OPT_MODE, "LIST", 0,
+	  "pingpong,stream,connect (default: all three)" },
+	{ "size", OPT_SIZE, "LIST", 0, "Message sizes, 1 to 1M, K/M suffixes (default: 64)" },
+	{ "count", OPT_COUNT, "N", 0,
+	  "Measured messages (pingpong: round trips; connect: connections) per run "
+	  "(default: pingpong 20000, stream 200000, connect 4000)" },
+	{ "duration", OPT_DURATION, "S", 0, "Run each workload for S seconds instead of --count" },
+	{ "warmup", OPT_WARMUP, "N", 0,
+	  "Unmeasured messages first (default: min(count/10, 1000); connect 200)" },
+	{ "cpu", OPT_CPU, "LIST", 0,
+	  "CPU placement: same (both on one CPU, default), split (client and server on "
+	  "different CPUs), none (scheduler decides)" },
+	{ NULL, 0, NULL, 0, "Output:", 3 },
+	{ "json", OPT_JSON, "PATH", 0, "Write results as JSON to PATH ('-' = stdout)" },
+	{ "verbose", 'v', NULL, 0, "Verbose output (libbpf debug messages)" },
+	{ NULL, 'h', NULL, OPTION_HIDDEN, "Show this help" },
+	{},
+};
+
+static int usage_error(struct argp_state *state, const char *fmt, const char *arg)
+{
+	fprintf(stderr, "udsprobe: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\nTry 'udsprobe --help' for more information.\n");
+	exit(2);
+	return 0;
+}
+
+static int lookup(const char *name, const char *const *names, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(name, names[i]))
+			return i;
+	return -1;
+}
+
+static void parse_name_list(struct argp_state *state, const char *opt, char *arg,
+			    const char *const *names, int n, bool *out)
+{
+	char *items[16];
+	int i, k, cnt = split_list(arg, items, ARRAY_SIZE(items));
+
+	if (cnt <= 0)
+		usage_error(state, "%s needs a comma-separated list", opt);
+	for (i = 0; i < n; i++)
+		out[i] = false;
+	for (i = 0; i < cnt; i++) {
+		k = lookup(items[i], names, n);
+		if (k < 0) {
+			fprintf(stderr, "udsprobe: %s: unknown value '%s' (valid:", opt, items[i]);
+			for (k = 0; k < n; k++)
+				fprintf(stderr, " %s", names[k]);
+			fprintf(stderr, ")\n");
+			exit(2);
+		}
+		out[k] = true;
+	}
+}
+
+/* Other actions (e.g. --backlog) bring their own argp parser as a child. */
+static const struct argp_child argp_children[] = {
+	{},
+};
+
+static error_t parse_arg(int key, char *arg, struct argp_state *state)
+{
+	char *items[MAX_SIZES + 1];
+	int i, n;
+
+	switch (key) {
+	case 'h':
+		argp_state_help(state, stdout, ARGP_HELP_STD_HELP);
+		break;
+	case 'v':
+		env.verbose++;
+		break;
+	case OPT_COMPARE:
+		env.action = ACT_COMPARE;
+		break;
+	case OPT_NO_TRACE:
+		env.cmp.trace = false;
+		break;
+	case OPT_MODE:
+		parse_name_list(state, "--mode", arg, mode_names, WL__COUNT, env.cmp.modes);
+		break;
+	case OPT_CPU:
+		parse_name_list(state, "--cpu", arg, place_names, CPU__COUNT, env.cmp.places);
+		break;
+	case OPT_SIZE:
+		n = split_list(arg, items, ARRAY_SIZE(items));
+		if (n <= 0 || n > MAX_SIZES)
+			usage_error(state, "--size takes 1 to 16 sizes, e.g. 64,4K,1M", NULL);
+		for (i = 0; i < n; i++)
+			if (parse_bytes(items[i], 1, WL_MAX_MSG_SIZE, &env.cmp.sizes[i]))
+				usage_error(state, "--size: '%s' is not a size from 1 to 1M (e.g. 64, 4K, 1M)",
+					    items[i]);
+		env.cmp.n_sizes = n;
+		break;
+	case OPT_COUNT:
+		if (parse_u64(arg, 1, 1000000000ull, &env.cmp.count))
+			usage_error(state, "--count: '%s' is not a whole number from 1 to 1000000000", arg);
+		break;
+	case OPT_DURATION:
+		if (parse_seconds(arg, 3600, &env.cmp.duration_s))
+			usage_error(state, "--duration: '%s' is not a number of seconds in (0, 3600]", arg);
+		break;
+	case OPT_WARMUP:
+		if (parse_u64(arg, 0, 10000000ull, &env.cmp.warmup))
+			usage_error(state, "--warmup: '%s' is not a whole number from 0 to 10000000", arg);
+		break;
+	case OPT_JSON:
+		if (!*arg)
+			usage_error(state, "--json needs a path or '-'", NULL);
+		env.json_path = arg;
+		break;
+	case ARGP_KEY_ARG:
+		usage_error(state, "unexpected argument '%s'", arg);
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static volatile sig_atomic_t exiting;
+
+static void sig_handler(int sig)
+{
+	if (exiting) {	/* a second Ctrl-C: stop now */
+		signal(sig, SIG_DFL);
+		raise(sig);
+	}
+	exiting = 1;
+	workload_interrupt();
+}
+
+static void setup_signals(void)
+{
+	struct sigaction sa = { .sa_handler = sig_handler };
+
+	/* no SA_RESTART: blocking waits return EINTR and unwind to cleanup */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+static int do_compare(void)
+{
+	struct comparison cmp;
+	int i, err;
+	bool any;
+
+	for (any = false, i = 0; i < WL__COUNT; i++)
+		any |= env.cmp.modes[i];
+	if (!any)
+		for (i = 0; i < WL__COUNT; i++)
+			env.cmp.modes[i] = true;
+	for (any = false, i = 0; i < CPU__COUNT; i++)
+		any |= env.cmp.places[i];
+	if (!any)
+		env.cmp.places[CPU_SAME] = true;
+	if (!env.cmp.n_sizes) {
+		env.cmp.sizes[0] = 64;
+		env.cmp.n_sizes = 1;
+	}
+	if (env.cmp.count && env.cmp.duration_s) {
+		fprintf(stderr, "udsprobe: --count and --duration exclude each other\n");
+		return 2;
+	}
+	env.cmp.verbose = env.verbose;
+	if (env.cmp.trace && geteuid() != 0) {
+		fprintf(stderr, "udsprobe: tracing needs root (CAP_BPF and CAP_PERFMON): run it with "
+			"sudo, or add --no-trace to run the workload only\n");
+		return 1;
+	}
+
+	err = compare_run(&env.cmp, &cmp);
+	if (err == -EINTR)
+		fprintf(stderr, "udsprobe: interrupted; partial results follow\n");
+	else if (err)
+		goto out;
+	if (!env.json_path || strcmp(env.json_path, "-"))
+		report_text(&cmp, stdout);
+	if (env.json_path && report_json(&cmp, env.json_path))
+		err = err ? err : -EIO;
+out:
+	comparison_free(&cmp);
+	return err ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct argp argp = {
+		.options = opts, .parser = parse_arg, .doc = doc, .children = argp_children,
+	};
+	int err;
+
+	err = argp_parse(&argp, argc, argv, ARGP_NO_HELP, NULL, NULL);
+	if (err)
+		return 2;
+	setup_signals();
+	switch (env.action) {
+	case ACT_COMPARE:
+		return do_compare();
+	default:
+		fprintf(stderr, "udsprobe: nothing to do: give --compare\n"
+			"Try 'udsprobe --help' for more information.\n");
+		return 2;
+	}
+}

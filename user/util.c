@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <ctype.h>
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+#include <linux/magic.h>
+
+#include "util.h"
+
+int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	if (!s || !isdigit((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno == ERANGE)
+		return -ERANGE;
+	if (*end)
+		return -EINVAL;
+	if (v < min || v > max)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
+int parse_bytes(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	char num[32];
+	size_t len = s ? strlen(s) : 0;
+	uint64_t mult = 1, v;
+	int err;
+
+	if (len == 0 || len >= sizeof(num))
+		return -EINVAL;
+	memcpy(num, s, len + 1);
+	switch (num[len - 1]) {
+	case 'k': case 'K': mult = 1024; num[--len] = 0; break;
+	case 'm': case 'M': mult = 1024 * 1024; num[--len] = 0; break;
+	}
+	err = parse_u64(num, 0, UINT64_MAX / mult, &v);
+	if (err)
+		return err;
+	v *= mult;
+	if (v < min || v > max)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
+int parse_seconds(const char *s, double max, double *out)
+{
+	char *end;
+	double v;
+
+	if (!s || !(isdigit((unsigned char)*s) || *s == '.'))
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || *end)
+		return -EINVAL;
+	if (!(v > 0) || v > max)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
+int split_list(char *s, char **items, int max_items)
+{
+	int n = 0;
+	char *save = NULL, *tok;
+
+	for (tok = strtok_r(s, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (n == max_items)
+			return -E2BIG;
+		items[n++] = tok;
+	}
+	return n;
+}
+
+const char *fmt_ns(double ns, char *buf, size_t len)
+{
+	if (ns < 1000)
+		snprintf(buf, len, "%.0f ns", ns);
+	else if (ns < 1e6)
+		snprintf(buf, len, "%.2f us", ns / 1e3);
+	else if (ns < 1e9)
+		snprintf(buf, len, "%.2f ms", ns / 1e6);
+	else
+		snprintf(buf, len, "%.2f s", ns / 1e9);
+	return buf;
+}
+
+const char *kernel_release(void)
+{
+	static struct utsname uts;
+
+	if (!uts.release[0] && uname(&uts))
+		return "unknown";
+	return uts.release;
+}
+
+bool kernel_has_btf(void)
+{
+	return access("/sys/kernel/btf/vmlinux", R_OK) == 0;
+}
+
+static int ensure_mount(const char *path, const char *fstype, long magic)
+{
+	struct statfs st;
+
+	if (statfs(path, &st) == 0 && (long)st.f_type == magic)
+		return 0;
+	if (mkdir(path, 0700) && errno != EEXIST)
+		return -errno;
+	if (mount(fstype, path, fstype, 0, NULL))
+		return -errno;
+	return 0;
+}
+
+int ensure_tracefs(void)
+{
+	/* Classic tracepoint attach reads event ids from tracefs; fresh machines here lack it. */
+	if (access("/sys/kernel/tracing/events", F_OK) == 0)
+		return 0;
+	return ensure_mount("/sys/kernel/tracing", "tracefs", TRACEFS_MAGIC);
+}
+
+int ensure_bpffs(void)
+{
+	return ensure_mount("/sys/fs/bpf", "bpf", BPF_FS_MAGIC);
+}
+
+int allowed_cpu_count(void)
+{
+	cpu_set_t set;
+
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return 1;
+	return CPU_COUNT(&set);
+}
+
+int allowed_cpu(int nth)
+{
+	cpu_set_t set;
+	int cpu;
+
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return -1;
+	for (cpu = 0; cpu < CPU_SETSIZE; cpu++)
+		if (CPU_ISSET(cpu, &set) && nth-- == 0)
+			return cpu;
+	return -1;
+}

@@ -1,0 +1,46 @@
+/* Small helpers shared by udsprobe's modules: strict parsing, clocks, kernel facts. */
+#ifndef UDSPROBE_UTIL_H
+#define UDSPROBE_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+
+/* Same clock as bpf_ktime_get_ns(), so user and BPF timestamps compare directly. */
+static inline uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/* Whole decimal number in [min, max]; no sign, no trailing junk. 0 or -EINVAL/-ERANGE. */
+int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+/* Byte size with optional K/M suffix (binary: 1K = 1024), e.g. "64", "4K", "1M". */
+int parse_bytes(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+/* Seconds, decimal allowed ("0.5"), in (0, max]. */
+int parse_seconds(const char *s, double max, double *out);
+
+/* Split a comma list in place; returns the number of items or -E2BIG. */
+int split_list(char *s, char **items, int max_items);
+
+/* Format n ns as "1.23 µs" style into buf. */
+const char *fmt_ns(double ns, char *buf, size_t len);
+
+/* Kernel release ("6.18.44-...") and whether BTF for it is present. */
+const char *kernel_release(void);
+bool kernel_has_btf(void);
+/* Mount tracefs / bpffs when absent (bpftool does the same); 0 or -errno. */
+int ensure_tracefs(void);
+int ensure_bpffs(void);
+/* Number of CPUs this process may run on, and the n-th of them (or -1). */
+int allowed_cpu_count(void);
+int allowed_cpu(int nth);
+
+#endif

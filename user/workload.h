@@ -1,0 +1,65 @@
+/* The paired workload: the same code drives AF_UNIX stream and TCP 127.0.0.1. */
+#ifndef UDSPROBE_WORKLOAD_H
+#define UDSPROBE_WORKLOAD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+enum transport { TR_UNIX, TR_TCP, TR__COUNT };
+enum wl_mode { WL_PINGPONG, WL_STREAM, WL_CONNECT, WL__COUNT };
+enum cpu_place { CPU_SAME, CPU_SPLIT, CPU_NONE, CPU__COUNT };
+
+#define WL_MAX_MSG_SIZE (1u << 20)
+
+struct wl_config {
+	enum transport transport;
+	enum wl_mode mode;
+	uint64_t msg_size;
+	uint64_t count;		/* measured messages/connections; 0 = use duration_s */
+	double duration_s;
+	uint64_t warmup;	/* excluded from every result */
+	enum cpu_place place;
+	const char *sock_dir;	/* private 0700 directory for AF_UNIX paths */
+};
+
+/* Called around the measured part so tracing sees neither warm-up nor teardown. */
+struct wl_hooks {
+	void *ctx;
+	/* parent, after both children exist and before they start */
+	int (*spawned)(void *ctx, pid_t client, pid_t server);
+	/* client child, right before and right after the measured loop */
+	void (*measure)(void *ctx, bool on);
+};
+
+struct wl_latency {
+	uint64_t p50, p90, p99, mean, min, max;
+};
+
+struct wl_result {
+	uint64_t count;		/* measured messages (pingpong: round trips) or connections */
+	uint64_t elapsed_ns;
+	bool has_latency;
+	struct wl_latency latency;	/* pingpong: one-way (RTT/2); connect: per connection */
+	double msgs_per_sec, bytes_per_sec, conns_per_sec;
+	int client_cpu, server_cpu;	/* where each side ran at the end; -1 unknown */
+	pid_t client_pid, server_pid;
+};
+
+extern const char *const transport_names[TR__COUNT];
+extern const char *const mode_names[WL__COUNT];
+extern const char *const place_names[CPU__COUNT];
+
+/* 0, or -errno with a message already printed to stderr. -EINTR when interrupted. */
+int workload_run(const struct wl_config *cfg, const struct wl_hooks *hooks, struct wl_result *res);
+/* Set from a signal handler: running workloads stop and clean up. */
+void workload_interrupt(void);
+/* Latency summary of n samples (sorted in place). */
+void latency_summary(uint64_t *samples, uint64_t n, uint64_t divisor, struct wl_latency *out);
+
+/* Private 0700 directory for AF_UNIX socket files, removed even if udsprobe is killed. */
+int sockdir_create(char *path, size_t len);
+void sockdir_remove(const char *path);
+
+#endif
