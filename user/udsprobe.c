@@ -27,9 +27,8 @@ static struct env {
 };
 
 const char *argp_program_version = "udsprobe " UDSPROBE_VERSION;
-const char *argp_program_bug_address = "https://github.com/udsprobe/udsprobe/issues";
 static const char doc[] =
-"udsprobe: measure, in the running kernel, why AF_UNIX stream sockets are faster than\n"
+"Measure, in the running kernel, why AF_UNIX stream sockets are faster than "
 "TCP over loopback, and where each message's time goes.\n"
 "\n"
 "USAGE: udsprobe --compare [OPTIONS]\n"
@@ -260,7 +259,8 @@ int main(int argc, char **argv)
 	};
 	int err;
 
-	err = argp_parse(&argp, argc, argv, ARGP_NO_HELP, NULL, NULL);
+	argp_err_exit_status = 2;
+	err = argp_parse(&argp, argc, argv, 0, NULL, NULL);
 	if (err)
 		return 2;
 	setup_signals();
