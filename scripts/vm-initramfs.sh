@@ -21,7 +21,7 @@ ${MODULES[*]} and their dependencies (decompressed), and /init, which:
      work: the work dir, read-write; kmods: the kernel's modules, read-only),
   2. builds /newroot = overlay(tmpfs over host /) (plain read-only host / if overlay fails),
      with proc, sys, devtmpfs, devpts, /dev/shm, /tmp, /run, bpffs, debugfs, tracefs, cgroup2,
-     /lib/modules/<release> and the work dir at its host path,
+     /lib/modules/<release>, /boot/config-<release> and the work dir at its host path,
   3. brings up lo, runs /run/udsvm/cmd.sh in a chroot with stdout+stderr to the console,
   4. writes the exit status to udsctl/status and powers off.
 Options: -q quiet, -h help.
@@ -86,6 +86,8 @@ if mkdir -p "$R/lib/modules/$KREL" 2>/dev/null &&
 else
 	say "no /lib/modules/$KREL in the guest (read-only root): modprobe unavailable"
 fi
+# the kernel config where tools look for it (bpftool feature probe, udsprobe --check)
+if [ -f /ctl/kconfig ] && mkdir -p $R/boot 2>/dev/null; then cp /ctl/kconfig "$R/boot/config-$KREL" 2>/dev/null; fi
 mkdir -p "$R$WORKDIR" 2>/dev/null
 mount -t 9p -o "$P9,cache=mmap" work "$R$WORKDIR" || fail "cannot mount the work dir $WORKDIR"
 ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up
@@ -150,7 +152,7 @@ main() {
 	file -L "$BUSYBOX" 2>/dev/null | grep -q 'statically linked' ||
 		LC_ALL=C ldd "$BUSYBOX" 2>&1 | grep -q 'not a dynamic' ||
 		die "$BUSYBOX is not statically linked: install busybox-static"
-	local rel mods=() hash out tmp f
+	local rel mods=() hash out f
 	rel=$(cat "$kd/release")
 	if [ -d "$kd/modules" ]; then
 		command -v modprobe >/dev/null || die "modprobe not found: apt-get install kmod"
@@ -173,7 +175,7 @@ main() {
 
 	log "building $out"
 	tmp=$(mktemp -d "$kd/.initramfs.XXXXXX")
-	trap 'rm -rf "$tmp"' EXIT
+	trap 'rm -rf "${tmp:-}" "${tmp:-}.cpio"' EXIT
 	mkdir -p "$tmp"/{bin,sbin,etc,proc,sys,dev,tmp,lib/modules}
 	cp "$BUSYBOX" "$tmp/bin/busybox"
 	write_init >"$tmp/init"
