@@ -1,0 +1,273 @@
+// SPDX-License-Identifier: GPL-2.0
+/* user/util.c: strict number parsing, lists, formatting, CPU helpers. */
+#include <errno.h>
+#include <string.h>
+
+#include "unit.h"
+#include "util.h"
+
+#define SENTINEL 0xdeadbeefull
+
+/* parse_u64 result, and *out left alone on error */
+static int u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	*out = SENTINEL;
+	return parse_u64(s, min, max, out);
+}
+
+TEST(util_parse_u64_plain)
+{
+	uint64_t v;
+
+	CHECK_INT(u64("0", 0, 10, &v), 0);
+	CHECK_U64(v, 0);
+	CHECK_INT(u64("7", 0, 10, &v), 0);
+	CHECK_U64(v, 7);
+	CHECK_INT(u64("007", 0, 10, &v), 0);	/* leading zeros are decimal, not octal */
+	CHECK_U64(v, 7);
+	CHECK_INT(u64("1000000000", 1, 1000000000, &v), 0);
+	CHECK_U64(v, 1000000000);
+}
+
+TEST(util_parse_u64_signs_and_space)
+{
+	uint64_t v;
+
+	CHECK_INT(u64("-1", 0, UINT64_MAX, &v), -EINVAL);	/* strtoull would wrap it */
+	CHECK_INT(u64("+1", 0, UINT64_MAX, &v), -EINVAL);
+	CHECK_INT(u64("-0", 0, UINT64_MAX, &v), -EINVAL);
+	CHECK_INT(u64(" 1", 0, UINT64_MAX, &v), -EINVAL);
+	CHECK_INT(u64("1 ", 0, UINT64_MAX, &v), -EINVAL);
+	CHECK_INT(u64("\t1", 0, UINT64_MAX, &v), -EINVAL);
+	CHECK_U64(v, SENTINEL);
+}
+
+TEST(util_parse_u64_junk)
+{
+	uint64_t v;
+
+	CHECK_INT(u64(NULL, 0, 10, &v), -EINVAL);
+	CHECK_INT(u64("", 0, 10, &v), -EINVAL);
+	CHECK_INT(u64("abc", 0, 10, &v), -EINVAL);	/* bcc's "-p abc" = pid 0 bug */
+	CHECK_INT(u64("12abc", 0, 100, &v), -EINVAL);
+	CHECK_INT(u64("0x10", 0, 100, &v), -EINVAL);
+	CHECK_INT(u64("1.5", 0, 100, &v), -EINVAL);
+	CHECK_INT(u64("1e3", 0, 10000, &v), -EINVAL);
+	CHECK_INT(u64("4K", 0, 10000, &v), -EINVAL);	/* suffixes are parse_bytes' job */
+	CHECK_U64(v, SENTINEL);
+}
+
+TEST(util_parse_u64_overflow)
+{
+	uint64_t v;
+
+	CHECK_INT(u64("18446744073709551615", 0, UINT64_MAX, &v), 0);
+	CHECK_U64(v, UINT64_MAX);
+	CHECK_INT(u64("18446744073709551616", 0, UINT64_MAX, &v), -ERANGE);
+	CHECK_INT(u64("99999999999999999999999999", 0, UINT64_MAX, &v), -ERANGE);
+	CHECK_U64(v, SENTINEL);
+}
+
+TEST(util_parse_u64_range)
+{
+	uint64_t v;
+
+	CHECK_INT(u64("0", 1, 10, &v), -ERANGE);
+	CHECK_INT(u64("11", 1, 10, &v), -ERANGE);
+	CHECK_INT(u64("1000000001", 1, 1000000000, &v), -ERANGE);
+	CHECK_U64(v, SENTINEL);
+	CHECK_INT(u64("1", 1, 10, &v), 0);
+	CHECK_U64(v, 1);
+	CHECK_INT(u64("10", 1, 10, &v), 0);
+	CHECK_U64(v, 10);
+}
+
+static int bytes(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	*out = SENTINEL;
+	return parse_bytes(s, min, max, out);
+}
+
+TEST(util_parse_bytes_suffixes)
+{
+	uint64_t v;
+
+	CHECK_INT(bytes("64", 1, 1 << 20, &v), 0);
+	CHECK_U64(v, 64);
+	CHECK_INT(bytes("4K", 1, 1 << 20, &v), 0);
+	CHECK_U64(v, 4096);
+	CHECK_INT(bytes("4k", 1, 1 << 20, &v), 0);
+	CHECK_U64(v, 4096);
+	CHECK_INT(bytes("1M", 1, 1 << 20, &v), 0);
+	CHECK_U64(v, 1 << 20);
+	CHECK_INT(bytes("1m", 1, 1 << 20, &v), 0);
+	CHECK_U64(v, 1 << 20);
+	CHECK_INT(bytes("1024K", 1, 1 << 20, &v), 0);
+	CHECK_U64(v, 1 << 20);
+}
+
+TEST(util_parse_bytes_junk)
+{
+	uint64_t v;
+
+	CHECK_INT(bytes(NULL, 1, 1 << 20, &v), -EINVAL);
+	CHECK_INT(bytes("", 1, 1 << 20, &v), -EINVAL);
+	CHECK_INT(bytes("K", 1, 1 << 20, &v), -EINVAL);
+	CHECK_INT(bytes("12X", 1, 1 << 20, &v), -EINVAL);
+	CHECK_INT(bytes("4KB", 1, 1 << 20, &v), -EINVAL);
+	CHECK_INT(bytes("4KK", 1, 1 << 20, &v), -EINVAL);
+	CHECK_INT(bytes("1.5K", 1, 1 << 20, &v), -EINVAL);
+	CHECK_INT(bytes("-1K", 1, 1 << 20, &v), -EINVAL);
+	CHECK_INT(bytes("+64", 1, 1 << 20, &v), -EINVAL);
+	CHECK_INT(bytes(" 64", 1, 1 << 20, &v), -EINVAL);
+	CHECK_INT(bytes("4 K", 1, 1 << 20, &v), -EINVAL);
+	CHECK_INT(bytes("1G", 1, UINT64_MAX, &v), -EINVAL);	/* no G suffix */
+	/* longer than the internal buffer, even if it were a number */
+	CHECK_INT(bytes("000000000000000000000000000000000064", 1, 1 << 20, &v), -EINVAL);
+	CHECK_U64(v, SENTINEL);
+}
+
+TEST(util_parse_bytes_range_and_overflow)
+{
+	uint64_t v;
+
+	CHECK_INT(bytes("0", 1, 1 << 20, &v), -ERANGE);
+	CHECK_INT(bytes("0K", 1, 1 << 20, &v), -ERANGE);
+	CHECK_INT(bytes("2M", 1, 1 << 20, &v), -ERANGE);
+	CHECK_INT(bytes("1025K", 1, 1 << 20, &v), -ERANGE);
+	CHECK_INT(bytes("1048577", 1, 1 << 20, &v), -ERANGE);
+	/* 2^54 K = 2^64: the multiplication must not wrap to 0 */
+	CHECK_INT(bytes("18014398509481984K", 0, UINT64_MAX, &v), -ERANGE);
+	CHECK_INT(bytes("17592186044416M", 0, UINT64_MAX, &v), -ERANGE);
+	CHECK_U64(v, SENTINEL);
+	CHECK_INT(bytes("18014398509481983K", 0, UINT64_MAX, &v), 0);
+	CHECK_U64(v, 18014398509481983ull * 1024);
+}
+
+static int secs(const char *s, double max, double *out)
+{
+	*out = -1;
+	return parse_seconds(s, max, out);
+}
+
+TEST(util_parse_seconds_ok)
+{
+	double v;
+
+	CHECK_INT(secs("1", 3600, &v), 0);
+	CHECK_DBL(v, 1.0, 0);
+	CHECK_INT(secs("0.5", 3600, &v), 0);
+	CHECK_DBL(v, 0.5, 0);
+	CHECK_INT(secs(".25", 3600, &v), 0);
+	CHECK_DBL(v, 0.25, 0);
+	CHECK_INT(secs("2.", 3600, &v), 0);
+	CHECK_DBL(v, 2.0, 0);
+	CHECK_INT(secs("3600", 3600, &v), 0);
+	CHECK_DBL(v, 3600.0, 0);
+	CHECK_INT(secs("0.001", 3600, &v), 0);
+	CHECK_DBL(v, 0.001, 1e-12);
+}
+
+TEST(util_parse_seconds_range)
+{
+	double v;
+
+	CHECK_INT(secs("0", 3600, &v), -ERANGE);
+	CHECK_INT(secs("0.0", 3600, &v), -ERANGE);
+	CHECK_INT(secs("3600.5", 3600, &v), -ERANGE);
+	CHECK_INT(secs("1000000", 3600, &v), -ERANGE);
+	CHECK_DBL(v, -1, 0);
+}
+
+TEST(util_parse_seconds_junk)
+{
+	double v;
+
+	CHECK_INT(secs(NULL, 3600, &v), -EINVAL);
+	CHECK_INT(secs("", 3600, &v), -EINVAL);
+	CHECK_INT(secs(".", 3600, &v), -EINVAL);
+	CHECK_INT(secs("-1", 3600, &v), -EINVAL);
+	CHECK_INT(secs("+1", 3600, &v), -EINVAL);
+	CHECK_INT(secs(" 1", 3600, &v), -EINVAL);
+	CHECK_INT(secs("1s", 3600, &v), -EINVAL);
+	CHECK_INT(secs("1 ", 3600, &v), -EINVAL);
+	CHECK_INT(secs("abc", 3600, &v), -EINVAL);
+	CHECK_INT(secs("inf", 3600, &v), -EINVAL);
+	CHECK_INT(secs("nan", 3600, &v), -EINVAL);
+	CHECK_INT(secs("1,5", 3600, &v), -EINVAL);
+	/* strtod reads hex floats: "0x10" would silently be 16 s */
+	CHECK_INT(secs("0x10", 3600, &v), -EINVAL);
+	CHECK_INT(secs("0x1p3", 3600, &v), -EINVAL);
+	CHECK_INT(secs("1e3", 3600, &v), -EINVAL);
+	CHECK_INT(secs("1..2", 3600, &v), -EINVAL);
+	CHECK_DBL(v, -1, 0);
+}
+
+TEST(util_split_list)
+{
+	char buf[64], *items[4];
+
+	strcpy(buf, "a,bb,c");
+	CHECK_INT(split_list(buf, items, 4), 3);
+	CHECK_STR(items[0], "a");
+	CHECK_STR(items[1], "bb");
+	CHECK_STR(items[2], "c");
+	strcpy(buf, "one");
+	CHECK_INT(split_list(buf, items, 4), 1);
+	CHECK_STR(items[0], "one");
+	strcpy(buf, ",x,,y,");	/* empty items are skipped */
+	CHECK_INT(split_list(buf, items, 4), 2);
+	CHECK_STR(items[0], "x");
+	CHECK_STR(items[1], "y");
+	strcpy(buf, "");
+	CHECK_INT(split_list(buf, items, 4), 0);
+	strcpy(buf, ",,,");
+	CHECK_INT(split_list(buf, items, 4), 0);
+	strcpy(buf, "1,2,3,4");
+	CHECK_INT(split_list(buf, items, 4), 4);
+	strcpy(buf, "1,2,3,4,5");
+	CHECK_INT(split_list(buf, items, 4), -E2BIG);
+}
+
+TEST(util_fmt_ns)
+{
+	char buf[32];
+
+	CHECK_STR(fmt_ns(0, buf, sizeof(buf)), "0 ns");
+	CHECK_STR(fmt_ns(999, buf, sizeof(buf)), "999 ns");
+	CHECK_STR(fmt_ns(1000, buf, sizeof(buf)), "1.00 us");
+	CHECK_STR(fmt_ns(1460, buf, sizeof(buf)), "1.46 us");
+	CHECK_STR(fmt_ns(1e6, buf, sizeof(buf)), "1.00 ms");
+	CHECK_STR(fmt_ns(2.5e9, buf, sizeof(buf)), "2.50 s");
+	/* truncates, never overflows */
+	CHECK_STR(fmt_ns(1460, buf, 4), "1.4");
+}
+
+TEST(util_allowed_cpus)
+{
+	int n = allowed_cpu_count(), i;
+
+	REQUIRE(n >= 1);
+	for (i = 0; i < n; i++)
+		CHECK(allowed_cpu(i) >= 0);
+	for (i = 1; i < n; i++)
+		CHECK(allowed_cpu(i) > allowed_cpu(i - 1));
+	CHECK_INT(allowed_cpu(n), -1);
+}
+
+TEST(util_now_ns_monotonic)
+{
+	uint64_t a = now_ns(), b = now_ns();
+
+	CHECK(a > 0);
+	CHECK(b >= a);
+}
+
+TEST(util_kernel_release)
+{
+	const char *r = kernel_release();
+
+	REQUIRE(r != NULL);
+	CHECK(r[0] >= '0' && r[0] <= '9');
+	CHECK(kernel_release() == r);	/* cached */
+}
