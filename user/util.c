@@ -62,7 +62,8 @@ int parse_seconds(const char *s, double max, double *out)
 	char *end;
 	double v;
 
-	if (!s || !(isdigit((unsigned char)*s) || *s == '.'))
+	/* digits and a point only: strtod also takes hex ("0x10"), exponents, "inf" */
+	if (!s || !(isdigit((unsigned char)*s) || *s == '.') || s[strspn(s, "0123456789.")])
 		return -EINVAL;
 	errno = 0;
 	v = strtod(s, &end);
