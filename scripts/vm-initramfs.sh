@@ -54,7 +54,7 @@ while read -r m; do
 	insmod "$m" 2>/tmp.err || grep -q 'File exists' /tmp.err || fail "insmod $m: $(cat /tmp.err)"
 done </etc/modules.load
 
-P9="trans=virtio,version=9p2000.L,msize=524288"
+P9="trans=virtio,version=9p2000.L,msize=512000"
 mkdir -p /ctl /lower /rw /newroot
 mount -t 9p -o "$P9" udsctl /ctl || fail "cannot mount the 9p control share (virtio-9p missing?)"
 . /ctl/config

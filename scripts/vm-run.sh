@@ -150,8 +150,8 @@ if [ -f "$KDIR/config" ]; then cp "$KDIR/config" "$CTL/kconfig"; fi
 } >"$CTL/cmd.sh"
 
 # ---- boot ----
-APPEND="console=ttyS0 quiet loglevel=0 panic=-1 oops=panic rdinit=/init 8250.nr_uarts=1 tsc=reliable no_timer_check mitigations=off"
-[ "$VERBOSE" = 1 ] && APPEND="${APPEND/ quiet loglevel=0/ loglevel=7} udsvm.verbose=1"
+APPEND="console=ttyS0 quiet loglevel=1 panic=-1 oops=panic rdinit=/init 8250.nr_uarts=1 tsc=reliable no_timer_check mitigations=off"
+[ "$VERBOSE" = 1 ] && APPEND="${APPEND/ quiet loglevel=1/ loglevel=7} udsvm.verbose=1"
 vfs() { printf 'local,path=%s,mount_tag=%s,security_model=none,multidevs=remap%s' "$1" "$2" "${3:-}"; }
 QARGS=(-accel tcg -M pc -cpu max -smp "$CPUS" -m "$MEM"
 	-nodefaults -no-user-config -display none -no-reboot
@@ -167,7 +167,7 @@ START=$(date +%s%N)
 # timeout(1) enforces the deadline even if this script is SIGKILLed.
 timeout -k 3 "$TIMEOUT" "$QEMU" "${QARGS[@]}" </dev/null 2>"$CTL/qemu.err" > >(
 	if [ "$VERBOSE" = 1 ]; then tee "$CTL/console.log"
-	else tee "$CTL/console.log" | sed -u '0,/^@@UDSVM-START@@\r\?$/d'; fi
+	else tee "$CTL/console.log" | sed -u -e '0,/^@@UDSVM-START@@\r\?$/d' -e '/^\[ *[0-9.]*\] reboot: Power down\r\?$/d'; fi
 ) &
 QPID=$!
 qrc=0
@@ -193,10 +193,13 @@ fi
 	if [ -s "$CTL/qemu.err" ]; then sed 's/^/  qemu: /' "$CTL/qemu.err"; fi
 	if grep -q '@@UDSVM-FAIL@@' "$CTL/console.log" 2>/dev/null; then
 		sed -n 's/^.*@@UDSVM-FAIL@@ /  guest init: /p' "$CTL/console.log"
-	elif grep -qi 'Kernel panic' "$CTL/console.log" 2>/dev/null; then
-		echo "  kernel panic:"; grep -A15 -i 'Kernel panic' "$CTL/console.log" | sed 's/^/  /'
+		[ -d "$KDIR/modules/" ] ||
+			echo "  $KDIR has no modules: the kernel needs VIRTIO_PCI, NET_9P, NET_9P_VIRTIO and 9P_FS built in, or give --modules DIR"
+	elif grep -q 'Kernel panic' "$CTL/console.log" 2>/dev/null; then
+		grep -m1 'Kernel panic' "$CTL/console.log" | sed 's/^/  /'
 	fi
-	if [ "$VERBOSE" = 0 ] && [ -s "$CTL/console.log" ]; then
+	# the console up to the command's start was hidden: show its end
+	if [ "$VERBOSE" = 0 ] && [ -s "$CTL/console.log" ] && ! grep -q '^@@UDSVM-START@@' "$CTL/console.log"; then
 		echo "  last console lines (-v shows the whole console):"
 		tail -n 20 "$CTL/console.log" | sed 's/^/  | /'
 	fi
