@@ -1,0 +1,188 @@
+"""Shared fixtures for udsprobe's integration tests (run as root, real binary, real kernel).
+
+    /usr/bin/python3 -m pytest tests/integration            # or: tests/run.sh integration
+    UDSPROBE=/path/to/udsprobe ... pytest ...                # test another build
+    pytest --attach tracepoint  (or UDSPROBE_ATTACH=...)     # attach mode for traced runs
+"""
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--attach",
+        default=os.environ.get("UDSPROBE_ATTACH") or None,
+        help="attach mode traced tests pass to udsprobe --attach "
+        "(fentry, kprobe, tracepoint; default: env UDSPROBE_ATTACH, else udsprobe's own choice)",
+    )
+
+
+@pytest.fixture(scope="session")
+def udsprobe():
+    """Path of the udsprobe binary: $UDSPROBE, else the repo's ./udsprobe (built if missing)."""
+    env_path = os.environ.get("UDSPROBE")
+    if env_path:
+        path = Path(env_path).resolve()
+        if not os.access(path, os.X_OK):
+            pytest.exit(f"UDSPROBE={env_path} is not an executable file", returncode=1)
+        return str(path)
+    path = REPO / "udsprobe"
+    if not path.exists():
+        res = subprocess.run(["make", "-C", str(REPO), "udsprobe"], capture_output=True, text=True)
+        if res.returncode != 0:
+            pytest.exit(f"cannot build udsprobe:\n{res.stdout}{res.stderr}", returncode=1)
+    return str(path)
+
+
+@pytest.fixture(scope="session")
+def attach_mode(request):
+    """The --attach value for traced runs, or None to let udsprobe choose."""
+    return request.config.getoption("--attach")
+
+
+@pytest.fixture(scope="session")
+def is_root():
+    return os.geteuid() == 0
+
+
+@pytest.fixture(scope="session")
+def ncpus():
+    return len(os.sched_getaffinity(0))
+
+
+@pytest.fixture
+def run(udsprobe):
+    """run(*args, timeout=60, **kw) -> CompletedProcess with text stdout/stderr."""
+
+    def _run(*args, timeout=60, **kw):
+        return subprocess.run([udsprobe, *map(str, args)], capture_output=True, text=True,
+                              timeout=timeout, **kw)
+
+    return _run
+
+
+@pytest.fixture
+def run_json(run, tmp_path):
+    """run_json(*args) -> (parsed JSON, CompletedProcess); asserts exit 0."""
+
+    def _run_json(*args, **kw):
+        out = tmp_path / "result.json"
+        res = run(*args, "--json", out, **kw)
+        assert res.returncode == 0, f"exit {res.returncode}\nstderr:\n{res.stderr}"
+        return json.loads(out.read_text()), res
+
+    return _run_json
+
+
+# ---- process and socket-directory helpers -----------------------------------------------
+
+SOCKDIR_RE = re.compile(r"^/tmp/udsprobe\.[A-Za-z0-9]{6}$")
+
+
+def proc_children(pid):
+    """Direct children of pid (from /proc/*/stat)."""
+    kids = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{d}/stat").read_text()
+        except OSError:
+            continue
+        # pid (comm) state ppid ...: comm may hold spaces and parens
+        fields = stat[stat.rindex(")") + 2:].split()
+        if int(fields[1]) == pid:
+            kids.append(int(d))
+    return kids
+
+
+def proc_tree(pid):
+    """pid and all its descendants that exist now."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(proc_children(p))
+    return out
+
+
+def alive(pid):
+    """True if pid exists and is not a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] != "Z"
+
+
+def socket_inodes(pids):
+    inodes = set()
+    for p in pids:
+        try:
+            fds = os.listdir(f"/proc/{p}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                link = os.readlink(f"/proc/{p}/fd/{fd}")
+            except OSError:
+                continue
+            m = re.match(r"socket:\[(\d+)\]", link)
+            if m:
+                inodes.add(int(m.group(1)))
+    return inodes
+
+
+def sockdir_of(pid):
+    """The /tmp/udsprobe.XXXXXX directory of a running udsprobe, found through the AF_UNIX
+    sockets its process tree holds (/proc/net/unix), or None while it has none bound."""
+    inodes = socket_inodes(proc_tree(pid))
+    with open("/proc/net/unix") as f:
+        next(f)
+        for line in f:
+            parts = line.split()
+            if len(parts) >= 8 and int(parts[6]) in inodes:
+                d = os.path.dirname(parts[7])
+                if SOCKDIR_RE.match(d):
+                    return d
+    return None
+
+
+def wait_for(cond, timeout=5.0, step=0.02):
+    """Poll cond() until truthy or timeout; returns its last value."""
+    end = time.monotonic() + timeout
+    while True:
+        v = cond()
+        if v or time.monotonic() >= end:
+            return v
+        time.sleep(step)
+
+
+@pytest.fixture
+def spawn(udsprobe):
+    """spawn(*args) -> Popen in its own process group (killed at teardown if still running)."""
+    procs = []
+
+    def _spawn(*args):
+        p = subprocess.Popen([udsprobe, *map(str, args)], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+        procs.append(p)
+        return p
+
+    yield _spawn
+    for p in procs:
+        if p.poll() is None:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait()

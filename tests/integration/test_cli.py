@@ -1,0 +1,124 @@
+"""Command line: --help/--version, usage errors (exit 2, one-line reason), privilege errors."""
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+
+import pytest
+
+
+def test_help(run):
+    res = run("--help")
+    assert res.returncode == 0
+    assert res.stderr == ""
+    assert "USAGE" in res.stdout and "EXAMPLES" in res.stdout
+    for opt in ("--compare", "--no-trace", "--mode", "--size", "--count", "--duration",
+                "--cpu", "--json", "--version"):
+        assert opt in res.stdout, opt
+
+
+def test_help_short(run):
+    res = run("-?")
+    assert res.returncode == 0
+    assert "--compare" in res.stdout
+
+
+def test_version(run):
+    res = run("--version")
+    assert res.returncode == 0
+    assert res.stderr == ""
+    assert res.stdout.startswith("udsprobe ")
+    assert any(c.isdigit() for c in res.stdout)
+
+
+BAD = [
+    # (args, word the reason must mention)
+    (["--compare", "--no-trace", "--count", "abc"], "count"),
+    (["--compare", "--no-trace", "--count", "-1"], "count"),
+    (["--compare", "--no-trace", "--count", "0"], "count"),
+    (["--compare", "--no-trace", "--count", "+5"], "count"),
+    (["--compare", "--no-trace", "--count", "0x10"], "count"),
+    (["--compare", "--no-trace", "--count", "1000000001"], "count"),
+    (["--compare", "--no-trace", "--count", "99999999999999999999999"], "count"),
+    (["--compare", "--no-trace", "--count", ""], "count"),
+    (["--compare", "--no-trace", "--size", "0"], "size"),
+    (["--compare", "--no-trace", "--size", "2M"], "size"),
+    (["--compare", "--no-trace", "--size", "12X"], "size"),
+    (["--compare", "--no-trace", "--size", "1.5K"], "size"),
+    (["--compare", "--no-trace", "--size", "64,0"], "size"),
+    (["--compare", "--no-trace", "--size", ",".join(["64"] * 17)], "size"),
+    (["--compare", "--no-trace", "--size", ""], "size"),
+    (["--compare", "--no-trace", "--mode", "foo"], "mode"),
+    (["--compare", "--no-trace", "--mode", "pingpong,foo"], "mode"),
+    (["--compare", "--no-trace", "--mode", ""], "mode"),
+    (["--compare", "--no-trace", "--cpu", "foo"], "cpu"),
+    (["--compare", "--no-trace", "--cpu", "same,bogus"], "cpu"),
+    (["--compare", "--no-trace", "--duration", "0"], "duration"),
+    (["--compare", "--no-trace", "--duration", "-1"], "duration"),
+    (["--compare", "--no-trace", "--duration", "abc"], "duration"),
+    (["--compare", "--no-trace", "--duration", "3601"], "duration"),
+    (["--compare", "--no-trace", "--duration", "0x10"], "duration"),
+    (["--compare", "--no-trace", "--duration", "1s"], "duration"),
+    (["--compare", "--no-trace", "--warmup", "-1"], "warmup"),
+    (["--compare", "--no-trace", "--json", ""], "json"),
+    (["--compare", "--no-trace", "--count", "10", "--duration", "1"], "duration"),
+    (["--compare", "--no-trace", "--bogus-option"], "bogus-option"),
+    (["--compare", "--no-trace", "extra"], "extra"),
+    (["--compare", "--no-trace", "--count"], "count"),
+    ([], "compare"),
+]
+
+
+@pytest.mark.parametrize("args,word", BAD, ids=[" ".join(a) or "(none)" for a, _ in BAD])
+def test_bad_usage_exits_2(run, args, word):
+    res = run(*args, timeout=10)
+    assert res.returncode == 2, f"exit {res.returncode}\nstdout:\n{res.stdout}\nstderr:\n{res.stderr}"
+    assert res.stdout == "", "usage errors print nothing on stdout"
+    lines = res.stderr.strip().splitlines()
+    assert lines, "no reason on stderr"
+    # one line of reason, optionally followed by the "Try 'udsprobe --help'" hint
+    assert len(lines) <= 2, res.stderr
+    if len(lines) == 2:
+        assert lines[1].startswith("Try "), res.stderr
+    # "udsprobe: ..." (getopt's own messages name the program as invoked: "./udsprobe: ...")
+    assert os.path.basename(lines[0].split(":")[0]) == "udsprobe", res.stderr
+    assert word in lines[0], f"reason does not name '{word}': {lines[0]}"
+
+
+@pytest.fixture(scope="module")
+def nobody_binary(udsprobe):
+    """A copy of udsprobe that uid 65534 can execute (the repo may sit in a 0700 dir)."""
+    d = tempfile.mkdtemp(prefix="udsprobe-test-")
+    os.chmod(d, 0o755)
+    dst = os.path.join(d, "udsprobe")
+    shutil.copy2(udsprobe, dst)
+    os.chmod(dst, 0o755)
+    yield dst
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def run_as_nobody(binary, *args):
+    if os.geteuid() != 0:
+        pytest.skip("needs root to switch to uid 65534")
+    cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+           "--inh-caps=-all", binary, *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=30, cwd="/")
+
+
+def test_not_root_traced_exits_1(nobody_binary):
+    res = run_as_nobody(nobody_binary, "--compare", "--count", "10")
+    assert res.returncode == 1, f"exit {res.returncode}\n{res.stderr}"
+    assert res.stdout == ""
+    msg = res.stderr.strip()
+    assert msg.startswith("udsprobe"), msg
+    # says what to do: use root / capabilities, or run untraced
+    assert "root" in msg or "CAP_BPF" in msg, msg
+    assert "--no-trace" in msg or "sudo" in msg, msg
+
+
+def test_not_root_untraced_works(nobody_binary):
+    res = run_as_nobody(nobody_binary, "--compare", "--no-trace", "--mode", "pingpong",
+                        "--count", "200")
+    assert res.returncode == 0, res.stderr
+    assert "one-way p50" in res.stdout
