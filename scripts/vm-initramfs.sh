@@ -114,7 +114,8 @@ write_modprobe() {
 	cat <<'MP'
 #!/bin/sh
 # kernel module autoload (/proc/sys/kernel/modprobe) runs in the initramfs: use the chroot's kmod
-if [ -x /newroot/sbin/modprobe ]; then exec chroot /newroot /sbin/modprobe "$@"; fi
+# (test -L too: /sbin/modprobe is an absolute symlink to /bin/kmod, dangling outside the chroot)
+if [ -L /newroot/sbin/modprobe ] || [ -x /newroot/sbin/modprobe ]; then exec chroot /newroot /sbin/modprobe "$@"; fi
 exec /bin/busybox modprobe "$@"
 MP
 }

@@ -101,11 +101,11 @@ command -v "$QEMU" >/dev/null || die "$QEMU not found: apt-get install qemu-syst
 if [ -f "$KSPEC/.complete" ]; then
 	KDIR=$(cd "$KSPEC" && pwd -P)
 else
-	KDIR=$("$HERE/vm-kernel.sh" -q ${KMODS:+--modules "$KMODS"} "$KSPEC") ||
+	KDIR=$("$HERE/vm-kernel.sh" ${KMODS:+--modules "$KMODS"} "$KSPEC") ||
 		die "could not get kernel '$KSPEC' (vm-kernel.sh failed, see above)"
 fi
 KREL=$(cat "$KDIR/release")
-INITRD=$("$HERE/vm-initramfs.sh" -q "$KDIR") || die "could not build the initramfs (see above)"
+INITRD=$("$HERE/vm-initramfs.sh" "$KDIR") || die "could not build the initramfs (see above)"
 if [ "$BZIMAGE" = 1 ]; then
 	[ -f "$KDIR/vmlinuz" ] || die "$KDIR has no vmlinuz for --bzimage"
 	KIMG=$KDIR/vmlinuz
