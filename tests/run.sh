@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# Run udsprobe's tests and finish with one line: "udsprobe tests: N passed, N failed".
+#
+#   tests/run.sh [all|unit|integration|vm] [extra args for that part's runner]
+#
+#   all          unit + integration + vm (what `make test` runs)
+#   unit         .output/unit_tests (C, pure logic)            extra args: case names / globs
+#   integration  pytest tests/integration (real binary, root)   extra args: pytest's (-k, -x, ...)
+#   vm           tests/vm/run-matrix.sh (qemu kernel matrix)    extra args: the matrix script's
+#
+# Root: the integration and vm parts need it; when not root they run through sudo.
+# Environment: PYTHON (default /usr/bin/python3, Debian's, which has python3-pytest),
+# UDSPROBE (binary under test), UDSPROBE_ATTACH (attach mode for traced tests).
+# Exit status: 0 when nothing failed, 1 otherwise. A part that cannot run counts as a failure.
+set -uo pipefail
+
+cd "$(dirname "$0")/.." || exit 1
+REPO=$PWD
+PYTHON=${PYTHON:-/usr/bin/python3}
+UNIT_BIN=${UNIT_BIN:-.output/unit_tests}
+VM_MATRIX=tests/vm/run-matrix.sh
+
+what=${1:-all}
+[ $# -gt 0 ] && shift
+case $what in
+all|unit|integration|vm) ;;
+-h|--help) sed -n '2,/^set /{/^set /d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
+*) echo "usage: tests/run.sh [all|unit|integration|vm] [args]" >&2; exit 2 ;;
+esac
+
+tmp=$(mktemp -d /tmp/udsprobe-tests.XXXXXX) || exit 1
+chmod 755 "$tmp"	# the root side (sudo) writes its junit file here
+trap 'rm -rf "$tmp"' EXIT
+
+total_pass=0
+total_fail=0
+summaries=()
+
+record() {	# record PART PASSED FAILED [NOTE]
+	total_pass=$((total_pass + $2))
+	total_fail=$((total_fail + $3))
+	summaries+=("$(printf '%-12s %d passed, %d failed%s' "$1:" "$2" "$3" "${4:+ ($4)}")")
+	echo "-- $1: $2 passed, $3 failed${4:+ ($4)}"
+}
+
+loud() {
+	echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
+	echo "!!! $*"
+	echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
+}
+
+# Commands that need root: run directly as root, else through sudo (keeping our variables).
+as_root=()
+if [ "$(id -u)" -ne 0 ]; then
+	if command -v sudo >/dev/null; then
+		as_root=(sudo env)
+		for v in UDSPROBE UDSPROBE_ATTACH PYTHON; do
+			[ -n "${!v:-}" ] && as_root+=("$v=${!v}")
+		done
+	else
+		echo "tests/run.sh: not root and no sudo: root-only tests will fail" >&2
+	fi
+fi
+
+# "N passed, N failed" from the last such line of a log, as "N N"; empty if none.
+counts_from_log() {
+	grep -Eo '[0-9]+ passed, [0-9]+ failed' "$1" | tail -n 1 | sed -E 's/([0-9]+) passed, ([0-9]+) failed/\1 \2/'
+}
+
+part_unit() {
+	echo "== unit tests =="
+	local log=$tmp/unit.log rc counts
+	if ! make -s "$UNIT_BIN" >"$tmp/unit-build.log" 2>&1; then
+		cat "$tmp/unit-build.log"
+		loud "unit tests did not build (counted as 1 failure)"
+		record unit 0 1 "build failed"
+		return
+	fi
+	"$UNIT_BIN" "$@" 2>&1 | tee "$log"
+	rc=${PIPESTATUS[0]}
+	counts=$(counts_from_log "$log")
+	if [ -z "$counts" ]; then
+		loud "unit tests printed no summary (exit $rc; counted as 1 failure)"
+		record unit 0 1 "no summary"
+		return
+	fi
+	set -- $counts
+	if [ "$rc" -ne 0 ] && [ "$2" -eq 0 ]; then
+		record unit "$1" 1 "exit $rc"
+	else
+		record unit "$1" "$2"
+	fi
+}
+
+part_integration() {
+	echo "== integration tests (pytest, real binary) =="
+	local junit=$tmp/integration.xml rc counts
+	if ! "$PYTHON" -c 'import pytest' 2>/dev/null; then
+		loud "$PYTHON has no pytest: run scripts/install-deps.sh (counted as 1 failure)"
+		record integration 0 1 "no pytest"
+		return
+	fi
+	# no .pytest_cache or __pycache__ left in the tree (possibly root-owned)
+	"${as_root[@]}" env PYTHONDONTWRITEBYTECODE=1 "$PYTHON" -m pytest -q -rfEs -p no:cacheprovider \
+		--junitxml="$junit" tests/integration "$@"
+	rc=$?
+	counts=$("$PYTHON" - "$junit" <<-'EOF' 2>/dev/null
+		import sys, xml.etree.ElementTree as ET
+		root = ET.parse(sys.argv[1]).getroot()
+		suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
+		t = {k: sum(int(s.get(k, 0)) for s in suites) for k in ("tests", "failures", "errors", "skipped")}
+		print(t["tests"] - t["failures"] - t["errors"] - t["skipped"],
+		      t["failures"] + t["errors"], t["skipped"])
+	EOF
+	)
+	if [ -z "$counts" ]; then
+		loud "pytest wrote no results (exit $rc; counted as 1 failure)"
+		record integration 0 1 "no results"
+		return
+	fi
+	set -- $counts
+	# exit 5 = nothing collected, 2-4 = interrupted / internal / usage error
+	if [ "$rc" -ne 0 ] && [ "$2" -eq 0 ]; then
+		record integration "$1" 1 "pytest exit $rc"
+	else
+		record integration "$1" "$2" "$3 skipped"
+	fi
+}
+
+part_vm() {
+	echo "== VM kernel matrix =="
+	local log=$tmp/vm.log rc counts
+	if [ ! -e "$VM_MATRIX" ]; then
+		loud "VM MATRIX NOT RUN: $VM_MATRIX does not exist yet (counted as 1 failure)"
+		record vm 0 1 "$VM_MATRIX missing"
+		return
+	fi
+	"${as_root[@]}" bash "$VM_MATRIX" "$@" 2>&1 | tee "$log"
+	rc=${PIPESTATUS[0]}
+	counts=$(counts_from_log "$log")
+	if [ -z "$counts" ]; then
+		loud "$VM_MATRIX printed no 'N passed, N failed' line (exit $rc; counted as 1 failure)"
+		record vm 0 1 "no summary"
+		return
+	fi
+	set -- $counts
+	if [ "$rc" -ne 0 ] && [ "$2" -eq 0 ]; then
+		record vm "$1" 1 "exit $rc"
+	else
+		record vm "$1" "$2"
+	fi
+}
+
+case $what in
+all)
+	part_unit
+	part_integration
+	part_vm
+	;;
+*)
+	"part_$what" "$@"
+	;;
+esac
+
+echo
+echo "== summary =="
+printf '  %s\n' "${summaries[@]}"
+echo "udsprobe tests: $total_pass passed, $total_fail failed"
+[ "$total_fail" -eq 0 ]
