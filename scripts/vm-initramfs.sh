@@ -106,6 +106,7 @@ echo "$st" >/ctl/status
 i=0; while [ $i -lt 30 ] && kill -0 $catpid 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
 kill -TERM -1 2>/dev/null; sleep 0.1; kill -KILL -1 2>/dev/null
 sync
+echo 0 >/proc/sys/kernel/printk # no "reboot: Power down" after the command's output
 poweroff -f
 INIT
 }
@@ -199,8 +200,9 @@ main() {
 	# uncompressed cpio: no decompression in the (slow, emulated) guest
 	(cd "$tmp" && find . | LC_ALL=C sort | "$BUSYBOX" cpio -o -H newc 2>/dev/null) >"$tmp.cpio" ||
 		die "cpio failed"
-	rm -f "$kd"/initramfs-*.cpio
 	mv "$tmp.cpio" "$out"
+	# drop stale builds (not ours: a guest booting concurrently has its file open already)
+	find "$kd" -maxdepth 1 -name 'initramfs-*.cpio' ! -name "${out##*/}" -mmin +1 -delete
 	printf '%s\n' "$out"
 }
 

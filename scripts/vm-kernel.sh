@@ -250,6 +250,11 @@ main() {
 	spec=${spec:-debian-6.1}
 	mkdir -p "$KDIR_ROOT"
 	need xz xz-utils
+	# one writer at a time (parallel CI jobs sharing UDSPROBE_VM_CACHE); cached SPECs skip the wait
+	if ! { case $spec in debian-*) [ "$refresh" = 0 ] && [ -f "$KDIR_ROOT/$spec/.complete" ] ;; *) false ;; esac; }; then
+		exec 9>"$KDIR_ROOT/.lock"
+		flock 9 || die "cannot lock $KDIR_ROOT/.lock"
+	fi
 
 	case $spec in
 	debian-6.1 | debian-6.12)
