@@ -36,7 +36,8 @@ Guest environment: PATH=$GUEST_PATH, HOME=/root, LANG=C.UTF-8, TERM=dumb,
 UDSVM=1, cwd = the work dir, stdin /dev/null, stdout and stderr (a pipe) go to our stdout.
 
 Exit status: CMD's status; 124 timeout (qemu killed); 125 VM failure (qemu did not start,
-kernel panic, guest never reported a status). Killing this script (INT/TERM/HUP) kills qemu.
+kernel panic, guest never reported a status) and for usage errors. Killing this script
+(INT/TERM/HUP) kills qemu; if it is SIGKILLed, qemu still dies at the timeout.
 
 Examples:
   $PROG -- uname -r
@@ -46,7 +47,7 @@ EOF
 }
 
 die() { printf '%s: error: %s\n' "$PROG" "$*" >&2; exit 125; }
-usage_err() { printf '%s: %s (see --help)\n' "$PROG" "$*" >&2; exit 2; }
+usage_err() { printf '%s: %s (see --help)\n' "$PROG" "$*" >&2; exit 125; }
 
 # POSIX sh single-quoting (the guest runs the command with the chroot's /bin/sh)
 shq() { local s=${1//\'/\'\\\'\'}; printf "'%s'" "$s"; }
