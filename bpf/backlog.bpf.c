@@ -1,0 +1,630 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Listen-queue overflow counting for `udsprobe --backlog`.
+ *
+ * One handler body per event, thin wrappers per attach mode. All wrappers are
+ * optional (SEC("?...")); user space enables one mode's set, all or nothing:
+ *
+ *   event                 fentry/fexit          kprobe/kretprobe      tracepoint mode
+ *   unix connect enter    unix_stream_connect   unix_stream_connect   syscalls:sys_enter_connect
+ *   unix connect exit     unix_stream_connect   unix_stream_connect   syscalls:sys_exit_connect
+ *   unix wait for room    unix_wait_for_peer    unix_wait_for_peer    tp_btf sched_switch (slept
+ *                                                                      inside an AF_UNIX connect)
+ *   tcp SYN at listener   tcp_conn_request      tcp_conn_request      tp_btf consume_skb (SYN to a
+ *                                                                      watched port, queue full)
+ *   tcp ACK overflow      sk_skb_reason_drop    sk_skb_reason_drop    tp_btf kfree_skb
+ *                         (or kfree_skb_reason) (or kfree_skb_reason)  (reason TCP_LISTEN_OVERFLOW)
+ *   tcp client connect    tcp_connect           tcp_connect           tp_btf inet_sock_set_state
+ *   tcp SYN retransmit    tcp_retransmit_skb    tcp_retransmit_skb    tp_btf tcp_retransmit_skb
+ *
+ * Listener enumeration (address, queue depth, limit, sk_drops, inode) is done
+ * by the iter/unix and iter/tcp programs, which work in every mode.
+ * Everything is counted here, in per-CPU maps; user space only reads them.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
+#include "backlog.h"
+
+#define AF_UNIX		1
+#define AF_INET		2
+#define AF_INET6	10
+#define EAGAIN		11
+#define ETH_P_IP	0x0800
+#define ETH_P_IPV6	0x86DD
+#define IPPROTO_TCP	6
+#define PF_KTHREAD	0x00200000
+
+/* Set before load. 0 = this kernel has no TCP_LISTEN_OVERFLOW drop reason. */
+const volatile __u32 listen_overflow_reason = 0;
+
+/* Read back by user space. */
+__u64 missed_map_full = 0;	/* events not counted: a map was full */
+__u64 unix_inflight = 0;	/* AF_UNIX connects between enter and exit */
+
+struct bl_conn {
+	__u64 sleep_start;
+	__u64 wait_ns;
+	__u32 waited;
+	__u32 pad;
+	char path[BL_PATH_LEN];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct bl_key);
+	__type(value, struct bl_val);
+} counts SEC(".maps");
+
+/* tgid -> comm of every client we counted. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, char[BL_COMM_LEN]);
+} comms SEC(".maps");
+
+/* tid -> AF_UNIX connect in progress. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct bl_conn);
+} conns SEC(".maps");
+
+/* TCP client sockets in SYN_SENT -> owner tgid (set in the connect() task). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, __u32);
+} sk_owner SEC(".maps");
+
+/* TCP client source port -> owner tgid, for SYNs handled outside the client's task. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u32);
+} port_owner SEC(".maps");
+
+/* Watched TCP listening ports -> listener sock (tracepoint mode), filled by user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct bl_port);
+} tcp_ports SEC(".maps");
+
+static __always_inline void remember_comm(__u32 tgid)
+{
+	char comm[BL_COMM_LEN];
+
+	if (!tgid || bpf_map_lookup_elem(&comms, &tgid))
+		return;
+	bpf_get_current_comm(comm, sizeof(comm));
+	bpf_map_update_elem(&comms, &tgid, comm, BPF_NOEXIST);
+}
+
+static __always_inline struct bl_val *counter(struct bl_key *key)
+{
+	static const struct bl_val zero;
+	struct bl_val *v;
+
+	v = bpf_map_lookup_elem(&counts, key);
+	if (v)
+		return v;
+	bpf_map_update_elem(&counts, key, &zero, BPF_NOEXIST);
+	v = bpf_map_lookup_elem(&counts, key);
+	if (!v)
+		__sync_fetch_and_add(&missed_map_full, 1);
+	return v;
+}
+
+/* Current task's tgid when it is a user process, else 0. */
+static __always_inline __u32 current_user_tgid(void)
+{
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+
+	if (BPF_CORE_READ(t, flags) & PF_KTHREAD)
+		return 0;
+	return bpf_get_current_pid_tgid() >> 32;
+}
+
+/* ---------------------------------------------------------------- AF_UNIX */
+
+static __always_inline void unix_connect_enter(const struct sockaddr_un *sun, long addrlen,
+					       bool user)
+{
+	struct bl_conn c = {};
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u16 family = 0;
+	long n = addrlen - 2;
+	char first = 0;
+
+	if (!sun || n <= 0)
+		return;
+	if (user) {
+		bpf_probe_read_user(&family, sizeof(family), &sun->sun_family);
+		bpf_probe_read_user(&first, 1, sun->sun_path);
+	} else {
+		bpf_probe_read_kernel(&family, sizeof(family), &sun->sun_family);
+		bpf_probe_read_kernel(&first, 1, sun->sun_path);
+	}
+	if (family != AF_UNIX)
+		return;
+	if (n > BL_PATH_LEN)
+		n = BL_PATH_LEN;
+	if (first) {	/* pathname: up to the NUL, the rest stays zero */
+		if (user)
+			bpf_probe_read_user_str(c.path, sizeof(c.path), sun->sun_path);
+		else
+			bpf_probe_read_kernel_str(c.path, sizeof(c.path), sun->sun_path);
+	} else {	/* abstract: exactly addrlen - 2 bytes, leading \0 included */
+		n &= 0x7f;
+		if (n > 0 && n <= BL_PATH_LEN) {
+			if (user)
+				bpf_probe_read_user(c.path, n, sun->sun_path);
+			else
+				bpf_probe_read_kernel(c.path, n, sun->sun_path);
+		}
+	}
+	if (bpf_map_update_elem(&conns, &tid, &c, BPF_ANY))
+		__sync_fetch_and_add(&missed_map_full, 1);
+	else
+		__sync_fetch_and_add(&unix_inflight, 1);
+}
+
+static __always_inline void unix_connect_exit(long ret)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id;
+	struct bl_key key = { .family = BL_UNIX, .tgid = id >> 32 };
+	struct bl_conn *c;
+	struct bl_val *v;
+
+	c = bpf_map_lookup_elem(&conns, &tid);
+	if (!c)
+		return;
+	if (ret == -EAGAIN || c->waited) {
+		__builtin_memcpy(key.path, c->path, sizeof(key.path));
+		v = counter(&key);
+		if (v) {
+			if (ret == -EAGAIN)
+				v->overflows++;
+			if (c->waited) {
+				v->waits++;
+				v->wait_ns += c->wait_ns;
+			}
+		}
+		remember_comm(key.tgid);
+	}
+	bpf_map_delete_elem(&conns, &tid);
+	__sync_fetch_and_add(&unix_inflight, -1);
+}
+
+static __always_inline void unix_wait_begin(__u32 tid)
+{
+	struct bl_conn *c = bpf_map_lookup_elem(&conns, &tid);
+
+	if (c)
+		c->sleep_start = bpf_ktime_get_ns();
+}
+
+static __always_inline void unix_wait_end(__u32 tid)
+{
+	struct bl_conn *c = bpf_map_lookup_elem(&conns, &tid);
+
+	if (c && c->sleep_start) {
+		c->wait_ns += bpf_ktime_get_ns() - c->sleep_start;
+		c->sleep_start = 0;
+		c->waited = 1;
+	}
+}
+
+/* ---------------------------------------------------------------- TCP */
+
+static __always_inline __u32 client_of(__u32 sport)
+{
+	__u32 *owner = bpf_map_lookup_elem(&port_owner, &sport);
+
+	return owner ? *owner : current_user_tgid();
+}
+
+static __always_inline void tcp_count(__u32 port, __u32 tgid, int what)
+{
+	struct bl_key key = { .family = BL_TCP, .tgid = tgid, .port = port };
+	struct bl_val *v = counter(&key);
+
+	if (!v)
+		return;
+	if (what == 0)
+		v->overflows++;
+	else if (what == 1)
+		v->ack_overflows++;
+	else
+		v->syn_retrans++;
+}
+
+/* Ports and flags of a received TCP segment; 0 if skb is not IPv4/IPv6 TCP. */
+static __always_inline int skb_tcp_ports(struct sk_buff *skb, __u32 *sport, __u32 *dport,
+					 __u8 *flags)
+{
+	__u16 proto = BPF_CORE_READ(skb, protocol);
+	unsigned char *head;
+	struct tcphdr th;
+	__u8 l4 = 0;
+
+	if (proto != bpf_htons(ETH_P_IP) && proto != bpf_htons(ETH_P_IPV6))
+		return 0;
+	head = BPF_CORE_READ(skb, head);
+	if (proto == bpf_htons(ETH_P_IP))
+		bpf_probe_read_kernel(&l4, 1, head + BPF_CORE_READ(skb, network_header) +
+				      offsetof(struct iphdr, protocol));
+	else
+		bpf_probe_read_kernel(&l4, 1, head + BPF_CORE_READ(skb, network_header) +
+				      offsetof(struct ipv6hdr, nexthdr));
+	if (l4 != IPPROTO_TCP)
+		return 0;
+	if (bpf_probe_read_kernel(&th, sizeof(th), head + BPF_CORE_READ(skb, transport_header)))
+		return 0;
+	*sport = bpf_ntohs(th.source);
+	*dport = bpf_ntohs(th.dest);
+	*flags = ((__u8 *)&th)[13];
+	return 1;
+}
+
+#define TH_SYN 0x02
+#define TH_ACK 0x10
+
+static __always_inline bool acceptq_full(struct sock *sk)
+{
+	return BPF_CORE_READ(sk, sk_ack_backlog) > BPF_CORE_READ(sk, sk_max_ack_backlog);
+}
+
+/* Probe modes: the listener itself, at tcp_conn_request entry (the same check
+ * the kernel makes a few instructions later, on the same CPU). */
+static __always_inline void tcp_syn_at_listener(struct sock *sk, struct sk_buff *skb)
+{
+	__u32 sport, dport;
+	__u8 flags;
+
+	if (!acceptq_full(sk))
+		return;
+	if (!skb_tcp_ports(skb, &sport, &dport, &flags))
+		return;
+	tcp_count(BPF_CORE_READ(sk, __sk_common.skc_num), client_of(sport), 0);
+}
+
+/* Tracepoint mode: a SYN being freed by consume_skb. After tcp_conn_request
+ * (which consumes every SYN it did not keep, dropped or answered) the kernel
+ * dropped it iff the listener's accept queue was full; we look at the queue of
+ * the watched listener on that port at this moment. */
+static __always_inline void tcp_syn_consumed(struct sk_buff *skb)
+{
+	__u32 sport, dport;
+	struct bl_port *l;
+	__u8 flags;
+
+	if (!skb_tcp_ports(skb, &sport, &dport, &flags))
+		return;
+	if ((flags & (TH_SYN | TH_ACK)) != TH_SYN)
+		return;
+	l = bpf_map_lookup_elem(&tcp_ports, &dport);
+	if (!l)
+		return;
+	if (!acceptq_full((struct sock *)l->sk))
+		return;
+	tcp_count(dport, client_of(sport), 0);
+}
+
+static __always_inline void tcp_dropped(struct sk_buff *skb, __u32 reason)
+{
+	__u32 sport, dport;
+	__u8 flags;
+
+	if (!listen_overflow_reason || reason != listen_overflow_reason)
+		return;
+	if (!skb_tcp_ports(skb, &sport, &dport, &flags))
+		return;
+	tcp_count(dport, client_of(sport), 1);
+}
+
+/* A client socket entered SYN_SENT in its connect() task. */
+static __always_inline void tcp_client_connect(struct sock *sk)
+{
+	__u32 tgid = current_user_tgid();
+	__u32 sport = BPF_CORE_READ(sk, __sk_common.skc_num);
+	__u64 key = (__u64)sk;
+
+	if (!tgid)
+		return;
+	bpf_map_update_elem(&sk_owner, &key, &tgid, BPF_ANY);
+	if (sport)
+		bpf_map_update_elem(&port_owner, &sport, &tgid, BPF_ANY);
+	remember_comm(tgid);
+}
+
+static __always_inline void tcp_retransmit(struct sock *sk)
+{
+	__u32 dport, sport, tgid = 0, *owner;
+	__u64 key = (__u64)sk;
+
+	if (BPF_CORE_READ(sk, __sk_common.skc_state) != TCP_SYN_SENT)
+		return;
+	dport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
+	sport = BPF_CORE_READ(sk, __sk_common.skc_num);
+	owner = bpf_map_lookup_elem(&sk_owner, &key);
+	if (owner) {
+		tgid = *owner;
+		bpf_map_update_elem(&port_owner, &sport, &tgid, BPF_ANY);
+	}
+	tcp_count(dport, tgid, 2);
+}
+
+/* ---------------------------------------------------------------- fentry/fexit */
+
+SEC("?fentry/unix_stream_connect")
+int BPF_PROG(fentry_unix_stream_connect, struct socket *sock, struct sockaddr *uaddr, int addr_len)
+{
+	unix_connect_enter((const struct sockaddr_un *)uaddr, addr_len, false);
+	return 0;
+}
+
+SEC("?fexit/unix_stream_connect")
+int BPF_PROG(fexit_unix_stream_connect, struct socket *sock, struct sockaddr *uaddr, int addr_len,
+	     int flags, int ret)
+{
+	unix_connect_exit(ret);
+	return 0;
+}
+
+SEC("?fentry/unix_wait_for_peer")
+int BPF_PROG(fentry_unix_wait_for_peer)
+{
+	unix_wait_begin((__u32)bpf_get_current_pid_tgid());
+	return 0;
+}
+
+SEC("?fexit/unix_wait_for_peer")
+int BPF_PROG(fexit_unix_wait_for_peer)
+{
+	unix_wait_end((__u32)bpf_get_current_pid_tgid());
+	return 0;
+}
+
+SEC("?fentry/tcp_conn_request")
+int BPF_PROG(fentry_tcp_conn_request, void *rsk_ops, void *af_ops, struct sock *sk,
+	     struct sk_buff *skb)
+{
+	tcp_syn_at_listener(sk, skb);
+	return 0;
+}
+
+SEC("?fentry/sk_skb_reason_drop")
+int BPF_PROG(fentry_sk_skb_reason_drop, struct sock *sk, struct sk_buff *skb, __u32 reason)
+{
+	tcp_dropped(skb, reason);
+	return 0;
+}
+
+SEC("?fentry/kfree_skb_reason")
+int BPF_PROG(fentry_kfree_skb_reason, struct sk_buff *skb, __u32 reason)
+{
+	tcp_dropped(skb, reason);
+	return 0;
+}
+
+SEC("?fentry/tcp_connect")
+int BPF_PROG(fentry_tcp_connect, struct sock *sk)
+{
+	tcp_client_connect(sk);
+	return 0;
+}
+
+SEC("?fentry/tcp_retransmit_skb")
+int BPF_PROG(fentry_tcp_retransmit_skb, struct sock *sk)
+{
+	tcp_retransmit(sk);
+	return 0;
+}
+
+/* ---------------------------------------------------------------- kprobe/kretprobe */
+
+SEC("?kprobe/unix_stream_connect")
+int BPF_KPROBE(kprobe_unix_stream_connect, struct socket *sock, struct sockaddr *uaddr,
+	       int addr_len)
+{
+	unix_connect_enter((const struct sockaddr_un *)uaddr, addr_len, false);
+	return 0;
+}
+
+SEC("?kretprobe/unix_stream_connect")
+int BPF_KRETPROBE(kretprobe_unix_stream_connect, int ret)
+{
+	unix_connect_exit(ret);
+	return 0;
+}
+
+SEC("?kprobe/unix_wait_for_peer")
+int BPF_KPROBE(kprobe_unix_wait_for_peer)
+{
+	unix_wait_begin((__u32)bpf_get_current_pid_tgid());
+	return 0;
+}
+
+SEC("?kretprobe/unix_wait_for_peer")
+int BPF_KRETPROBE(kretprobe_unix_wait_for_peer)
+{
+	unix_wait_end((__u32)bpf_get_current_pid_tgid());
+	return 0;
+}
+
+SEC("?kprobe/tcp_conn_request")
+int BPF_KPROBE(kprobe_tcp_conn_request, void *rsk_ops, void *af_ops, struct sock *sk,
+	       struct sk_buff *skb)
+{
+	tcp_syn_at_listener(sk, skb);
+	return 0;
+}
+
+SEC("?kprobe/sk_skb_reason_drop")
+int BPF_KPROBE(kprobe_sk_skb_reason_drop, struct sock *sk, struct sk_buff *skb, __u32 reason)
+{
+	tcp_dropped(skb, reason);
+	return 0;
+}
+
+SEC("?kprobe/kfree_skb_reason")
+int BPF_KPROBE(kprobe_kfree_skb_reason, struct sk_buff *skb, __u32 reason)
+{
+	tcp_dropped(skb, reason);
+	return 0;
+}
+
+SEC("?kprobe/tcp_connect")
+int BPF_KPROBE(kprobe_tcp_connect, struct sock *sk)
+{
+	tcp_client_connect(sk);
+	return 0;
+}
+
+SEC("?kprobe/tcp_retransmit_skb")
+int BPF_KPROBE(kprobe_tcp_retransmit_skb, struct sock *sk)
+{
+	tcp_retransmit(sk);
+	return 0;
+}
+
+/* ---------------------------------------------------------------- tracepoints */
+
+/* syscalls:sys_enter_connect has the same layout as raw_syscalls' sys_enter. */
+SEC("?tracepoint/syscalls/sys_enter_connect")
+int tp_sys_enter_connect(struct trace_event_raw_sys_enter *ctx)
+{
+	unix_connect_enter((const struct sockaddr_un *)BPF_CORE_READ(ctx, args[1]),
+			   (long)BPF_CORE_READ(ctx, args[2]), true);
+	return 0;
+}
+
+SEC("?tracepoint/syscalls/sys_exit_connect")
+int tp_sys_exit_connect(struct trace_event_raw_sys_exit *ctx)
+{
+	if (unix_inflight)
+		unix_connect_exit(BPF_CORE_READ(ctx, ret));
+	return 0;
+}
+
+/* A task inside an AF_UNIX connect that switches out voluntarily is waiting
+ * (unix_wait_for_peer is the only sleep there in practice); it waited until it
+ * is switched back in. */
+SEC("?tp_btf/sched_switch")
+int BPF_PROG(tp_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	if (!unix_inflight)
+		return 0;
+	if (!preempt)
+		unix_wait_begin(prev->pid);
+	unix_wait_end(next->pid);
+	return 0;
+}
+
+SEC("?tp_btf/consume_skb")
+int BPF_PROG(tp_consume_skb, struct sk_buff *skb)
+{
+	tcp_syn_consumed(skb);
+	return 0;
+}
+
+SEC("?tp_btf/kfree_skb")
+int BPF_PROG(tp_kfree_skb, struct sk_buff *skb, void *location, __u32 reason)
+{
+	tcp_dropped(skb, reason);
+	return 0;
+}
+
+SEC("?tp_btf/inet_sock_set_state")
+int BPF_PROG(tp_inet_sock_set_state, struct sock *sk, int oldstate, int newstate)
+{
+	if (newstate == TCP_SYN_SENT && BPF_CORE_READ(sk, sk_protocol) == IPPROTO_TCP)
+		tcp_client_connect(sk);
+	return 0;
+}
+
+SEC("?tp_btf/tcp_retransmit_skb")
+int BPF_PROG(tp_tcp_retransmit_skb, struct sock *sk)
+{
+	tcp_retransmit(sk);
+	return 0;
+}
+
+/* ---------------------------------------------------------------- iterators */
+
+SEC("iter/unix")
+int iter_unix(struct bpf_iter__unix *ctx)
+{
+	struct unix_sock *u = ctx->unix_sk;
+	struct bl_listener l = { .family = BL_UNIX };
+	struct unix_address *addr;
+	struct sock *sk;
+	int len;
+
+	if (!u)
+		return 0;
+	sk = &u->sk;
+	if (sk->__sk_common.skc_state != TCP_LISTEN)
+		return 0;
+	l.qlen = sk->sk_receive_queue.qlen;
+	l.limit = sk->sk_max_ack_backlog;
+	l.drops = sk->sk_drops.counter;
+	l.sk = (__u64)sk;
+	l.ino = BPF_CORE_READ(sk, sk_socket, file, f_inode, i_ino);
+	addr = BPF_CORE_READ(u, addr);
+	if (addr) {
+		len = BPF_CORE_READ(addr, len) - 2;
+		if (len > BL_PATH_LEN)
+			len = BL_PATH_LEN;
+		len &= 0x7f;
+		if (len > 0 && len <= BL_PATH_LEN) {
+			bpf_probe_read_kernel(l.path, len, addr->name[0].sun_path);
+			l.path_len = len;
+		}
+	}
+	bpf_seq_write(ctx->meta->seq, &l, sizeof(l));
+	return 0;
+}
+
+SEC("iter/tcp")
+int iter_tcp(struct bpf_iter__tcp *ctx)
+{
+	struct sock_common *skc = ctx->sk_common;
+	struct bl_listener l = { .family = BL_TCP };
+	struct tcp_sock *tp;
+	struct sock *sk;
+
+	if (!skc || skc->skc_state != TCP_LISTEN)
+		return 0;
+	tp = bpf_skc_to_tcp_sock(skc);
+	if (!tp)
+		return 0;
+	sk = &tp->inet_conn.icsk_inet.sk;
+	l.qlen = sk->sk_ack_backlog;
+	l.limit = sk->sk_max_ack_backlog;
+	l.drops = sk->sk_drops.counter;
+	l.sk = (__u64)sk;
+	l.ino = BPF_CORE_READ(sk, sk_socket, file, f_inode, i_ino);
+	l.port = skc->skc_num;
+	if (skc->skc_family == AF_INET6) {
+		l.v6 = 1;
+		BPF_CORE_READ_INTO(&l.addr, skc, skc_v6_rcv_saddr);
+	} else {
+		__builtin_memcpy(l.addr, &skc->skc_rcv_saddr, 4);
+	}
+	bpf_seq_write(ctx->meta->seq, &l, sizeof(l));
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,58 @@
+/* Shared between bpf/backlog.bpf.c and user/backlog.c: listen-queue overflow counting. */
+#ifndef UDSPROBE_BPF_BACKLOG_H
+#define UDSPROBE_BPF_BACKLOG_H
+
+#define BL_PATH_LEN	108	/* sizeof(sun_path) */
+#define BL_COMM_LEN	16
+
+enum bl_family {
+	BL_UNIX = 1,
+	BL_TCP = 2,
+};
+
+/*
+ * Counters per (listener, client process). A unix listener is named by the
+ * path the client passed to connect() (abstract names keep their leading \0);
+ * a TCP listener by its local port. tgid 0 = client not known (remote peer, or
+ * the packet was handled outside the client's task).
+ */
+struct bl_key {
+	__u32 family;
+	__u32 tgid;
+	__u32 port;
+	__u32 pad;
+	char path[BL_PATH_LEN];
+};
+
+/* Per-CPU values; user space sums them. */
+struct bl_val {
+	__u64 overflows;	/* unix: connect() -> EAGAIN on a full queue;
+				 * tcp: SYN dropped at a full accept queue */
+	__u64 ack_overflows;	/* tcp: handshake done, ACK dropped (TCP_LISTEN_OVERFLOW) */
+	__u64 waits;		/* unix: blocking connects that slept waiting for room */
+	__u64 wait_ns;		/* unix: total time those connects slept */
+	__u64 syn_retrans;	/* tcp: client SYN retransmits towards this port */
+};
+
+/* One listening socket, written by the iter/unix and iter/tcp programs. */
+struct bl_listener {
+	__u32 family;
+	__u32 qlen;		/* unix: sk_receive_queue length; tcp: sk_ack_backlog */
+	__u32 limit;		/* sk_max_ack_backlog */
+	__u32 drops;		/* sk_drops (tcp: every listen drop at this socket) */
+	__u64 ino;		/* socket inode, as in /proc/PID/fd -> socket:[ino] */
+	__u64 sk;		/* kernel address, for the port -> listener map */
+	__u32 port;		/* tcp, host order */
+	__u32 v6;
+	__u8 addr[16];		/* tcp: local address (v4 in the first 4 bytes) */
+	__u32 path_len;		/* unix: bytes of sun_path (0 = unbound) */
+	__u32 pad;
+	char path[BL_PATH_LEN];
+};
+
+/* Value of the tcp_ports map (TCP listeners watched in tracepoint mode). */
+struct bl_port {
+	__u64 sk;
+};
+
+#endif

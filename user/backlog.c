@@ -1,0 +1,1610 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * udsprobe --backlog: who overflows which listen queue.
+ *
+ * The kernel side (bpf/backlog.bpf.c) counts overflow events per (listener,
+ * client process) in per-CPU maps and enumerates listeners with BPF iterators.
+ * This side picks the attach mode, samples listener queues every 100 ms, reads
+ * the counters once per --interval, and prints, writes JSON lines and a
+ * Prometheus textfile. Nothing here runs per event.
+ */
+#include <argp.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <linux/bpf.h>
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+
+#include "../bpf/backlog.h"	/* shared with the BPF side (user/backlog.h is this module's API) */
+#include "backlog.h"
+#include "backlog.skel.h"
+#include "json_writer.h"
+#include "util.h"
+
+#define SAMPLE_NS	100000000ull	/* queue sampling period */
+#define MAX_FILTERS	16
+#define MAX_HOLDERS	64
+
+const char *const bl_mode_names[BL_MODE__COUNT] = { "auto", "fentry", "kprobe", "tracepoint" };
+
+/* ------------------------------------------------------------------ options */
+
+static struct bl_opts {
+	bool enabled;
+	const char *unix_paths[MAX_FILTERS];
+	int n_unix;
+	unsigned ports[MAX_FILTERS];
+	int n_ports;
+	int pids[MAX_FILTERS];
+	int n_pids;
+	double interval_s;
+	const char *prom_path;
+	const char *attach;
+	bool quiet;
+} opts;
+
+enum {
+	OPT_BACKLOG = 1100,
+	OPT_UNIX,
+	OPT_PORT,
+	OPT_PID,
+	OPT_INTERVAL,
+	OPT_PROM,
+	OPT_BL_ATTACH,
+	OPT_QUIET,
+};
+
+static const struct argp_option bl_options[] = {
+	{ "backlog", OPT_BACKLOG, NULL, 0,
+	  "Watch listen queues: AF_UNIX connect EAGAIN, TCP listen overflows (until --duration "
+	  "or Ctrl-C; --json PATH writes JSON lines)", 1 },
+	{ NULL, 0, NULL, 0, "Backlog watch (--backlog):", 4 },
+	{ "unix", OPT_UNIX, "PATH", 0, "Watch the AF_UNIX listener bound to PATH (repeatable; "
+	  "@NAME for an abstract name)" },
+	{ "port", OPT_PORT, "N", 0, "Watch the TCP listener(s) on local port N (repeatable)" },
+	{ "pid", OPT_PID, "P", 0, "Watch the listeners process P holds (repeatable)" },
+	{ "interval", OPT_INTERVAL, "S", 0, "Live view every S seconds (default 1)" },
+	{ "prom", OPT_PROM, "PATH", 0, "Write Prometheus text to PATH every interval, atomically "
+	  "(for node_exporter's textfile collector)" },
+	{ "backlog-attach", OPT_BL_ATTACH, "MODE", 0,
+	  "auto (default), fentry, kprobe or tracepoint" },
+	{ "quiet", OPT_QUIET, NULL, 0, "No live view; only the summary at exit" },
+	{},
+};
+
+static int bad_usage(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "udsprobe: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\nTry 'udsprobe --help' for more information.\n");
+	exit(2);
+	return 0;
+}
+
+static error_t bl_parse(int key, char *arg, struct argp_state *state)
+{
+	uint64_t v;
+
+	switch (key) {
+	case OPT_BACKLOG:
+		opts.enabled = true;
+		break;
+	case OPT_UNIX:
+		if (opts.n_unix == MAX_FILTERS)
+			bad_usage("--unix: at most 16 paths", NULL);
+		if (!*arg || strlen(arg) >= BL_PATH_LEN)
+			bad_usage("--unix: '%s' is not a socket path (1 to 107 bytes)", arg);
+		opts.unix_paths[opts.n_unix++] = arg;
+		break;
+	case OPT_PORT:
+		if (opts.n_ports == MAX_FILTERS)
+			bad_usage("--port: at most 16 ports", NULL);
+		if (parse_u64(arg, 1, 65535, &v))
+			bad_usage("--port: '%s' is not a port number from 1 to 65535", arg);
+		opts.ports[opts.n_ports++] = v;
+		break;
+	case OPT_PID:
+		if (opts.n_pids == MAX_FILTERS)
+			bad_usage("--pid: at most 16 pids", NULL);
+		if (parse_u64(arg, 1, 4194304, &v))
+			bad_usage("--pid: '%s' is not a process id", arg);
+		opts.pids[opts.n_pids++] = v;
+		break;
+	case OPT_INTERVAL:
+		if (parse_seconds(arg, 86400, &opts.interval_s) || opts.interval_s < 0.1)
+			bad_usage("--interval: '%s' is not a number of seconds in [0.1, 86400]", arg);
+		break;
+	case OPT_PROM:
+		if (!*arg)
+			bad_usage("--prom needs a path", NULL);
+		opts.prom_path = arg;
+		break;
+	case OPT_BL_ATTACH:
+		opts.attach = arg;
+		break;
+	case OPT_QUIET:
+		opts.quiet = true;
+		break;
+	case ARGP_KEY_END:
+		if (!opts.enabled && (opts.n_unix || opts.n_ports || opts.n_pids ||
+				      opts.interval_s || opts.prom_path || opts.attach || opts.quiet))
+			bad_usage("--unix, --port, --pid, --interval, --prom, --backlog-attach and "
+				  "--quiet need --backlog", NULL);
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+const struct argp backlog_argp = { .options = bl_options, .parser = bl_parse };
+
+bool backlog_requested(void)
+{
+	return opts.enabled;
+}
+
+/* ------------------------------------------------------------------ attach modes */
+
+static const char *const unix_fns[] = { "unix_stream_connect", "unix_wait_for_peer" };
+static const char *const tcp_fns[] = { "tcp_conn_request", "tcp_connect", "tcp_retransmit_skb" };
+
+/* "name" or "name.suffix" (.constprop.0, .isra.0) in /proc/kallsyms. */
+static bool ksym_exists(const char *name)
+{
+	char line[512], sym[256];
+	size_t n = strlen(name);
+	bool found = false;
+	FILE *f = fopen("/proc/kallsyms", "r");
+
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%*s %*s %255s", sym) != 1)
+			continue;
+		found = !strncmp(sym, name, n) && (sym[n] == 0 || sym[n] == '.');
+	}
+	fclose(f);
+	return found;
+}
+
+static bool btf_func_exists(const char *name)
+{
+	return libbpf_find_vmlinux_btf_id(name, BPF_TRACE_FENTRY) > 0;
+}
+
+/* Load and attach a two-instruction fentry program on fn (libbpf-tools' fentry_can_attach). */
+static int fentry_try(const char *fn)
+{
+	struct bpf_insn insns[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	LIBBPF_OPTS(bpf_prog_load_opts, o, .expected_attach_type = BPF_TRACE_FENTRY);
+	int id = libbpf_find_vmlinux_btf_id(fn, BPF_TRACE_FENTRY), fd, lfd;
+
+	if (id <= 0)
+		return -ENOENT;
+	o.attach_btf_id = id;
+	fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, "udsp_probe", "GPL", insns, 2, &o);
+	if (fd < 0)
+		return -errno;
+	lfd = bpf_raw_tracepoint_open(NULL, fd);
+	if (lfd < 0) {
+		lfd = -errno;
+		close(fd);
+		return lfd;
+	}
+	close(lfd);
+	close(fd);
+	return 0;
+}
+
+static const char *drop_fn(void)
+{
+	return ksym_exists("sk_skb_reason_drop") ? "sk_skb_reason_drop" : "kfree_skb_reason";
+}
+
+bool bl_mode_usable(enum bl_mode mode, bool need_drop_fn, char *why, size_t len)
+{
+	const char *fns[8];
+	int n = 0, i, err;
+
+	for (i = 0; i < (int)ARRAY_SIZE(unix_fns); i++)
+		fns[n++] = unix_fns[i];
+	for (i = 0; i < (int)ARRAY_SIZE(tcp_fns); i++)
+		fns[n++] = tcp_fns[i];
+	if (need_drop_fn)
+		fns[n++] = drop_fn();
+
+	switch (mode) {
+	case BL_MODE_FENTRY:
+		for (i = 0; i < n; i++) {
+			if (!btf_func_exists(fns[i])) {
+				snprintf(why, len, "no BTF for %s", fns[i]);
+				return false;
+			}
+		}
+		err = fentry_try(fns[0]);
+		if (err) {
+			snprintf(why, len, "a test fentry program on %s failed: %s", fns[0],
+				 strerror(-err));
+			return false;
+		}
+		return true;
+	case BL_MODE_KPROBE:
+		if (access("/sys/bus/event_source/devices/kprobe/type", F_OK)) {
+			snprintf(why, len, "kernel has no kprobe PMU (CONFIG_KPROBES unset?)");
+			return false;
+		}
+		for (i = 0; i < n; i++) {
+			if (!ksym_exists(fns[i])) {
+				snprintf(why, len, "%s is not in /proc/kallsyms (inlined?)", fns[i]);
+				return false;
+			}
+		}
+		return true;
+	case BL_MODE_TRACEPOINT:
+		if (!kernel_has_btf()) {
+			snprintf(why, len, "no kernel BTF (/sys/kernel/btf/vmlinux) for tp_btf");
+			return false;
+		}
+		err = ensure_tracefs();
+		if (err) {
+			snprintf(why, len, "cannot mount tracefs: %s", strerror(-err));
+			return false;
+		}
+		if (access("/sys/kernel/tracing/events/syscalls/sys_enter_connect/id", F_OK)) {
+			snprintf(why, len, "no syscalls:sys_enter_connect tracepoint "
+				 "(CONFIG_FTRACE_SYSCALLS unset?)");
+			return false;
+		}
+		return true;
+	default:
+		snprintf(why, len, "unknown mode");
+		return false;
+	}
+}
+
+/* enum skb_drop_reason value of SKB_DROP_REASON_<name> in the running kernel, by name. */
+static int drop_reason_value(const char *name)
+{
+	char full[96];
+	struct btf *btf = btf__load_vmlinux_btf();
+	int i, j, n, val = -1;
+
+	if (!btf)
+		return -1;
+	snprintf(full, sizeof(full), "SKB_DROP_REASON_%s", name);
+	n = btf__type_cnt(btf);
+	for (i = 1; i < n && val < 0; i++) {
+		const struct btf_type *t = btf__type_by_id(btf, i);
+		const struct btf_enum *e;
+
+		if (!btf_is_enum(t))
+			continue;
+		e = btf_enum(t);
+		for (j = 0; j < btf_vlen(t); j++)
+			if (!strcmp(btf__name_by_offset(btf, e[j].name_off), full)) {
+				val = e[j].val;
+				break;
+			}
+	}
+	btf__free(btf);
+	return val;
+}
+
+static void mode_programs(struct backlog_bpf *skel, enum bl_mode mode, bool drops,
+			  bool sk_drop_fn, struct bpf_program **p, int *n)
+{
+	*n = 0;
+	switch (mode) {
+	case BL_MODE_FENTRY:
+		p[(*n)++] = skel->progs.fentry_unix_stream_connect;
+		p[(*n)++] = skel->progs.fexit_unix_stream_connect;
+		p[(*n)++] = skel->progs.fentry_unix_wait_for_peer;
+		p[(*n)++] = skel->progs.fexit_unix_wait_for_peer;
+		p[(*n)++] = skel->progs.fentry_tcp_conn_request;
+		p[(*n)++] = skel->progs.fentry_tcp_connect;
+		p[(*n)++] = skel->progs.fentry_tcp_retransmit_skb;
+		if (drops)
+			p[(*n)++] = sk_drop_fn ? skel->progs.fentry_sk_skb_reason_drop
+					       : skel->progs.fentry_kfree_skb_reason;
+		break;
+	case BL_MODE_KPROBE:
+		p[(*n)++] = skel->progs.kprobe_unix_stream_connect;
+		p[(*n)++] = skel->progs.kretprobe_unix_stream_connect;
+		p[(*n)++] = skel->progs.kprobe_unix_wait_for_peer;
+		p[(*n)++] = skel->progs.kretprobe_unix_wait_for_peer;
+		p[(*n)++] = skel->progs.kprobe_tcp_conn_request;
+		p[(*n)++] = skel->progs.kprobe_tcp_connect;
+		p[(*n)++] = skel->progs.kprobe_tcp_retransmit_skb;
+		if (drops)
+			p[(*n)++] = sk_drop_fn ? skel->progs.kprobe_sk_skb_reason_drop
+					       : skel->progs.kprobe_kfree_skb_reason;
+		break;
+	default:
+		p[(*n)++] = skel->progs.tp_sys_enter_connect;
+		p[(*n)++] = skel->progs.tp_sys_exit_connect;
+		p[(*n)++] = skel->progs.tp_sched_switch;
+		p[(*n)++] = skel->progs.tp_consume_skb;
+		p[(*n)++] = skel->progs.tp_inet_sock_set_state;
+		p[(*n)++] = skel->progs.tp_tcp_retransmit_skb;
+		if (drops)
+			p[(*n)++] = skel->progs.tp_kfree_skb;
+		break;
+	}
+}
+
+struct bl_bpf {
+	struct backlog_bpf *skel;
+	struct bpf_link *links[16];
+	int n_links;
+	struct bpf_link *iter_unix, *iter_tcp;
+	enum bl_mode mode;
+	int reason;		/* TCP_LISTEN_OVERFLOW value, or -1 */
+	char why[512];		/* how the mode was chosen */
+};
+
+static void bl_bpf_close(struct bl_bpf *b)
+{
+	int i;
+
+	for (i = 0; i < b->n_links; i++)
+		bpf_link__destroy(b->links[i]);
+	b->n_links = 0;
+	bpf_link__destroy(b->iter_unix);
+	bpf_link__destroy(b->iter_tcp);
+	b->iter_unix = b->iter_tcp = NULL;
+	backlog_bpf__destroy(b->skel);
+	b->skel = NULL;
+}
+
+/* Open, load and attach one mode's programs plus the iterators; all or nothing. */
+static int bl_bpf_open(struct bl_bpf *b, enum bl_mode mode, char *err_msg, size_t len)
+{
+	struct bpf_program *progs[16];
+	bool sk_drop_fn = ksym_exists("sk_skb_reason_drop");
+	int n, i, err;
+
+	b->skel = backlog_bpf__open();
+	if (!b->skel) {
+		snprintf(err_msg, len, "cannot open the BPF object: %s", strerror(errno));
+		return -errno;
+	}
+	b->skel->rodata->listen_overflow_reason = b->reason > 0 ? b->reason : 0;
+	mode_programs(b->skel, mode, b->reason > 0, sk_drop_fn, progs, &n);
+	for (i = 0; i < n; i++)
+		bpf_program__set_autoload(progs[i], true);
+	err = backlog_bpf__load(b->skel);
+	if (err) {
+		snprintf(err_msg, len, "cannot load the %s programs: %s", bl_mode_names[mode],
+			 strerror(-err));
+		goto fail;
+	}
+	for (i = 0; i < n; i++) {
+		b->links[b->n_links] = bpf_program__attach(progs[i]);
+		if (!b->links[b->n_links]) {
+			err = -errno;
+			snprintf(err_msg, len, "cannot attach %s: %s", bpf_program__name(progs[i]),
+				 strerror(-err));
+			goto fail;
+		}
+		b->n_links++;
+	}
+	b->iter_unix = bpf_program__attach_iter(b->skel->progs.iter_unix, NULL);
+	b->iter_tcp = bpf_program__attach_iter(b->skel->progs.iter_tcp, NULL);
+	if (!b->iter_unix || !b->iter_tcp) {
+		err = -errno;
+		snprintf(err_msg, len, "cannot attach the iter/unix and iter/tcp programs: %s "
+			 "(needs Linux 5.17+)", strerror(-err));
+		goto fail;
+	}
+	b->mode = mode;
+	return 0;
+fail:
+	bl_bpf_close(b);
+	return err ? err : -EINVAL;
+}
+
+/* auto: fentry -> kprobe -> tracepoint; a forced mode fails with the reason. */
+static int bl_bpf_setup(struct bl_bpf *b, enum bl_mode want)
+{
+	char why[256], err_msg[256];
+	enum bl_mode m;
+	size_t off = 0;
+
+	b->reason = drop_reason_value("TCP_LISTEN_OVERFLOW");
+	for (m = BL_MODE_FENTRY; m <= BL_MODE_TRACEPOINT; m++) {
+		if (want != BL_MODE_AUTO && m != want)
+			continue;
+		if (!bl_mode_usable(m, b->reason > 0, why, sizeof(why))) {
+			if (want != BL_MODE_AUTO) {
+				fprintf(stderr, "udsprobe: --attach %s is not available here: %s\n"
+					"Try --attach auto to use the best mode this kernel has.\n",
+					bl_mode_names[m], why);
+				return -ENOTSUP;
+			}
+			off += snprintf(b->why + off, sizeof(b->why) - off, "%s%s: %s",
+					off ? "; " : "", bl_mode_names[m], why);
+			continue;
+		}
+		if (!bl_bpf_open(b, m, err_msg, sizeof(err_msg))) {
+			if (want != BL_MODE_AUTO)
+				snprintf(b->why, sizeof(b->why), "forced with --attach");
+			else if (!off)
+				snprintf(b->why, sizeof(b->why), "best mode available");
+			return 0;
+		}
+		if (want != BL_MODE_AUTO) {
+			fprintf(stderr, "udsprobe: --attach %s: %s\n", bl_mode_names[m], err_msg);
+			return -EINVAL;
+		}
+		off += snprintf(b->why + off, sizeof(b->why) - off, "%s%s: %s", off ? "; " : "",
+				bl_mode_names[m], err_msg);
+	}
+	fprintf(stderr, "udsprobe: no attach mode works on this kernel (%s)\n", b->why);
+	return -ENOTSUP;
+}
+
+/* ------------------------------------------------------------------ listeners */
+
+struct client {
+	uint32_t tgid;
+	char comm[BL_COMM_LEN];
+	struct bl_val v;
+};
+
+struct listener {
+	int family;
+	char path[BL_PATH_LEN];		/* unix key: zero padded */
+	unsigned port;			/* tcp key */
+	char addr[BL_PATH_LEN + 48];	/* display */
+	unsigned qlen, peak, limit, n_socks;
+	uint64_t drops_base, drops_now;	/* tcp: sum of sk_drops over its sockets */
+	uint64_t inos[8];
+	int n_inos;
+	int holders[MAX_HOLDERS], n_holders;
+	bool owner_done, present, seen_now, watched;
+	uint64_t sk;			/* first socket, for the tcp_ports map */
+	struct bl_val tot, prev;
+	struct client *clients;
+	int n_clients;
+	uint64_t prev_drops;
+	char owner_comm[BL_COMM_LEN];
+};
+
+static struct state {
+	struct listener *ls;
+	int n, cap;
+	int somaxconn;
+	uint64_t start_ns;
+	unsigned long long netstat0[2], netstat[2];	/* ListenOverflows, ListenDrops */
+	bool netstat_ok;
+	uint64_t missed;
+	bool owners_dirty;
+	uint64_t last_owner_scan;
+} st;
+
+static void fmt_unix_addr(const char *path, char *out, size_t len)
+{
+	int i, n;
+
+	if (path[0]) {
+		snprintf(out, len, "%.*s", BL_PATH_LEN, path);
+		return;
+	}
+	/* abstract: "@name", as ss prints it; trailing zero padding dropped */
+	for (n = BL_PATH_LEN; n > 1 && !path[n - 1]; n--)
+		;
+	out[0] = '@';
+	for (i = 1; i < n && i < (int)len - 1; i++)
+		out[i] = path[i] ? path[i] : '@';
+	out[i] = 0;
+}
+
+static struct listener *find_unix(const char *path)
+{
+	int i;
+
+	for (i = 0; i < st.n; i++)
+		if (st.ls[i].family == BL_UNIX && !memcmp(st.ls[i].path, path, BL_PATH_LEN))
+			return &st.ls[i];
+	return NULL;
+}
+
+static struct listener *find_tcp(unsigned port)
+{
+	int i;
+
+	for (i = 0; i < st.n; i++)
+		if (st.ls[i].family == BL_TCP && st.ls[i].port == port)
+			return &st.ls[i];
+	return NULL;
+}
+
+static struct listener *add_listener(int family)
+{
+	struct listener *l;
+
+	if (st.n == st.cap) {
+		int cap = st.cap ? st.cap * 2 : 64;
+		void *p = realloc(st.ls, cap * sizeof(*st.ls));
+
+		if (!p)
+			return NULL;
+		st.ls = p;
+		st.cap = cap;
+	}
+	l = &st.ls[st.n++];
+	memset(l, 0, sizeof(*l));
+	l->family = family;
+	return l;
+}
+
+static bool match_filters(struct listener *l)
+{
+	char path[BL_PATH_LEN];
+	int i, j;
+
+	if (!opts.n_unix && !opts.n_ports && !opts.n_pids)
+		return true;
+	for (i = 0; i < opts.n_unix && l->family == BL_UNIX; i++) {
+		memset(path, 0, sizeof(path));
+		if (opts.unix_paths[i][0] == '@') {	/* abstract */
+			memcpy(path + 1, opts.unix_paths[i] + 1, strlen(opts.unix_paths[i]) - 1);
+		} else {
+			memcpy(path, opts.unix_paths[i], strlen(opts.unix_paths[i]));
+		}
+		if (!memcmp(path, l->path, BL_PATH_LEN))
+			return true;
+	}
+	for (i = 0; i < opts.n_ports && l->family == BL_TCP; i++)
+		if (opts.ports[i] == l->port)
+			return true;
+	for (i = 0; i < opts.n_pids; i++)
+		for (j = 0; j < l->n_holders; j++)
+			if (opts.pids[i] == l->holders[j])
+				return true;
+	return false;
+}
+
+/* Run one iterator; calls fn for each record. */
+static int run_iter(struct bpf_link *link, void (*fn)(const struct bl_listener *))
+{
+	static char buf[64 * sizeof(struct bl_listener)];
+	size_t have = 0, off;
+	ssize_t n;
+	int fd = bpf_iter_create(bpf_link__fd(link));
+
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		n = read(fd, buf + have, sizeof(buf) - have);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		have += n;
+		for (off = 0; off + sizeof(struct bl_listener) <= have; off += sizeof(struct bl_listener))
+			fn((const struct bl_listener *)(buf + off));
+		memmove(buf, buf + off, have - off);
+		have -= off;
+	}
+	close(fd);
+	return n < 0 ? -errno : 0;
+}
+
+static void add_ino(struct listener *l, uint64_t ino)
+{
+	int i;
+
+	for (i = 0; i < l->n_inos; i++)
+		if (l->inos[i] == ino)
+			return;
+	if (l->n_inos < (int)ARRAY_SIZE(l->inos)) {
+		l->inos[l->n_inos++] = ino;
+		l->owner_done = false;
+		st.owners_dirty = true;
+	}
+}
+
+static void on_listener(const struct bl_listener *r)
+{
+	struct listener *l;
+	char ip[INET6_ADDRSTRLEN];
+	char path[BL_PATH_LEN] = {};
+
+	if (r->family == BL_UNIX) {
+		if (!r->path_len)
+			return;	/* unbound listener: nobody can connect to it by name */
+		memcpy(path, r->path, MIN(r->path_len, (uint32_t)BL_PATH_LEN));
+		if (path[0])	/* pathname: the kernel may store the NUL; stop at it */
+			memset(path + strnlen(path, BL_PATH_LEN), 0, BL_PATH_LEN - strnlen(path, BL_PATH_LEN));
+		l = find_unix(path);
+		if (!l) {
+			l = add_listener(BL_UNIX);
+			if (!l)
+				return;
+			memcpy(l->path, path, BL_PATH_LEN);
+			fmt_unix_addr(path, l->addr, sizeof(l->addr));
+		}
+	} else {
+		l = find_tcp(r->port);
+		if (!l) {
+			l = add_listener(BL_TCP);
+			if (!l)
+				return;
+			l->port = r->port;
+		}
+		if (!l->seen_now) {
+			inet_ntop(r->v6 ? AF_INET6 : AF_INET, r->addr, ip, sizeof(ip));
+			snprintf(l->addr, sizeof(l->addr), r->v6 ? "[%s]:%u" : "%s:%u", ip, r->port);
+		}
+	}
+	if (!l->seen_now) {
+		l->seen_now = true;
+		l->qlen = 0;
+		l->n_socks = 0;
+		l->drops_now = 0;
+		l->sk = r->sk;
+	}
+	l->n_socks++;
+	l->qlen = MAX(l->qlen, r->qlen);
+	l->limit = r->limit;
+	l->drops_now += r->drops;
+	add_ino(l, r->ino);
+}
+
+/* One queue sample: both iterators, then bookkeeping. */
+static int sample_listeners(struct bl_bpf *b)
+{
+	struct bl_port pv;
+	int i, err;
+
+	for (i = 0; i < st.n; i++)
+		st.ls[i].seen_now = false;
+	err = run_iter(b->iter_unix, on_listener);
+	if (!err)
+		err = run_iter(b->iter_tcp, on_listener);
+	if (err)
+		return err;
+	for (i = 0; i < st.n; i++) {
+		struct listener *l = &st.ls[i];
+		bool was = l->present;
+
+		l->present = l->seen_now;
+		if (!l->present) {
+			l->qlen = 0;
+			if (was && l->family == BL_TCP)
+				bpf_map__delete_elem(b->skel->maps.tcp_ports, &l->port,
+						     sizeof(l->port), 0);
+			continue;
+		}
+		if (l->family == BL_TCP) {
+			if (!was && !l->prev_drops && !l->drops_base)
+				l->drops_base = l->drops_now;	/* first sight: baseline */
+			l->prev_drops = l->drops_now;
+		}
+		l->peak = MAX(l->peak, l->qlen);
+		l->watched = match_filters(l);
+		if (l->family == BL_TCP && l->watched && b->mode == BL_MODE_TRACEPOINT) {
+			pv.sk = l->sk;
+			bpf_map__update_elem(b->skel->maps.tcp_ports, &l->port, sizeof(l->port),
+					     &pv, sizeof(pv), BPF_ANY);
+		}
+	}
+	return 0;
+}
+
+/* Fill holders/owner of listeners with new inodes from /proc/PID/fd. */
+static void resolve_owners(void)
+{
+	DIR *proc, *fds;
+	struct dirent *p, *f;
+	char dir[64], lnk[320], target[64];
+	unsigned long long ino;
+	int i, j, pid;
+	ssize_t n;
+
+	proc = opendir("/proc");
+	if (!proc)
+		return;
+	for (i = 0; i < st.n; i++)
+		if (!st.ls[i].owner_done)
+			st.ls[i].n_holders = 0;
+	while ((p = readdir(proc))) {
+		pid = atoi(p->d_name);
+		if (pid <= 0)
+			continue;
+		snprintf(dir, sizeof(dir), "/proc/%d/fd", pid);
+		fds = opendir(dir);
+		if (!fds)
+			continue;
+		while ((f = readdir(fds))) {
+			if (f->d_name[0] == '.')
+				continue;
+			snprintf(lnk, sizeof(lnk), "%s/%s", dir, f->d_name);
+			n = readlink(lnk, target, sizeof(target) - 1);
+			if (n <= 0)
+				continue;
+			target[n] = 0;
+			if (sscanf(target, "socket:[%llu]", &ino) != 1)
+				continue;
+			for (i = 0; i < st.n; i++) {
+				struct listener *l = &st.ls[i];
+
+				if (l->owner_done)
+					continue;
+				for (j = 0; j < l->n_inos; j++)
+					if (l->inos[j] == ino)
+						break;
+				if (j == l->n_inos)
+					continue;
+				for (j = 0; j < l->n_holders; j++)
+					if (l->holders[j] == pid)
+						break;
+				if (j == l->n_holders && l->n_holders < MAX_HOLDERS)
+					l->holders[l->n_holders++] = pid;
+			}
+		}
+		closedir(fds);
+	}
+	closedir(proc);
+	for (i = 0; i < st.n; i++) {
+		struct listener *l = &st.ls[i];
+		int owner = 0;
+
+		if (l->owner_done)
+			continue;
+		l->owner_done = true;
+		for (j = 0; j < l->n_holders; j++)	/* the lowest pid: the master of a pool */
+			if (!owner || l->holders[j] < owner)
+				owner = l->holders[j];
+		if (l->n_holders) {
+			char path[64];
+			FILE *cf;
+
+			snprintf(path, sizeof(path), "/proc/%d/comm", owner);
+			cf = fopen(path, "r");
+			l->owner_comm[0] = 0;
+			if (cf) {
+				if (fgets(l->owner_comm, sizeof(l->owner_comm), cf))
+					l->owner_comm[strcspn(l->owner_comm, "\n")] = 0;
+				fclose(cf);
+			}
+			/* keep the owner first in holders */
+			for (j = 0; j < l->n_holders; j++)
+				if (l->holders[j] == owner) {
+					l->holders[j] = l->holders[0];
+					l->holders[0] = owner;
+					break;
+				}
+		}
+		l->watched = l->present ? match_filters(l) : l->watched;
+	}
+	st.owners_dirty = false;
+	st.last_owner_scan = now_ns();
+}
+
+static int owner_pid(const struct listener *l)
+{
+	return l->n_holders ? l->holders[0] : 0;
+}
+
+/* ------------------------------------------------------------------ counters */
+
+static void comm_of(struct bl_bpf *b, uint32_t tgid, char *comm)
+{
+	char path[64];
+	FILE *f;
+
+	memset(comm, 0, BL_COMM_LEN);
+	if (!tgid) {
+		strcpy(comm, "?");
+		return;
+	}
+	if (!bpf_map__lookup_elem(b->skel->maps.comms, &tgid, sizeof(tgid), comm, BL_COMM_LEN, 0))
+		return;
+	snprintf(path, sizeof(path), "/proc/%u/comm", tgid);
+	f = fopen(path, "r");
+	if (f) {
+		if (fgets(comm, BL_COMM_LEN, f))
+			comm[strcspn(comm, "\n")] = 0;
+		fclose(f);
+	}
+}
+
+static void val_add(struct bl_val *a, const struct bl_val *b)
+{
+	a->overflows += b->overflows;
+	a->ack_overflows += b->ack_overflows;
+	a->waits += b->waits;
+	a->wait_ns += b->wait_ns;
+	a->syn_retrans += b->syn_retrans;
+}
+
+static uint64_t overflows_of(const struct bl_val *v)
+{
+	return v->overflows + v->ack_overflows;
+}
+
+/* Read every counter; totals and client lists are rebuilt (the maps are cumulative). */
+static int read_counts(struct bl_bpf *b)
+{
+	int ncpu = libbpf_num_possible_cpus(), i, c;
+	struct bl_key key, next, *prev = NULL;
+	struct bl_val *vals, sum;
+	struct listener *l;
+	struct client *cl;
+
+	vals = calloc(ncpu, sizeof(*vals));
+	if (!vals)
+		return -ENOMEM;
+	for (i = 0; i < st.n; i++) {
+		memset(&st.ls[i].tot, 0, sizeof(st.ls[i].tot));
+		st.ls[i].n_clients = 0;
+	}
+	while (!bpf_map__get_next_key(b->skel->maps.counts, prev, &next, sizeof(next))) {
+		key = next;
+		prev = &key;
+		if (bpf_map__lookup_elem(b->skel->maps.counts, &key, sizeof(key), vals,
+					 ncpu * sizeof(*vals), 0))
+			continue;
+		memset(&sum, 0, sizeof(sum));
+		for (c = 0; c < ncpu; c++)
+			val_add(&sum, &vals[c]);
+		if (key.family == BL_UNIX) {
+			l = find_unix(key.path);
+			if (!l && (l = add_listener(BL_UNIX))) {
+				memcpy(l->path, key.path, BL_PATH_LEN);
+				fmt_unix_addr(key.path, l->addr, sizeof(l->addr));
+				l->owner_done = true;
+				l->watched = match_filters(l);
+			}
+		} else {
+			l = find_tcp(key.port);
+			if (!l && (l = add_listener(BL_TCP))) {
+				l->port = key.port;
+				snprintf(l->addr, sizeof(l->addr), "*:%u", key.port);
+				l->owner_done = true;
+				l->watched = match_filters(l);
+			}
+		}
+		if (!l)
+			continue;
+		val_add(&l->tot, &sum);
+		cl = realloc(l->clients, (l->n_clients + 1) * sizeof(*cl));
+		if (!cl)
+			continue;
+		l->clients = cl;
+		cl = &l->clients[l->n_clients++];
+		cl->tgid = key.tgid;
+		cl->v = sum;
+		comm_of(b, key.tgid, cl->comm);
+	}
+	free(vals);
+	st.missed = b->skel->bss->missed_map_full;
+	return 0;
+}
+
+static void read_netstat(unsigned long long out[2])
+{
+	char hdr[4096], val[4096], *hs, *vs, *h, *v;
+	FILE *f = fopen("/proc/net/netstat", "r");
+
+	st.netstat_ok = false;
+	if (!f)
+		return;
+	while (fgets(hdr, sizeof(hdr), f) && fgets(val, sizeof(val), f)) {
+		if (strncmp(hdr, "TcpExt:", 7))
+			continue;
+		h = strtok_r(hdr, " \n", &hs);
+		v = strtok_r(val, " \n", &vs);
+		while ((h = strtok_r(NULL, " \n", &hs)) && (v = strtok_r(NULL, " \n", &vs))) {
+			if (!strcmp(h, "ListenOverflows"))
+				out[0] = strtoull(v, NULL, 10);
+			else if (!strcmp(h, "ListenDrops"))
+				out[1] = strtoull(v, NULL, 10);
+		}
+		st.netstat_ok = true;
+	}
+	fclose(f);
+}
+
+static int cmp_clients(const void *a, const void *b)
+{
+	uint64_t x = overflows_of(&((const struct client *)a)->v) +
+		     ((const struct client *)a)->v.waits;
+	uint64_t y = overflows_of(&((const struct client *)b)->v) +
+		     ((const struct client *)b)->v.waits;
+
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+static uint64_t listen_drops(const struct listener *l)
+{
+	return l->family == BL_TCP && l->prev_drops >= l->drops_base ?
+	       l->prev_drops - l->drops_base : 0;
+}
+
+/* ------------------------------------------------------------------ output */
+
+static void fmt_owner(const struct listener *l, char *buf, size_t len)
+{
+	if (owner_pid(l))
+		snprintf(buf, len, "%s/%d%s", l->owner_comm, owner_pid(l),
+			 l->n_holders > 1 ? "+" : "");
+	else
+		snprintf(buf, len, "-");
+}
+
+static void fmt_clients(const struct listener *l, char *buf, size_t len, bool waits)
+{
+	size_t off = 0;
+	int i;
+
+	buf[0] = 0;
+	for (i = 0; i < l->n_clients && off < len; i++) {
+		uint64_t n = waits ? l->clients[i].v.waits : overflows_of(&l->clients[i].v);
+
+		if (!n)
+			continue;
+		if (l->clients[i].tgid)
+			off += snprintf(buf + off, len - off, "%s%s/%u:%llu", off ? " " : "",
+					l->clients[i].comm, l->clients[i].tgid, (unsigned long long)n);
+		else
+			off += snprintf(buf + off, len - off, "%sunknown:%llu", off ? " " : "",
+					(unsigned long long)n);
+	}
+	if (!off)
+		snprintf(buf, len, "-");
+}
+
+static const char *family_name(int f)
+{
+	return f == BL_UNIX ? "unix" : "tcp";
+}
+
+static void print_interval(FILE *out, double t)
+{
+	char owner[48], clients[256], tbuf[16];
+	time_t now = time(NULL);
+	struct tm tm;
+	bool any = false;
+	int i;
+
+	localtime_r(&now, &tm);
+	strftime(tbuf, sizeof(tbuf), "%H:%M:%S", &tm);
+	for (i = 0; i < st.n; i++) {
+		struct listener *l = &st.ls[i];
+		uint64_t d_ovf = overflows_of(&l->tot) - overflows_of(&l->prev);
+		uint64_t d_wait = l->tot.waits - l->prev.waits;
+		uint64_t d_syn = l->tot.syn_retrans - l->prev.syn_retrans;
+
+		if (!l->watched || (!d_ovf && !d_wait && !d_syn && !l->qlen))
+			continue;
+		if (!any)
+			fprintf(out, "%-8s %-4s %-32s %-20s %5s %5s %5s %9s %6s %6s  %s\n", "TIME",
+				"FAM", "ADDRESS", "OWNER", "QUEUE", "PEAK", "LIMIT", "OVERFLOWS",
+				"WAITS", "SYNRTX", "CLIENTS (overflows, cumulative)");
+		any = true;
+		fmt_owner(l, owner, sizeof(owner));
+		fmt_clients(l, clients, sizeof(clients), false);
+		fprintf(out, "%-8s %-4s %-32s %-20s %5u %5u %5u %9llu %6llu %6llu  %s\n", tbuf,
+			family_name(l->family), l->addr, owner, l->qlen, l->peak, l->limit,
+			(unsigned long long)d_ovf, (unsigned long long)d_wait,
+			(unsigned long long)d_syn, clients);
+	}
+	if (!any)
+		fprintf(out, "%-8s no overflows, no queued connections (%.0f s)\n", tbuf, t);
+	fflush(out);
+}
+
+static void json_listener_common(struct jw *w, const struct listener *l)
+{
+	jw_str(w, "family", family_name(l->family));
+	jw_str(w, "address", l->addr);
+	if (owner_pid(l)) {
+		jw_i64(w, "owner_pid", owner_pid(l));
+		jw_str(w, "owner_comm", l->owner_comm);
+	} else {
+		jw_null(w, "owner_pid");
+		jw_null(w, "owner_comm");
+	}
+	jw_u64(w, "limit", l->limit);
+}
+
+static void json_clients(struct jw *w, const struct listener *l)
+{
+	int i;
+
+	jw_arr_begin(w, "clients");
+	for (i = 0; i < l->n_clients; i++) {
+		if (!overflows_of(&l->clients[i].v))
+			continue;
+		jw_obj_begin(w, NULL);
+		if (l->clients[i].tgid) {
+			jw_i64(w, "pid", l->clients[i].tgid);
+			jw_str(w, "comm", l->clients[i].comm);
+		} else {
+			jw_null(w, "pid");
+			jw_null(w, "comm");
+		}
+		jw_u64(w, "count", overflows_of(&l->clients[i].v));
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+}
+
+static void json_interval(FILE *f, double t)
+{
+	struct jw w;
+	int i;
+
+	for (i = 0; i < st.n; i++) {
+		struct listener *l = &st.ls[i];
+
+		if (!l->watched)
+			continue;
+		jw_init(&w, f, false);
+		jw_obj_begin(&w, NULL);
+		jw_str(&w, "event", "interval");
+		jw_double(&w, "time_s", t);
+		json_listener_common(&w, l);
+		jw_u64(&w, "queue", l->qlen);
+		jw_u64(&w, "peak_queue", l->peak);
+		jw_u64(&w, "overflows", overflows_of(&l->tot));
+		jw_u64(&w, "overflows_delta", overflows_of(&l->tot) - overflows_of(&l->prev));
+		if (l->family == BL_UNIX) {
+			jw_u64(&w, "connect_waits", l->tot.waits);
+			jw_double(&w, "connect_wait_s", l->tot.wait_ns / 1e9);
+		} else {
+			jw_u64(&w, "syn_overflows", l->tot.overflows);
+			jw_u64(&w, "ack_overflows", l->tot.ack_overflows);
+			jw_u64(&w, "listen_drops", listen_drops(l));
+			jw_u64(&w, "syn_retransmits", l->tot.syn_retrans);
+		}
+		json_clients(&w, l);
+		jw_obj_end(&w);	/* ends the line */
+	}
+	fflush(f);
+}
+
+static void json_summary(FILE *f, struct bl_bpf *b, double t)
+{
+	struct jw w;
+	int i;
+
+	for (i = 0; i < st.n; i++) {
+		struct listener *l = &st.ls[i];
+
+		if (!l->watched)
+			continue;
+		jw_init(&w, f, false);
+		jw_obj_begin(&w, NULL);
+		jw_str(&w, "event", "summary");
+		json_listener_common(&w, l);
+		jw_u64(&w, "peak_queue", l->peak);
+		jw_u64(&w, "overflows", overflows_of(&l->tot));
+		json_clients(&w, l);
+		jw_obj_end(&w);	/* ends the line */
+	}
+	jw_init(&w, f, false);
+	jw_obj_begin(&w, NULL);
+	jw_str(&w, "event", "run");
+	jw_str(&w, "attach_mode", bl_mode_names[b->mode]);
+	jw_str(&w, "attach_reason", b->why);
+	jw_str(&w, "kernel", kernel_release());
+	jw_double(&w, "duration_s", t);
+	jw_bool(&w, "tcp_listen_overflow_reason", b->reason > 0);
+	if (st.netstat_ok) {
+		jw_u64(&w, "netstat_listen_overflows", st.netstat[0] - st.netstat0[0]);
+		jw_u64(&w, "netstat_listen_drops", st.netstat[1] - st.netstat0[1]);
+	}
+	jw_u64(&w, "missed", st.missed);
+	jw_u64(&w, "somaxconn", st.somaxconn);
+	jw_obj_end(&w);
+	fflush(f);
+}
+
+static void prom_label(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\' || *s == '"')
+			fprintf(f, "\\%c", *s);
+		else if (*s == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*s, f);
+	}
+}
+
+static void prom_labels(FILE *f, const struct listener *l)
+{
+	fprintf(f, "{family=\"%s\",address=\"", family_name(l->family));
+	prom_label(f, l->addr);
+	fprintf(f, "\",owner_comm=\"");
+	prom_label(f, owner_pid(l) ? l->owner_comm : "");
+	fprintf(f, "\",owner_pid=\"%d\"}", owner_pid(l));
+}
+
+static void prom_head(FILE *f, const char *name, const char *type, const char *help)
+{
+	fprintf(f, "# HELP udsprobe_backlog_%s %s\n# TYPE udsprobe_backlog_%s %s\n", name, help,
+		name, type);
+}
+
+static int write_prom(const char *path, struct bl_bpf *b)
+{
+	char tmp[4200];
+	FILE *f;
+	int i, j, k;
+	static const struct {
+		const char *name, *type, *help;
+	} m[] = {
+		{ "limit", "gauge", "Listen queue limit (sk_max_ack_backlog)." },
+		{ "queue_length", "gauge", "Connections waiting in the listen queue now." },
+		{ "queue_peak", "gauge", "Highest listen queue length seen since udsprobe started." },
+		{ "overflows_total", "counter",
+		  "Connection attempts refused (unix EAGAIN) or dropped (tcp) at a full listen queue." },
+		{ "connect_waits_total", "counter",
+		  "Blocking AF_UNIX connects that slept waiting for room in the queue." },
+		{ "connect_wait_seconds_total", "counter", "Time those connects slept." },
+		{ "syn_retransmits_total", "counter", "Local clients' SYN retransmits to this port." },
+		{ "listen_drops_total", "counter",
+		  "Kernel per-socket drop counter (sk_drops) of a TCP listener, since start." },
+	};
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
+	f = fopen(tmp, "w");
+	if (!f)
+		return -errno;
+	for (k = 0; k < (int)ARRAY_SIZE(m); k++) {
+		prom_head(f, m[k].name, m[k].type, m[k].help);
+		for (i = 0; i < st.n; i++) {
+			const struct listener *l = &st.ls[i];
+			double v;
+
+			if (!l->watched)
+				continue;
+			if ((k == 4 || k == 5) && l->family != BL_UNIX)
+				continue;
+			if ((k == 6 || k == 7) && l->family != BL_TCP)
+				continue;
+			switch (k) {
+			case 0: v = l->limit; break;
+			case 1: v = l->qlen; break;
+			case 2: v = l->peak; break;
+			case 3: v = overflows_of(&l->tot); break;
+			case 4: v = l->tot.waits; break;
+			case 5: v = l->tot.wait_ns / 1e9; break;
+			case 6: v = l->tot.syn_retrans; break;
+			default: v = listen_drops(l); break;
+			}
+			fprintf(f, "udsprobe_backlog_%s", m[k].name);
+			prom_labels(f, l);
+			fprintf(f, " %.9g\n", v);
+		}
+	}
+	prom_head(f, "client_overflows_total", "counter",
+		    "Overflows per listener and client command (all its processes).");
+	for (i = 0; i < st.n; i++) {
+		const struct listener *l = &st.ls[i];
+
+		if (!l->watched)
+			continue;
+		for (j = 0; j < l->n_clients; j++) {
+			uint64_t n = 0;
+			int x;
+
+			/* sum clients of the same comm; print at the first of them */
+			for (x = 0; x < j; x++)
+				if (!strcmp(l->clients[x].comm, l->clients[j].comm))
+					break;
+			if (x < j)
+				continue;
+			for (x = j; x < l->n_clients; x++)
+				if (!strcmp(l->clients[x].comm, l->clients[j].comm))
+					n += overflows_of(&l->clients[x].v);
+			if (!n)
+				continue;
+			fprintf(f, "udsprobe_backlog_client_overflows_total{family=\"%s\",address=\"",
+				family_name(l->family));
+			prom_label(f, l->addr);
+			fprintf(f, "\",client_comm=\"");
+			prom_label(f, l->clients[j].comm);
+			fprintf(f, "\"} %llu\n", (unsigned long long)n);
+		}
+	}
+	if (st.netstat_ok) {
+		prom_head(f, "netstat_listen_overflows_total", "counter",
+			    "TcpExt ListenOverflows of this network namespace, since start.");
+		fprintf(f, "udsprobe_backlog_netstat_listen_overflows_total %llu\n",
+			st.netstat[0] - st.netstat0[0]);
+		prom_head(f, "netstat_listen_drops_total", "counter",
+			    "TcpExt ListenDrops of this network namespace, since start.");
+		fprintf(f, "udsprobe_backlog_netstat_listen_drops_total %llu\n",
+			st.netstat[1] - st.netstat0[1]);
+	}
+	prom_head(f, "info", "gauge", "Attach mode udsprobe uses.");
+	fprintf(f, "udsprobe_backlog_info{attach_mode=\"%s\",kernel=\"", bl_mode_names[b->mode]);
+	prom_label(f, kernel_release());
+	fprintf(f, "\"} 1\n");
+	prom_head(f, "last_update_timestamp_seconds", "gauge", "When udsprobe wrote this file.");
+	fprintf(f, "udsprobe_backlog_last_update_timestamp_seconds %lld\n", (long long)time(NULL));
+	if (ferror(f) | fclose(f)) {
+		unlink(tmp);
+		return -EIO;
+	}
+	if (rename(tmp, path)) {
+		int err = -errno;
+
+		unlink(tmp);
+		return err;
+	}
+	return 0;
+}
+
+static void print_recommendations(FILE *out, const struct listener *l)
+{
+	bool php = strstr(l->owner_comm, "php") != NULL;
+	bool capped = st.somaxconn > 0 && l->limit == (unsigned)st.somaxconn;
+	uint64_t ovf = overflows_of(&l->tot);
+	int i;
+
+	if (ovf) {
+		fprintf(out, "  - %s's listen queue (limit %u) was full %llu times: ",
+			owner_pid(l) ? l->owner_comm : "the listener", l->limit,
+			(unsigned long long)ovf);
+		if (l->family == BL_UNIX)
+			fprintf(out, "each was a connect() that failed at once with EAGAIN "
+				"(nginx logs \"(11: Resource temporarily unavailable) while connecting "
+				"to upstream\" and answers 502).\n");
+		else
+			fprintf(out, "each was a SYN or handshake ACK the kernel dropped; clients retry "
+				"SYNs after 1 s, 2 s, 4 s..., so this shows up as latency, not errors.\n");
+		if (capped)
+			fprintf(out, "  - The limit equals net.core.somaxconn (%d): the program probably "
+				"asked for more and the kernel capped it. Raise it: sysctl -w "
+				"net.core.somaxconn=%d (and persist it in /etc/sysctl.d/).\n",
+				st.somaxconn, st.somaxconn * 4);
+		else if (php)
+			fprintf(out, "  - Raise listen.backlog in the php-fpm pool (now %u; up to "
+				"net.core.somaxconn = %d) so bursts wait in the queue instead of failing.\n",
+				l->limit, st.somaxconn);
+		else
+			fprintf(out, "  - Raise the listen() backlog of %s (now %u; the kernel caps it at "
+				"net.core.somaxconn = %d).\n", owner_pid(l) ? l->owner_comm : "the server",
+				l->limit, st.somaxconn);
+		if (php)
+			fprintf(out, "  - The queue fills when every php-fpm worker is busy: raise "
+				"pm.max_children (check memory per worker first), or make the slow "
+				"requests faster; a bigger queue only buys time.\n");
+		else
+			fprintf(out, "  - The queue fills when the server accepts slower than clients "
+				"connect: add workers or accept threads to %s.\n",
+				owner_pid(l) ? l->owner_comm : "the server");
+		for (i = 0; i < l->n_clients; i++)
+			if (strstr(l->clients[i].comm, "nginx") && overflows_of(&l->clients[i].v)) {
+				fprintf(out, "  - nginx opens a new upstream connection per request: "
+					"an upstream block with `keepalive N;` (plus `fastcgi_keep_conn on;` "
+					"or `proxy_http_version 1.1;` and an empty Connection header) reuses "
+					"connections and takes most connects off this queue.\n");
+				break;
+			}
+	}
+	if (l->tot.waits)
+		fprintf(out, "  - %llu blocking connects waited for room, %.3f ms on average: the "
+			"queue was full and callers stalled instead of failing.\n",
+			(unsigned long long)l->tot.waits, l->tot.wait_ns / 1e6 / l->tot.waits);
+	if (l->tot.syn_retrans && !ovf)
+		fprintf(out, "  - Clients retransmitted %llu SYNs to this port: a full queue "
+			"or a lost SYN; each retransmit costs the client at least 1 s.\n",
+			(unsigned long long)l->tot.syn_retrans);
+}
+
+static int cmp_listeners(const void *a, const void *b)
+{
+	const struct listener *x = a, *y = b;
+	uint64_t ox = overflows_of(&x->tot) + x->tot.waits, oy = overflows_of(&y->tot) + y->tot.waits;
+
+	if (ox != oy)
+		return ox < oy ? 1 : -1;
+	if (x->family != y->family)
+		return x->family - y->family;
+	return strcmp(x->addr, y->addr);
+}
+
+static void print_summary(FILE *out, struct bl_bpf *b, double t)
+{
+	char owner[48], clients[512];
+	int i, shown = 0;
+	bool any = false;
+
+	fprintf(out, "\nSummary after %.1f s (attach mode %s):\n", t, bl_mode_names[b->mode]);
+	fprintf(out, "%-4s %-36s %-22s %5s %5s %9s %6s  %s\n", "FAM", "ADDRESS", "OWNER", "LIMIT",
+		"PEAK", "OVERFLOWS", "WAITS", "CLIENTS (overflows)");
+	for (i = 0; i < st.n; i++) {
+		struct listener *l = &st.ls[i];
+
+		if (!l->watched)
+			continue;
+		shown++;
+		fmt_owner(l, owner, sizeof(owner));
+		fmt_clients(l, clients, sizeof(clients), false);
+		fprintf(out, "%-4s %-36s %-22s %5u %5u %9llu %6llu  %s\n", family_name(l->family),
+			l->addr, owner, l->limit, l->peak, (unsigned long long)overflows_of(&l->tot),
+			(unsigned long long)l->tot.waits, clients);
+	}
+	if (!shown)
+		fprintf(out, "(no listener matched %s)\n",
+			opts.n_unix || opts.n_ports || opts.n_pids ? "the filters" : "");
+	for (i = 0; i < st.n; i++) {
+		struct listener *l = &st.ls[i];
+
+		if (!l->watched)
+			continue;
+		if (l->family == BL_UNIX && l->tot.waits) {
+			fmt_clients(l, clients, sizeof(clients), true);
+			fprintf(out, "%s: %llu blocking connects waited %.3f ms in total (%s)\n", l->addr,
+				(unsigned long long)l->tot.waits, l->tot.wait_ns / 1e6, clients);
+		}
+		if (l->family == BL_TCP && (overflows_of(&l->tot) || listen_drops(l) ||
+					    l->tot.syn_retrans))
+			fprintf(out, "%s: %llu overflows = %llu SYNs dropped at a full accept queue + "
+				"%llu handshake ACKs (%s); kernel sk_drops of the listener +%llu; client "
+				"SYN retransmits %llu\n", l->addr,
+				(unsigned long long)overflows_of(&l->tot),
+				(unsigned long long)l->tot.overflows,
+				(unsigned long long)l->tot.ack_overflows,
+				b->reason > 0 ? "drop reason TCP_LISTEN_OVERFLOW" :
+						"no TCP_LISTEN_OVERFLOW reason in this kernel",
+				(unsigned long long)listen_drops(l),
+				(unsigned long long)l->tot.syn_retrans);
+	}
+	if (st.netstat_ok)
+		fprintf(out, "TCP namespace counters: ListenOverflows +%llu, ListenDrops +%llu\n",
+			st.netstat[0] - st.netstat0[0], st.netstat[1] - st.netstat0[1]);
+	if (st.missed)
+		fprintf(out, "warning: %llu events not counted (a BPF map was full)\n",
+			(unsigned long long)st.missed);
+	for (i = 0; i < st.n; i++) {
+		struct listener *l = &st.ls[i];
+
+		if (!l->watched || !(overflows_of(&l->tot) || l->tot.waits || l->tot.syn_retrans))
+			continue;
+		if (!any)
+			fprintf(out, "\nRecommendations:\n");
+		any = true;
+		fprintf(out, "%s %s:\n", family_name(l->family), l->addr);
+		print_recommendations(out, l);
+	}
+	if (!any)
+		fprintf(out, "\nNo listen queue overflowed%s.\n",
+			st.netstat_ok && st.netstat[0] != st.netstat0[0] ?
+			" among the watched listeners (ListenOverflows rose elsewhere)" : "");
+	fflush(out);
+}
+
+/* ------------------------------------------------------------------ main loop */
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	if (stop) {	/* second Ctrl-C: leave now */
+		signal(sig, SIG_DFL);
+		raise(sig);
+	}
+	stop = 1;
+}
+
+static int read_somaxconn(void)
+{
+	FILE *f = fopen("/proc/sys/net/core/somaxconn", "r");
+	int v = 0;
+
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = 0;
+		fclose(f);
+	}
+	return v;
+}
+
+static int verbosity;
+
+static int print_libbpf(enum libbpf_print_level level, const char *fmt, va_list args)
+{
+	if (level == LIBBPF_DEBUG && verbosity < 1)
+		return 0;
+	if (level == LIBBPF_INFO && verbosity < 1)
+		return 0;
+	if (level == LIBBPF_WARN && verbosity < 1)
+		return 0;	/* mode probing makes expected failures; we report them ourselves */
+	return vfprintf(stderr, fmt, args);
+}
+
+int backlog_main(const char *json_path, double duration_s, const char *attach, int verbose)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+	struct bl_bpf b = {};
+	enum bl_mode want = BL_MODE_AUTO;
+	FILE *json = NULL, *out = stdout;
+	uint64_t next_sample, next_report, end_ns = 0, t0;
+	double interval = opts.interval_s ? opts.interval_s : 1.0;
+	int i, err, ret = 1;
+	bool write_failed = false;
+
+	verbosity = verbose;
+	if (!attach)
+		attach = opts.attach;
+	if (attach) {
+		for (i = 0; i < BL_MODE__COUNT; i++)
+			if (!strcmp(attach, bl_mode_names[i]))
+				break;
+		if (i == BL_MODE__COUNT) {
+			fprintf(stderr, "udsprobe: --attach: unknown mode '%s' (valid: auto fentry "
+				"kprobe tracepoint)\nTry 'udsprobe --help' for more information.\n",
+				attach);
+			return 2;
+		}
+		want = i;
+	}
+	if (geteuid() != 0) {
+		fprintf(stderr, "udsprobe: --backlog needs root (CAP_BPF and CAP_PERFMON): run it "
+			"with sudo\n");
+		return 1;
+	}
+	if (json_path) {
+		if (!strcmp(json_path, "-")) {
+			json = stdout;
+			out = stderr;	/* keep stdout pure JSON lines */
+		} else {
+			json = fopen(json_path, "w");
+			if (!json) {
+				fprintf(stderr, "udsprobe: cannot write --json %s: %s\n", json_path,
+					strerror(errno));
+				return 1;
+			}
+		}
+	}
+	libbpf_set_print(print_libbpf);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	memset(&st, 0, sizeof(st));
+	st.somaxconn = read_somaxconn();
+	err = bl_bpf_setup(&b, want);
+	if (err)
+		goto out;
+	read_netstat(st.netstat0);
+	memcpy(st.netstat, st.netstat0, sizeof(st.netstat));
+	err = sample_listeners(&b);
+	if (err) {
+		fprintf(stderr, "udsprobe: reading listeners failed: %s\n", strerror(-err));
+		goto out;
+	}
+	resolve_owners();
+	if (opts.prom_path && (err = write_prom(opts.prom_path, &b))) {
+		fprintf(stderr, "udsprobe: cannot write --prom %s: %s\n", opts.prom_path,
+			strerror(-err));
+		goto out;
+	}
+	{
+		int n = 0;
+
+		for (i = 0; i < st.n; i++)
+			n += st.ls[i].watched;
+		fprintf(out, "udsprobe --backlog: attach mode %s (%s); kernel %s; watching %d "
+			"listener%s; %s\n", bl_mode_names[b.mode], b.why, kernel_release(), n,
+			n == 1 ? "" : "s", duration_s ? "until --duration" : "Ctrl-C to stop");
+		if (b.reason <= 0)
+			fprintf(out, "note: this kernel has no TCP_LISTEN_OVERFLOW drop reason; TCP "
+				"handshake-ACK overflows are seen only in ListenOverflows/ListenDrops\n");
+		fflush(out);
+	}
+
+	t0 = st.start_ns = now_ns();
+	next_sample = t0 + SAMPLE_NS;
+	next_report = t0 + (uint64_t)(interval * 1e9);
+	if (duration_s)
+		end_ns = t0 + (uint64_t)(duration_s * 1e9);
+	while (!stop) {
+		uint64_t now = now_ns(), wake = MIN(next_sample, next_report);
+		struct timespec ts;
+
+		if (end_ns && now >= end_ns)
+			break;
+		if (end_ns)
+			wake = MIN(wake, end_ns);
+		if (wake > now) {
+			ts.tv_sec = (wake - now) / 1000000000ull;
+			ts.tv_nsec = (wake - now) % 1000000000ull;
+			nanosleep(&ts, NULL);	/* EINTR on Ctrl-C: loop re-checks */
+			continue;
+		}
+		if (now >= next_sample) {
+			if (sample_listeners(&b) == 0 && st.owners_dirty &&
+			    now - st.last_owner_scan > 1000000000ull)
+				resolve_owners();
+			next_sample += SAMPLE_NS;
+			if (next_sample <= now)
+				next_sample = now + SAMPLE_NS;
+		}
+		if (now >= next_report) {
+			double t = (now - t0) / 1e9;
+
+			read_counts(&b);
+			read_netstat(st.netstat);
+			for (i = 0; i < st.n; i++)	/* an overflow means qlen > limit then */
+				if (overflows_of(&st.ls[i].tot) > overflows_of(&st.ls[i].prev))
+					st.ls[i].peak = MAX(st.ls[i].peak, st.ls[i].limit + 1);
+			if (!opts.quiet)
+				print_interval(out, t);
+			if (json && json != stdout)
+				json_interval(json, t);
+			if (opts.prom_path && write_prom(opts.prom_path, &b) && !write_failed) {
+				fprintf(stderr, "udsprobe: cannot write --prom %s: %s\n",
+					opts.prom_path, strerror(errno));
+				write_failed = true;
+			}
+			for (i = 0; i < st.n; i++)
+				st.ls[i].prev = st.ls[i].tot;
+			next_report += (uint64_t)(interval * 1e9);
+			if (next_report <= now)
+				next_report = now + (uint64_t)(interval * 1e9);
+		}
+	}
+
+	/* final read: everything counted up to now */
+	sample_listeners(&b);
+	if (st.owners_dirty)
+		resolve_owners();
+	read_counts(&b);
+	read_netstat(st.netstat);
+	for (i = 0; i < st.n; i++) {
+		if (overflows_of(&st.ls[i].tot))
+			st.ls[i].peak = MAX(st.ls[i].peak, st.ls[i].limit + 1);
+		if (st.ls[i].n_clients)
+			qsort(st.ls[i].clients, st.ls[i].n_clients, sizeof(struct client),
+			      cmp_clients);
+	}
+	qsort(st.ls, st.n, sizeof(*st.ls), cmp_listeners);
+	{
+		double t = (now_ns() - t0) / 1e9;
+
+		print_summary(out, &b, t);
+		if (json)
+			json_summary(json, &b, t);
+		if (opts.prom_path && write_prom(opts.prom_path, &b)) {
+			fprintf(stderr, "udsprobe: cannot write --prom %s\n", opts.prom_path);
+			write_failed = true;
+		}
+	}
+	if (json && (ferror(json) || fflush(json))) {
+		fprintf(stderr, "udsprobe: writing --json %s failed\n", json_path);
+		write_failed = true;
+	}
+	ret = write_failed ? 1 : 0;
+out:
+	bl_bpf_close(&b);
+	for (i = 0; i < st.n; i++)
+		free(st.ls[i].clients);
+	free(st.ls);
+	memset(&st, 0, sizeof(st));
+	if (json && json != stdout)
+		fclose(json);
+	return ret;
+}
