@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backlog.h"
 #include "compare.h"
 #include "util.h"
 #include "workload.h"
@@ -123,6 +124,7 @@ static void parse_name_list(struct argp_state *state, const char *opt, char *arg
 
 /* Other actions (e.g. --backlog) bring their own argp parser as a child. */
 static const struct argp_child argp_children[] = {
+	{ &backlog_argp, 0, NULL, 0 },
 	{},
 };
 
@@ -264,6 +266,14 @@ int main(int argc, char **argv)
 	if (err)
 		return 2;
 	setup_signals();
+	if (backlog_requested()) {	/* --backlog: user/backlog.c */
+		if (env.action != ACT_NONE) {
+			fprintf(stderr, "udsprobe: --backlog and --compare exclude each other\n"
+				"Try 'udsprobe --help' for more information.\n");
+			return 2;
+		}
+		return backlog_main(env.json_path, env.cmp.duration_s, NULL, env.verbose);
+	}
 	switch (env.action) {
 	case ACT_COMPARE:
 		return do_compare();
