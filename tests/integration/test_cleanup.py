@@ -18,9 +18,9 @@ def start_and_find(spawn):
     assert d, "no /tmp/udsprobe.* socket directory seen while udsprobe ran"
     assert os.path.isdir(d)
     assert os.stat(d).st_mode & 0o777 == 0o700
-    tree = proc_tree(p.pid)
-    # udsprobe, its janitor, the workload client and server
-    assert len(tree) >= 4, tree
+    # udsprobe, its janitor, the workload server and client (forked just after the server)
+    tree = wait_for(lambda: (lambda t: t if len(t) >= 4 else None)(proc_tree(p.pid)), timeout=5)
+    assert tree, proc_tree(p.pid)
     return p, d, tree
 
 
