@@ -10,12 +10,22 @@
  *   unix connect exit     unix_stream_connect   unix_stream_connect   syscalls:sys_exit_connect
  *   unix wait for room    unix_wait_for_peer    unix_wait_for_peer    tp_btf sched_switch (slept
  *                                                                      inside an AF_UNIX connect)
- *   tcp SYN at listener   tcp_conn_request      tcp_conn_request      tp_btf consume_skb (SYN to a
- *                                                                      watched port, queue full)
- *   tcp ACK overflow      sk_skb_reason_drop    sk_skb_reason_drop    tp_btf kfree_skb
- *                         (or kfree_skb_reason) (or kfree_skb_reason)  (reason TCP_LISTEN_OVERFLOW)
+ *   tcp listen drop:
+ *     SYN phase           tcp_conn_request      tcp_conn_request      tp_btf consume_skb and
+ *     ACK phase           tcp_v{4,6}_syn_       tcp_v{4,6}_syn_        kfree_skb of a segment to a
+ *                         recv_sock -> NULL     recv_sock -> NULL      watched port, when the
+ *                                                                      listener's sk_drops moved
  *   tcp client connect    tcp_connect           tcp_connect           tp_btf inet_sock_set_state
  *   tcp SYN retransmit    tcp_retransmit_skb    tcp_retransmit_skb    tp_btf tcp_retransmit_skb
+ *
+ * Every TCP listen drop (tcp_listendrop) increments the listener's sk_drops,
+ * so a drop is "sk_drops moved across the call" (probe modes) or "sk_drops
+ * moved since the last segment to this port was freed" (tracepoint mode: the
+ * SYN or ACK is freed right after tcp_listendrop, in the same softirq). It is
+ * an overflow when the accept queue is full then (sk_ack_backlog >
+ * sk_max_ack_backlog, the kernel's own test) or the drop reason, resolved by
+ * name from BTF, is TCP_LISTEN_OVERFLOW; otherwise an "other" listen drop
+ * (SYN queue full without syncookies, no memory).
  *
  * Listener enumeration (address, queue depth, limit, sk_drops, inode) is done
  * by the iter/unix and iter/tcp programs, which work in every mode.
@@ -39,6 +49,8 @@
 
 /* Set before load. 0 = this kernel has no TCP_LISTEN_OVERFLOW drop reason. */
 const volatile __u32 listen_overflow_reason = 0;
+/* udsprobe's own tgid: never a client (a softirq may run while we are current). */
+const volatile __u32 self_tgid = 0;
 
 /* Read back by user space. */
 __u64 missed_map_full = 0;	/* events not counted: a map was full */
@@ -91,6 +103,14 @@ struct {
 	__type(value, __u32);
 } port_owner SEC(".maps");
 
+/* tid -> tgid of tasks inside an AF_INET/AF_INET6 connect() (tracepoint mode). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u32);
+} tcp_connecting SEC(".maps");
+
 /* Watched TCP listening ports -> listener sock (tracepoint mode), filled by user space. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -129,9 +149,11 @@ static __always_inline __u32 current_user_tgid(void)
 {
 	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
 
-	if (BPF_CORE_READ(t, flags) & PF_KTHREAD)
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+	if (tgid == self_tgid || (BPF_CORE_READ(t, flags) & PF_KTHREAD))
 		return 0;
-	return bpf_get_current_pid_tgid() >> 32;
+	return tgid;
 }
 
 /* ---------------------------------------------------------------- AF_UNIX */
@@ -153,6 +175,13 @@ static __always_inline void unix_connect_enter(const struct sockaddr_un *sun, lo
 	} else {
 		bpf_probe_read_kernel(&family, sizeof(family), &sun->sun_family);
 		bpf_probe_read_kernel(&first, 1, sun->sun_path);
+	}
+	if (family == AF_INET || family == AF_INET6) {
+		__u32 tgid = current_user_tgid();
+
+		if (user && tgid)
+			bpf_map_update_elem(&tcp_connecting, &tid, &tgid, BPF_ANY);
+		return;
 	}
 	if (family != AF_UNIX)
 		return;
@@ -227,26 +256,38 @@ static __always_inline void unix_wait_end(__u32 tid)
 
 /* ---------------------------------------------------------------- TCP */
 
+/* The local process behind a client port: known from its connect (probe
+ * modes: tcp_connect; tracepoint mode: once it left SYN_SENT or retransmitted),
+ * else the current task if it is inside connect() (the first SYN on loopback is
+ * processed in the connecting task), else 0 = unknown (remote, or a timer). */
 static __always_inline __u32 client_of(__u32 sport)
 {
 	__u32 *owner = bpf_map_lookup_elem(&port_owner, &sport);
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 
-	return owner ? *owner : current_user_tgid();
+	if (owner)
+		return *owner;
+	owner = bpf_map_lookup_elem(&tcp_connecting, &tid);
+	return owner ? *owner : 0;
 }
 
-static __always_inline void tcp_count(__u32 port, __u32 tgid, int what)
+enum { TCP_SYN_DROP, TCP_ACK_DROP, TCP_SYN_RETRANS };
+
+static __always_inline void tcp_count(__u32 port, __u32 tgid, int what, bool full, __u32 n)
 {
 	struct bl_key key = { .family = BL_TCP, .tgid = tgid, .port = port };
 	struct bl_val *v = counter(&key);
 
 	if (!v)
 		return;
-	if (what == 0)
-		v->overflows++;
-	else if (what == 1)
-		v->ack_overflows++;
+	if (what == TCP_SYN_RETRANS)
+		v->syn_retrans += n;
+	else if (!full)
+		v->other_drops += n;
+	else if (what == TCP_SYN_DROP)
+		v->overflows += n;
 	else
-		v->syn_retrans++;
+		v->ack_overflows += n;
 }
 
 /* Ports and flags of a received TCP segment; 0 if skb is not IPv4/IPv6 TCP. */
@@ -285,52 +326,139 @@ static __always_inline bool acceptq_full(struct sock *sk)
 	return BPF_CORE_READ(sk, sk_ack_backlog) > BPF_CORE_READ(sk, sk_max_ack_backlog);
 }
 
-/* Probe modes: the listener itself, at tcp_conn_request entry (the same check
- * the kernel makes a few instructions later, on the same CPU). */
-static __always_inline void tcp_syn_at_listener(struct sock *sk, struct sk_buff *skb)
+static __always_inline __u32 sk_drops_read(struct sock *sk)
 {
-	__u32 sport, dport;
-	__u8 flags;
-
-	if (!acceptq_full(sk))
-		return;
-	if (!skb_tcp_ports(skb, &sport, &dport, &flags))
-		return;
-	tcp_count(BPF_CORE_READ(sk, __sk_common.skc_num), client_of(sport), 0);
+	return BPF_CORE_READ(sk, sk_drops.counter);
 }
 
-/* Tracepoint mode: a SYN being freed by consume_skb. After tcp_conn_request
- * (which consumes every SYN it did not keep, dropped or answered) the kernel
- * dropped it iff the listener's accept queue was full; we look at the queue of
- * the watched listener on that port at this moment. */
-static __always_inline void tcp_syn_consumed(struct sk_buff *skb)
+/* A listen drop at listener sk caused by skb (the SYN or the handshake ACK). */
+static __always_inline void tcp_listen_drop(struct sock *sk, struct sk_buff *skb, int what,
+					    __u32 n)
 {
-	__u32 sport, dport;
-	struct bl_port *l;
+	__u32 sport = 0, dport;
 	__u8 flags;
 
-	if (!skb_tcp_ports(skb, &sport, &dport, &flags))
+	skb_tcp_ports(skb, &sport, &dport, &flags);
+	tcp_count(BPF_CORE_READ(sk, __sk_common.skc_num), client_of(sport), what,
+		  acceptq_full(sk), n);
+}
+
+/* Probe modes. Per-CPU stashes are safe: listeners are processed in softirq,
+ * which does not nest on a CPU. */
+struct stash {
+	__u64 conn_sk, conn_skb;
+	__u32 conn_drops, pad;
+	__u64 recv_sk, recv_skb;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct stash);
+} stashes SEC(".maps");
+
+static __always_inline struct stash *stash(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&stashes, &zero);
+}
+
+static __always_inline void tcp_conn_request_enter(struct sock *sk, struct sk_buff *skb)
+{
+	struct stash *s = stash();
+
+	if (!s)
 		return;
-	if ((flags & (TH_SYN | TH_ACK)) != TH_SYN)
+	s->conn_sk = (__u64)sk;
+	s->conn_skb = (__u64)skb;
+	s->conn_drops = sk_drops_read(sk);
+}
+
+static __always_inline void tcp_conn_request_exit(void)
+{
+	struct stash *s = stash();
+	struct sock *sk;
+	__u32 now;
+
+	if (!s || !s->conn_sk)
+		return;
+	sk = (struct sock *)s->conn_sk;
+	now = sk_drops_read(sk);
+	if ((__s32)(now - s->conn_drops) > 0)
+		tcp_listen_drop(sk, (struct sk_buff *)s->conn_skb, TCP_SYN_DROP,
+				now - s->conn_drops);
+	s->conn_sk = 0;
+}
+
+static __always_inline void syn_recv_sock_enter(struct sock *sk, struct sk_buff *skb)
+{
+	struct stash *s = stash();
+
+	if (s) {
+		s->recv_sk = (__u64)sk;
+		s->recv_skb = (__u64)skb;
+	}
+}
+
+/* syn_recv_sock returns NULL only after tcp_listendrop(); for a v4-mapped
+ * segment tcp_v6_syn_recv_sock calls tcp_v4_syn_recv_sock, so the v6 one
+ * counts only IPv6 segments. */
+static __always_inline void syn_recv_sock_exit(void *ret, bool v6)
+{
+	struct stash *s = stash();
+	struct sk_buff *skb;
+
+	if (!s || !s->recv_sk)
+		return;
+	skb = (struct sk_buff *)s->recv_skb;
+	if (!ret && (!v6 || BPF_CORE_READ(skb, protocol) == bpf_htons(ETH_P_IPV6)))
+		tcp_listen_drop((struct sock *)s->recv_sk, skb, TCP_ACK_DROP, 1);
+	s->recv_sk = 0;
+}
+
+/* Tracepoint mode: a TCP segment to a watched port is being freed. If the
+ * listener's sk_drops moved since the last one, those drops were made by the
+ * kernel just before (the segment is freed after tcp_listendrop in the same
+ * softirq). The cmpxchg hands each drop to exactly one event, so the total is
+ * the listener's own counter; only the client attribution can be off when two
+ * CPUs drop at the same port at the same instant. */
+static __always_inline void tcp_skb_freed(struct sk_buff *skb, __u32 reason)
+{
+	__u32 sport, dport, now, n;
+	struct bl_port *l;
+	__u64 old;
+	struct sock *sk;
+	__u8 flags;
+	bool full;
+
+	if (!skb_tcp_ports(skb, &sport, &dport, &flags))
 		return;
 	l = bpf_map_lookup_elem(&tcp_ports, &dport);
 	if (!l)
 		return;
-	if (!acceptq_full((struct sock *)l->sk))
+	sk = (struct sock *)l->sk;
+	now = sk_drops_read(sk);
+	old = l->last_drops;
+	if ((__s32)(now - (__u32)old) <= 0)
 		return;
-	tcp_count(dport, client_of(sport), 0);
-}
-
-static __always_inline void tcp_dropped(struct sk_buff *skb, __u32 reason)
-{
-	__u32 sport, dport;
-	__u8 flags;
-
-	if (!listen_overflow_reason || reason != listen_overflow_reason)
+	if (__sync_val_compare_and_swap(&l->last_drops, old, (__u64)now) != old)
+		return;		/* another CPU took these drops */
+	full = acceptq_full(sk) || (listen_overflow_reason && reason == listen_overflow_reason);
+	n = now - (__u32)old;
+	if ((flags & (TH_SYN | TH_ACK)) == TH_SYN) {
+		tcp_count(dport, client_of(sport), TCP_SYN_DROP, full, n);
 		return;
-	if (!skb_tcp_ports(skb, &sport, &dport, &flags))
-		return;
-	tcp_count(dport, client_of(sport), 1);
+	}
+	/* An ACK dropped with a request sock (reason TCP_LISTEN_OVERFLOW) moved
+	 * sk_drops twice: tcp_listendrop, then tcp_v4_rcv's discard_and_relse.
+	 * Without that reason (6.1) the two paths look alike: count the segment. */
+	if (!listen_overflow_reason)
+		n = 1;
+	else if (reason == listen_overflow_reason && n > 1)
+		n--;
+	tcp_count(dport, client_of(sport), TCP_ACK_DROP, full, n);
 }
 
 /* A client socket entered SYN_SENT in its connect() task. */
@@ -362,7 +490,7 @@ static __always_inline void tcp_retransmit(struct sock *sk)
 		tgid = *owner;
 		bpf_map_update_elem(&port_owner, &sport, &tgid, BPF_ANY);
 	}
-	tcp_count(dport, tgid, 2);
+	tcp_count(dport, tgid, TCP_SYN_RETRANS, true, 1);
 }
 
 /* ---------------------------------------------------------------- fentry/fexit */
@@ -400,21 +528,44 @@ SEC("?fentry/tcp_conn_request")
 int BPF_PROG(fentry_tcp_conn_request, void *rsk_ops, void *af_ops, struct sock *sk,
 	     struct sk_buff *skb)
 {
-	tcp_syn_at_listener(sk, skb);
+	tcp_conn_request_enter(sk, skb);
 	return 0;
 }
 
-SEC("?fentry/sk_skb_reason_drop")
-int BPF_PROG(fentry_sk_skb_reason_drop, struct sock *sk, struct sk_buff *skb, __u32 reason)
+SEC("?fexit/tcp_conn_request")
+int BPF_PROG(fexit_tcp_conn_request)
 {
-	tcp_dropped(skb, reason);
+	tcp_conn_request_exit();
 	return 0;
 }
 
-SEC("?fentry/kfree_skb_reason")
-int BPF_PROG(fentry_kfree_skb_reason, struct sk_buff *skb, __u32 reason)
+SEC("?fentry/tcp_v4_syn_recv_sock")
+int BPF_PROG(fentry_tcp_v4_syn_recv_sock, struct sock *sk, struct sk_buff *skb)
 {
-	tcp_dropped(skb, reason);
+	syn_recv_sock_enter(sk, skb);
+	return 0;
+}
+
+SEC("?fexit/tcp_v4_syn_recv_sock")
+int BPF_PROG(fexit_tcp_v4_syn_recv_sock, struct sock *sk, struct sk_buff *skb, void *req,
+	     void *dst, void *req_unhash, void *own_req, void *ret)
+{
+	syn_recv_sock_exit(ret, false);
+	return 0;
+}
+
+SEC("?fentry/tcp_v6_syn_recv_sock")
+int BPF_PROG(fentry_tcp_v6_syn_recv_sock, struct sock *sk, struct sk_buff *skb)
+{
+	syn_recv_sock_enter(sk, skb);
+	return 0;
+}
+
+SEC("?fexit/tcp_v6_syn_recv_sock")
+int BPF_PROG(fexit_tcp_v6_syn_recv_sock, struct sock *sk, struct sk_buff *skb, void *req,
+	     void *dst, void *req_unhash, void *own_req, void *ret)
+{
+	syn_recv_sock_exit(ret, true);
 	return 0;
 }
 
@@ -467,21 +618,42 @@ SEC("?kprobe/tcp_conn_request")
 int BPF_KPROBE(kprobe_tcp_conn_request, void *rsk_ops, void *af_ops, struct sock *sk,
 	       struct sk_buff *skb)
 {
-	tcp_syn_at_listener(sk, skb);
+	tcp_conn_request_enter(sk, skb);
 	return 0;
 }
 
-SEC("?kprobe/sk_skb_reason_drop")
-int BPF_KPROBE(kprobe_sk_skb_reason_drop, struct sock *sk, struct sk_buff *skb, __u32 reason)
+SEC("?kretprobe/tcp_conn_request")
+int BPF_KRETPROBE(kretprobe_tcp_conn_request)
 {
-	tcp_dropped(skb, reason);
+	tcp_conn_request_exit();
 	return 0;
 }
 
-SEC("?kprobe/kfree_skb_reason")
-int BPF_KPROBE(kprobe_kfree_skb_reason, struct sk_buff *skb, __u32 reason)
+SEC("?kprobe/tcp_v4_syn_recv_sock")
+int BPF_KPROBE(kprobe_tcp_v4_syn_recv_sock, struct sock *sk, struct sk_buff *skb)
 {
-	tcp_dropped(skb, reason);
+	syn_recv_sock_enter(sk, skb);
+	return 0;
+}
+
+SEC("?kretprobe/tcp_v4_syn_recv_sock")
+int BPF_KRETPROBE(kretprobe_tcp_v4_syn_recv_sock, void *ret)
+{
+	syn_recv_sock_exit(ret, false);
+	return 0;
+}
+
+SEC("?kprobe/tcp_v6_syn_recv_sock")
+int BPF_KPROBE(kprobe_tcp_v6_syn_recv_sock, struct sock *sk, struct sk_buff *skb)
+{
+	syn_recv_sock_enter(sk, skb);
+	return 0;
+}
+
+SEC("?kretprobe/tcp_v6_syn_recv_sock")
+int BPF_KRETPROBE(kretprobe_tcp_v6_syn_recv_sock, void *ret)
+{
+	syn_recv_sock_exit(ret, true);
 	return 0;
 }
 
@@ -513,6 +685,9 @@ int tp_sys_enter_connect(struct trace_event_raw_sys_enter *ctx)
 SEC("?tracepoint/syscalls/sys_exit_connect")
 int tp_sys_exit_connect(struct trace_event_raw_sys_exit *ctx)
 {
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+
+	bpf_map_delete_elem(&tcp_connecting, &tid);
 	if (unix_inflight)
 		unix_connect_exit(BPF_CORE_READ(ctx, ret));
 	return 0;
@@ -535,22 +710,35 @@ int BPF_PROG(tp_sched_switch, bool preempt, struct task_struct *prev, struct tas
 SEC("?tp_btf/consume_skb")
 int BPF_PROG(tp_consume_skb, struct sk_buff *skb)
 {
-	tcp_syn_consumed(skb);
+	tcp_skb_freed(skb, 0);
 	return 0;
 }
 
 SEC("?tp_btf/kfree_skb")
 int BPF_PROG(tp_kfree_skb, struct sk_buff *skb, void *location, __u32 reason)
 {
-	tcp_dropped(skb, reason);
+	tcp_skb_freed(skb, reason);
 	return 0;
 }
 
 SEC("?tp_btf/inet_sock_set_state")
 int BPF_PROG(tp_inet_sock_set_state, struct sock *sk, int oldstate, int newstate)
 {
-	if (newstate == TCP_SYN_SENT && BPF_CORE_READ(sk, sk_protocol) == IPPROTO_TCP)
+	__u32 sport, *owner;
+	__u64 key = (__u64)sk;
+
+	if (BPF_CORE_READ(sk, sk_protocol) != IPPROTO_TCP)
+		return 0;
+	if (newstate == TCP_SYN_SENT) {	/* in connect(): the owner, not yet the port */
 		tcp_client_connect(sk);
+	} else if (oldstate == TCP_SYN_SENT) {	/* now the port is known */
+		owner = bpf_map_lookup_elem(&sk_owner, &key);
+		if (owner) {
+			sport = BPF_CORE_READ(sk, __sk_common.skc_num);
+			bpf_map_update_elem(&port_owner, &sport, owner, BPF_ANY);
+			bpf_map_delete_elem(&sk_owner, &key);
+		}
+	}
 	return 0;
 }
 

@@ -28,7 +28,8 @@ struct bl_key {
 struct bl_val {
 	__u64 overflows;	/* unix: connect() -> EAGAIN on a full queue;
 				 * tcp: SYN dropped at a full accept queue */
-	__u64 ack_overflows;	/* tcp: handshake done, ACK dropped (TCP_LISTEN_OVERFLOW) */
+	__u64 ack_overflows;	/* tcp: handshake-completing ACK dropped at a full accept queue */
+	__u64 other_drops;	/* tcp: listen drops while the accept queue was not full */
 	__u64 waits;		/* unix: blocking connects that slept waiting for room */
 	__u64 wait_ns;		/* unix: total time those connects slept */
 	__u64 syn_retrans;	/* tcp: client SYN retransmits towards this port */
@@ -53,6 +54,7 @@ struct bl_listener {
 /* Value of the tcp_ports map (TCP listeners watched in tracepoint mode). */
 struct bl_port {
 	__u64 sk;
+	__u64 last_drops;	/* sk_drops already counted (set from the iterator at insert) */
 };
 
 #endif

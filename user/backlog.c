@@ -156,7 +156,8 @@ bool backlog_requested(void)
 /* ------------------------------------------------------------------ attach modes */
 
 static const char *const unix_fns[] = { "unix_stream_connect", "unix_wait_for_peer" };
-static const char *const tcp_fns[] = { "tcp_conn_request", "tcp_connect", "tcp_retransmit_skb" };
+static const char *const tcp_fns[] = { "tcp_conn_request", "tcp_v4_syn_recv_sock", "tcp_connect",
+					"tcp_retransmit_skb" };
 
 /* "name" or "name.suffix" (.constprop.0, .isra.0) in /proc/kallsyms. */
 static bool ksym_exists(const char *name)
@@ -209,12 +210,7 @@ static int fentry_try(const char *fn)
 	return 0;
 }
 
-static const char *drop_fn(void)
-{
-	return ksym_exists("sk_skb_reason_drop") ? "sk_skb_reason_drop" : "kfree_skb_reason";
-}
-
-bool bl_mode_usable(enum bl_mode mode, bool need_drop_fn, char *why, size_t len)
+bool bl_mode_usable(enum bl_mode mode, bool with_v6, char *why, size_t len)
 {
 	const char *fns[8];
 	int n = 0, i, err;
@@ -223,8 +219,8 @@ bool bl_mode_usable(enum bl_mode mode, bool need_drop_fn, char *why, size_t len)
 		fns[n++] = unix_fns[i];
 	for (i = 0; i < (int)ARRAY_SIZE(tcp_fns); i++)
 		fns[n++] = tcp_fns[i];
-	if (need_drop_fn)
-		fns[n++] = drop_fn();
+	if (with_v6)
+		fns[n++] = "tcp_v6_syn_recv_sock";
 
 	switch (mode) {
 	case BL_MODE_FENTRY:
@@ -303,8 +299,8 @@ static int drop_reason_value(const char *name)
 	return val;
 }
 
-static void mode_programs(struct backlog_bpf *skel, enum bl_mode mode, bool drops,
-			  bool sk_drop_fn, struct bpf_program **p, int *n)
+static void mode_programs(struct backlog_bpf *skel, enum bl_mode mode, bool v6,
+			  struct bpf_program **p, int *n)
 {
 	*n = 0;
 	switch (mode) {
@@ -314,11 +310,15 @@ static void mode_programs(struct backlog_bpf *skel, enum bl_mode mode, bool drop
 		p[(*n)++] = skel->progs.fentry_unix_wait_for_peer;
 		p[(*n)++] = skel->progs.fexit_unix_wait_for_peer;
 		p[(*n)++] = skel->progs.fentry_tcp_conn_request;
+		p[(*n)++] = skel->progs.fexit_tcp_conn_request;
+		p[(*n)++] = skel->progs.fentry_tcp_v4_syn_recv_sock;
+		p[(*n)++] = skel->progs.fexit_tcp_v4_syn_recv_sock;
+		if (v6) {
+			p[(*n)++] = skel->progs.fentry_tcp_v6_syn_recv_sock;
+			p[(*n)++] = skel->progs.fexit_tcp_v6_syn_recv_sock;
+		}
 		p[(*n)++] = skel->progs.fentry_tcp_connect;
 		p[(*n)++] = skel->progs.fentry_tcp_retransmit_skb;
-		if (drops)
-			p[(*n)++] = sk_drop_fn ? skel->progs.fentry_sk_skb_reason_drop
-					       : skel->progs.fentry_kfree_skb_reason;
 		break;
 	case BL_MODE_KPROBE:
 		p[(*n)++] = skel->progs.kprobe_unix_stream_connect;
@@ -326,21 +326,24 @@ static void mode_programs(struct backlog_bpf *skel, enum bl_mode mode, bool drop
 		p[(*n)++] = skel->progs.kprobe_unix_wait_for_peer;
 		p[(*n)++] = skel->progs.kretprobe_unix_wait_for_peer;
 		p[(*n)++] = skel->progs.kprobe_tcp_conn_request;
+		p[(*n)++] = skel->progs.kretprobe_tcp_conn_request;
+		p[(*n)++] = skel->progs.kprobe_tcp_v4_syn_recv_sock;
+		p[(*n)++] = skel->progs.kretprobe_tcp_v4_syn_recv_sock;
+		if (v6) {
+			p[(*n)++] = skel->progs.kprobe_tcp_v6_syn_recv_sock;
+			p[(*n)++] = skel->progs.kretprobe_tcp_v6_syn_recv_sock;
+		}
 		p[(*n)++] = skel->progs.kprobe_tcp_connect;
 		p[(*n)++] = skel->progs.kprobe_tcp_retransmit_skb;
-		if (drops)
-			p[(*n)++] = sk_drop_fn ? skel->progs.kprobe_sk_skb_reason_drop
-					       : skel->progs.kprobe_kfree_skb_reason;
 		break;
 	default:
 		p[(*n)++] = skel->progs.tp_sys_enter_connect;
 		p[(*n)++] = skel->progs.tp_sys_exit_connect;
 		p[(*n)++] = skel->progs.tp_sched_switch;
 		p[(*n)++] = skel->progs.tp_consume_skb;
+		p[(*n)++] = skel->progs.tp_kfree_skb;
 		p[(*n)++] = skel->progs.tp_inet_sock_set_state;
 		p[(*n)++] = skel->progs.tp_tcp_retransmit_skb;
-		if (drops)
-			p[(*n)++] = skel->progs.tp_kfree_skb;
 		break;
 	}
 }
@@ -352,6 +355,7 @@ struct bl_bpf {
 	struct bpf_link *iter_unix, *iter_tcp;
 	enum bl_mode mode;
 	int reason;		/* TCP_LISTEN_OVERFLOW value, or -1 */
+	bool v6;		/* tcp_v6_syn_recv_sock exists (IPv6 built in or loaded) */
 	char why[512];		/* how the mode was chosen */
 };
 
@@ -373,7 +377,6 @@ static void bl_bpf_close(struct bl_bpf *b)
 static int bl_bpf_open(struct bl_bpf *b, enum bl_mode mode, char *err_msg, size_t len)
 {
 	struct bpf_program *progs[16];
-	bool sk_drop_fn = ksym_exists("sk_skb_reason_drop");
 	int n, i, err;
 
 	b->skel = backlog_bpf__open();
@@ -382,7 +385,8 @@ static int bl_bpf_open(struct bl_bpf *b, enum bl_mode mode, char *err_msg, size_
 		return -errno;
 	}
 	b->skel->rodata->listen_overflow_reason = b->reason > 0 ? b->reason : 0;
-	mode_programs(b->skel, mode, b->reason > 0, sk_drop_fn, progs, &n);
+	b->skel->rodata->self_tgid = getpid();
+	mode_programs(b->skel, mode, b->v6, progs, &n);
 	for (i = 0; i < n; i++)
 		bpf_program__set_autoload(progs[i], true);
 	err = backlog_bpf__load(b->skel);
@@ -424,10 +428,11 @@ static int bl_bpf_setup(struct bl_bpf *b, enum bl_mode want)
 	size_t off = 0;
 
 	b->reason = drop_reason_value("TCP_LISTEN_OVERFLOW");
+	b->v6 = ksym_exists("tcp_v6_syn_recv_sock");
 	for (m = BL_MODE_FENTRY; m <= BL_MODE_TRACEPOINT; m++) {
 		if (want != BL_MODE_AUTO && m != want)
 			continue;
-		if (!bl_mode_usable(m, b->reason > 0, why, sizeof(why))) {
+		if (!bl_mode_usable(m, b->v6, why, sizeof(why))) {
 			if (want != BL_MODE_AUTO) {
 				fprintf(stderr, "udsprobe: --attach %s is not available here: %s\n"
 					"Try --attach auto to use the best mode this kernel has.\n",
@@ -476,6 +481,7 @@ struct listener {
 	int holders[MAX_HOLDERS], n_holders;
 	bool owner_done, present, seen_now, watched;
 	uint64_t sk;			/* first socket, for the tcp_ports map */
+	uint32_t sk_drops0;		/* its sk_drops in the latest sample */
 	struct bl_val tot, prev;
 	struct client *clients;
 	int n_clients;
@@ -657,6 +663,7 @@ static void on_listener(const struct bl_listener *r)
 		l->n_socks = 0;
 		l->drops_now = 0;
 		l->sk = r->sk;
+		l->sk_drops0 = r->drops;
 	}
 	l->n_socks++;
 	l->qlen = MAX(l->qlen, r->qlen);
@@ -697,8 +704,12 @@ static int sample_listeners(struct bl_bpf *b)
 		}
 		l->peak = MAX(l->peak, l->qlen);
 		l->watched = match_filters(l);
-		if (l->family == BL_TCP && l->watched && b->mode == BL_MODE_TRACEPOINT) {
+		if (l->family == BL_TCP && l->watched && b->mode == BL_MODE_TRACEPOINT &&
+		    (bpf_map__lookup_elem(b->skel->maps.tcp_ports, &l->port, sizeof(l->port),
+					  &pv, sizeof(pv), 0) || pv.sk != l->sk)) {
+			/* new (or replaced) listener: start counting from its sk_drops now */
 			pv.sk = l->sk;
+			pv.last_drops = l->sk_drops0;
 			bpf_map__update_elem(b->skel->maps.tcp_ports, &l->port, sizeof(l->port),
 					     &pv, sizeof(pv), BPF_ANY);
 		}
@@ -828,6 +839,7 @@ static void val_add(struct bl_val *a, const struct bl_val *b)
 {
 	a->overflows += b->overflows;
 	a->ack_overflows += b->ack_overflows;
+	a->other_drops += b->other_drops;
 	a->waits += b->waits;
 	a->wait_ns += b->wait_ns;
 	a->syn_retrans += b->syn_retrans;
@@ -1071,6 +1083,7 @@ static void json_interval(FILE *f, double t)
 		} else {
 			jw_u64(&w, "syn_overflows", l->tot.overflows);
 			jw_u64(&w, "ack_overflows", l->tot.ack_overflows);
+			jw_u64(&w, "other_listen_drops", l->tot.other_drops);
 			jw_u64(&w, "listen_drops", listen_drops(l));
 			jw_u64(&w, "syn_retransmits", l->tot.syn_retrans);
 		}
@@ -1360,15 +1373,14 @@ static void print_summary(FILE *out, struct bl_bpf *b, double t)
 				(unsigned long long)l->tot.waits, l->tot.wait_ns / 1e6, clients);
 		}
 		if (l->family == BL_TCP && (overflows_of(&l->tot) || listen_drops(l) ||
-					    l->tot.syn_retrans))
-			fprintf(out, "%s: %llu overflows = %llu SYNs dropped at a full accept queue + "
-				"%llu handshake ACKs (%s); kernel sk_drops of the listener +%llu; client "
-				"SYN retransmits %llu\n", l->addr,
+					    l->tot.other_drops || l->tot.syn_retrans))
+			fprintf(out, "%s: %llu overflows = %llu SYNs + %llu handshake ACKs dropped at a "
+				"full accept queue; %llu other listen drops; the listener's own drop "
+				"counter (sk_drops) +%llu; client SYN retransmits %llu\n", l->addr,
 				(unsigned long long)overflows_of(&l->tot),
 				(unsigned long long)l->tot.overflows,
 				(unsigned long long)l->tot.ack_overflows,
-				b->reason > 0 ? "drop reason TCP_LISTEN_OVERFLOW" :
-						"no TCP_LISTEN_OVERFLOW reason in this kernel",
+				(unsigned long long)l->tot.other_drops,
 				(unsigned long long)listen_drops(l),
 				(unsigned long long)l->tot.syn_retrans);
 	}
