@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "compare.h"
+#include "tracer.h"
 #include "util.h"
 
 /* Defaults sized so that plain --compare finishes in about 15 s on a 2-vCPU VM. */
@@ -47,8 +48,77 @@ static void read_cpu_model(char *buf, size_t len)
 	fclose(f);
 }
 
+struct traced_run {
+	struct tracer *tr;
+	const struct wl_config *cfg;
+};
+
+static int on_spawned(void *ctx, pid_t client, pid_t server)
+{
+	struct traced_run *run = ctx;
+
+	return tracer_begin_run(run->tr, run->cfg, client, server);
+}
+
+static void on_measure(void *ctx, bool on)
+{
+	struct traced_run *run = ctx;
+
+	tracer_measure(run->tr, on);
+}
+
+/* Per-message time of a run: what overhead and coverage are measured against. */
+static double per_message_ns(enum wl_mode mode, const struct wl_result *r)
+{
+	switch (mode) {
+	case WL_PINGPONG: return r->latency.mean;
+	case WL_STREAM: return r->msgs_per_sec > 0 ? 1e9 / r->msgs_per_sec : 0;
+	default: return r->latency.mean;	/* per connection */
+	}
+}
+
+static int traced_pair(struct tracer *tr, const struct compare_opts *opts, struct comparison *cmp,
+		       struct pair_result *pr, int n, int total)
+{
+	uint64_t attach_ns = 0, detach_ns = 0;
+	int t, err;
+
+	err = tracer_attach(tr, &attach_ns);
+	if (err)
+		return err;
+	cmp->attach_ns = MAX(cmp->attach_ns, attach_ns);
+	for (t = 0; t < TR__COUNT && !err; t++) {
+		struct transport_result *x = &pr->tr[t];
+		struct trace_result *res = &x->trace;
+		struct traced_run run = { .tr = tr, .cfg = &x->cfg };
+		struct wl_hooks hooks = { .ctx = &run, .spawned = on_spawned, .measure = on_measure };
+		double traced, untraced;
+
+		if (!opts->quiet)
+			fprintf(stderr, "udsprobe: [%d/%d] %-8s %-5s %7llu B cpu=%s traced (%s)\n", n + 1,
+				total, mode_names[pr->mode], transport_names[t],
+				(unsigned long long)pr->msg_size, place_names[pr->place], cmp->attach_mode);
+		err = workload_run(&x->cfg, &hooks, &res->traced);
+		if (err)
+			break;
+		tracer_collect(tr, &x->cfg, cmp->probe_cost_ns, res);
+		traced = per_message_ns(pr->mode, &res->traced);
+		untraced = per_message_ns(pr->mode, &x->untraced);
+		res->overhead_ns = traced - untraced;
+		res->overhead_pct = untraced > 0 ? 100.0 * (traced - untraced) / untraced : 0;
+		/* stages cover send entry to recv exit of one message: compare with the
+		 * user-space one-way latency; stream and connect have no single such span */
+		res->latency_ns = pr->mode == WL_PINGPONG ? traced : 0;
+		res->coverage = res->latency_ns > 0 ? res->stage_sum_ns / res->latency_ns : 0;
+	}
+	tracer_detach(tr, &detach_ns);
+	cmp->detach_ns = MAX(cmp->detach_ns, detach_ns);
+	return err;
+}
+
 int compare_run(const struct compare_opts *opts, struct comparison *cmp)
 {
+	struct tracer *tr = NULL;
 	char sockdir[64];
 	int m, s, p, t, n = 0, total = 0, err;
 
@@ -62,11 +132,24 @@ int compare_run(const struct compare_opts *opts, struct comparison *cmp)
 	if (!cmp->pairs)
 		return -ENOMEM;
 
+	if (opts->trace) {
+		err = tracer_open(opts->attach, opts->verbose, &tr);
+		if (err)
+			return err;
+		cmp->attach_mode = attach_mode_names[tracer_mode(tr)];
+		cmp->attach_reason = strdup(tracer_reason(tr));
+		cmp->stage_granularity = tracer_granularity(tr);
+		cmp->missing = strdup(tracer_missing(tr));
+		if (!opts->quiet)
+			fprintf(stderr, "udsprobe: attach mode %s (%s); calibrating probe cost...\n",
+				cmp->attach_mode, cmp->attach_reason);
+		cmp->probe_cost_ns = tracer_calibrate(tr);
+	}
 	err = sockdir_create(sockdir, sizeof(sockdir));
 	if (err) {
 		fprintf(stderr, "udsprobe: cannot create a private socket directory in /tmp: %s\n",
 			strerror(-err));
-		return err;
+		goto out;
 	}
 	for (p = 0; p < CPU__COUNT; p++) {
 		for (m = 0; m < WL__COUNT; m++) {
@@ -79,12 +162,12 @@ int compare_run(const struct compare_opts *opts, struct comparison *cmp)
 				pr->msg_size = opts->sizes[s];
 				pr->place = p;
 				for (t = 0; t < TR__COUNT; t++) {
-					struct transport_result *tr = &pr->tr[t];
+					struct transport_result *x = &pr->tr[t];
 					uint64_t count = opts->count;
 
 					if (!count && !opts->duration_s)
 						count = default_count(m);
-					tr->cfg = (struct wl_config){
+					x->cfg = (struct wl_config){
 						.transport = t, .mode = m, .msg_size = opts->sizes[s],
 						.count = count, .duration_s = opts->duration_s,
 						.warmup = opts->warmup == UINT64_MAX ?
@@ -95,7 +178,12 @@ int compare_run(const struct compare_opts *opts, struct comparison *cmp)
 						fprintf(stderr, "udsprobe: [%d/%d] %-8s %-5s %7llu B cpu=%s untraced\n",
 							n + 1, total, mode_names[m], transport_names[t],
 							(unsigned long long)opts->sizes[s], place_names[p]);
-					err = workload_run(&tr->cfg, NULL, &tr->untraced);
+					err = workload_run(&x->cfg, NULL, &x->untraced);
+					if (err)
+						goto out;
+				}
+				if (tr) {
+					err = traced_pair(tr, opts, cmp, pr, n, total);
 					if (err)
 						goto out;
 				}
@@ -103,13 +191,16 @@ int compare_run(const struct compare_opts *opts, struct comparison *cmp)
 			}
 		}
 	}
-out:
 	sockdir_remove(sockdir);
+out:
+	tracer_close(tr);
 	return err;
 }
 
 void comparison_free(struct comparison *cmp)
 {
+	free((char *)cmp->attach_reason);
+	free((char *)cmp->missing);
 	free(cmp->pairs);
 	cmp->pairs = NULL;
 	cmp->n_pairs = 0;

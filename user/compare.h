@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "attach.h"
 #include "workload.h"
 
 #define MAX_SIZES 16
@@ -19,6 +20,7 @@ struct compare_opts {
 	double duration_s;	/* 0: use count */
 	uint64_t warmup;	/* UINT64_MAX: automatic */
 	bool trace;
+	enum attach_mode attach;
 	bool quiet;
 	int verbose;
 };
@@ -34,6 +36,7 @@ struct stage_stat {
 	double corrected_ns_per_msg;	/* minus its probe hits x calibrated probe cost */
 	uint64_t count;			/* messages with this stage */
 	uint64_t p50_ns, p99_ns;	/* from the in-kernel log2 histogram */
+	bool extra;			/* per connection (conn;*), outside the message sum */
 };
 
 /* What tracing one run saw. */
@@ -75,6 +78,8 @@ struct comparison {
 	const char *attach_reason;	/* why this mode was chosen */
 	const char *stage_granularity;	/* "function" or "tracepoint" */
 	double probe_cost_ns;		/* calibrated cost of one probe hit */
+	const char *missing;		/* boundaries this mode cannot see here ("" if none) */
+	uint64_t attach_ns, detach_ns;	/* slowest attach and detach of all runs */
 	int n_cpus;
 	char cpu_model[128];
 };

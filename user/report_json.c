@@ -18,6 +18,40 @@ static void latency(struct jw *w, const char *key, const struct wl_latency *l)
 	jw_obj_end(w);
 }
 
+static void trace(struct jw *w, const struct trace_result *t)
+{
+	int i;
+
+	latency(w, "traced_latency_ns", &t->traced.latency);
+	jw_double(w, "overhead_ns", t->overhead_ns);
+	jw_double(w, "overhead_pct", t->overhead_pct);
+	if (t->coverage > 0)
+		jw_double(w, "coverage", t->coverage);
+	else
+		jw_null(w, "coverage");
+	jw_u64(w, "messages", t->messages);
+	jw_double(w, "stage_sum_ns", t->stage_sum_ns);
+	jw_double(w, "corrected_sum_ns", t->corrected_sum_ns);
+	jw_double(w, "probe_hits_per_msg", t->probe_hits_per_msg);
+	jw_u64(w, "misses", t->misses);
+	jw_u64(w, "out_of_order", t->out_of_order);
+	jw_arr_begin(w, "stages");
+	for (i = 0; i < t->n_stages; i++) {
+		const struct stage_stat *s = &t->stages[i];
+
+		jw_obj_begin(w, NULL);
+		jw_str(w, "name", s->name);
+		jw_double(w, "ns_per_msg", s->ns_per_msg);
+		jw_double(w, "corrected_ns_per_msg", s->corrected_ns_per_msg);
+		jw_u64(w, "count", s->count);
+		jw_u64(w, "p50_ns", s->p50_ns);
+		jw_u64(w, "p99_ns", s->p99_ns);
+		jw_bool(w, "per_connection", s->extra);
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+}
+
 static void result(struct jw *w, const struct pair_result *pr, const struct transport_result *tr)
 {
 	const struct wl_result *r = &tr->untraced;
@@ -39,6 +73,8 @@ static void result(struct jw *w, const struct pair_result *pr, const struct tran
 	} else {
 		jw_double(w, "conns_per_sec", r->conns_per_sec);
 	}
+	if (tr->trace.valid)
+		trace(w, &tr->trace);
 	jw_obj_end(w);
 }
 
@@ -60,6 +96,14 @@ int report_json(const struct comparison *cmp, const char *path)
 	jw_str(&w, "version", UDSPROBE_VERSION);
 	jw_str(&w, "kernel", kernel_release());
 	jw_str(&w, "attach_mode", cmp->attach_mode);
+	jw_str(&w, "attach_reason", cmp->attach_reason);
+	jw_str(&w, "stage_granularity", cmp->stage_granularity);
+	if (cmp->attach_mode) {
+		jw_double(&w, "probe_cost_ns", cmp->probe_cost_ns);
+		jw_str(&w, "boundaries_missing", cmp->missing);
+		jw_u64(&w, "attach_ns", cmp->attach_ns);
+		jw_u64(&w, "detach_ns", cmp->detach_ns);
+	}
 	jw_obj_begin(&w, "cpu_placement");
 	jw_u64(&w, "cpus", cmp->n_cpus);
 	jw_str(&w, "cpu_model", cmp->cpu_model);

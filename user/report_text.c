@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Human report: per (mode, size, placement), unix and tcp side by side with their ratio. */
 #include <stdio.h>
+#include <string.h>
 
 #include "compare.h"
 #include "util.h"
@@ -42,6 +43,84 @@ static void placement(FILE *f, const struct pair_result *pr)
 		u->server_cpu);
 }
 
+/* Row order: TCP's stage order (the longer path), UDS-only stages where they fall. */
+static const struct stage_stat *find_stage(const struct trace_result *t, const char *name)
+{
+	int i;
+
+	for (i = 0; i < t->n_stages; i++)
+		if (!strcmp(t->stages[i].name, name))
+			return &t->stages[i];
+	return NULL;
+}
+
+static void stage_row(FILE *f, const char *name, const struct stage_stat *u, const struct stage_stat *t)
+{
+	char a[16] = "-", b[16] = "-", d[16] = "";
+
+	if (u)
+		snprintf(a, sizeof(a), "%.0f", u->ns_per_msg);
+	if (t)
+		snprintf(b, sizeof(b), "%.0f", t->ns_per_msg);
+	snprintf(d, sizeof(d), "%+.0f", (t ? t->ns_per_msg : 0) - (u ? u->ns_per_msg : 0));
+	fprintf(f, "  %-40s %9s %9s %9s\n", name, a, b, d);
+}
+
+static void stage_table(FILE *f, const struct comparison *cmp, const struct pair_result *pr)
+{
+	const struct trace_result *u = &pr->tr[TR_UNIX].trace, *t = &pr->tr[TR_TCP].trace;
+	bool printed[MAX_STAGES] = { false };
+	int i, j, k;
+	char a[32], b[32];
+
+	fprintf(f, "\n  where the time goes, ns per %s (%s mode, %s granularity)\n",
+		pr->mode == WL_STREAM ? "send()/recv() call" : "message", cmp->attach_mode,
+		cmp->stage_granularity);
+	fprintf(f, "  %-40s %9s %9s %9s\n", "stage", "unix", "tcp", "tcp-unix");
+	/* walk TCP's stages; before each, print UDS stages not printed that precede a shared one */
+	for (i = 0; i < t->n_stages; i++) {
+		const struct stage_stat *us = find_stage(u, t->stages[i].name);
+
+		if (us) {
+			k = us - u->stages;
+			for (j = 0; j < k; j++)
+				if (!printed[j] && !find_stage(t, u->stages[j].name)) {
+					stage_row(f, u->stages[j].name, &u->stages[j], NULL);
+					printed[j] = true;
+				}
+			printed[k] = true;
+		}
+		stage_row(f, t->stages[i].name, us, &t->stages[i]);
+	}
+	for (j = 0; j < u->n_stages; j++)
+		if (!printed[j])
+			stage_row(f, u->stages[j].name, &u->stages[j], NULL);
+	fprintf(f, "  %-40s %9.0f %9.0f %+9.0f\n", "total (sum of stages)", u->stage_sum_ns,
+		t->stage_sum_ns, t->stage_sum_ns - u->stage_sum_ns);
+	if (pr->mode == WL_PINGPONG)
+		fprintf(f, "  %-40s %9.0f %9.0f\n", "traced one-way latency (mean)", u->latency_ns,
+			t->latency_ns);
+	fprintf(f, "  %-40s %9.0f %9.0f\n", "total minus probe cost (corrected)", u->corrected_sum_ns,
+		t->corrected_sum_ns);
+	if (pr->mode == WL_PINGPONG)
+		fprintf(f, "  coverage (stages / traced latency): unix %.2f, tcp %.2f\n", u->coverage,
+			t->coverage);
+	fprintf(f, "  probe overhead (traced - untraced per %s): unix %s (%+.0f%%), tcp %s (%+.0f%%)\n",
+		pr->mode == WL_PINGPONG ? "message" : pr->mode == WL_STREAM ? "message" : "connection",
+		fmt_ns(u->overhead_ns, a, sizeof(a)), u->overhead_pct, fmt_ns(t->overhead_ns, b, sizeof(b)),
+		t->overhead_pct);
+	if (pr->mode == WL_PINGPONG)
+		fprintf(f, "  corrected total vs untraced mean: unix %+.0f%%, tcp %+.0f%%\n",
+			100.0 * (u->corrected_sum_ns / MAX(pr->tr[TR_UNIX].untraced.latency.mean, 1) - 1),
+			100.0 * (t->corrected_sum_ns / MAX(pr->tr[TR_TCP].untraced.latency.mean, 1) - 1));
+	fprintf(f, "  messages attributed: unix %llu, tcp %llu; misses %llu/%llu; out of order %llu/%llu; "
+		"probe hits/msg %.1f/%.1f\n",
+		(unsigned long long)u->messages, (unsigned long long)t->messages,
+		(unsigned long long)u->misses, (unsigned long long)t->misses,
+		(unsigned long long)u->out_of_order, (unsigned long long)t->out_of_order,
+		u->probe_hits_per_msg, t->probe_hits_per_msg);
+}
+
 void report_text(const struct comparison *cmp, FILE *f)
 {
 	int i;
@@ -49,6 +128,13 @@ void report_text(const struct comparison *cmp, FILE *f)
 	fprintf(f, "udsprobe %s: AF_UNIX stream vs TCP 127.0.0.1 (TCP_NODELAY on)\n", UDSPROBE_VERSION);
 	fprintf(f, "kernel %s, %d CPUs (%s), attach mode: %s\n", kernel_release(), cmp->n_cpus,
 		cmp->cpu_model, cmp->attach_mode ? cmp->attach_mode : "none (untraced)");
+	if (cmp->attach_mode) {
+		fprintf(f, "why this mode: %s\n", cmp->attach_reason);
+		fprintf(f, "probe cost %.0f ns per hit (calibrated); attach %.0f ms, detach %.0f ms%s%s\n",
+			cmp->probe_cost_ns, cmp->attach_ns / 1e6, cmp->detach_ns / 1e6,
+			cmp->missing && *cmp->missing ? "; not visible here: " : "",
+			cmp->missing && *cmp->missing ? cmp->missing : "");
+	}
 	fprintf(f, "ratio = unix/tcp: below 1 means lower latency on unix, above 1 more throughput\n");
 	for (i = 0; i < cmp->n_pairs; i++) {
 		const struct pair_result *pr = &cmp->pairs[i];
@@ -80,5 +166,9 @@ void report_text(const struct comparison *cmp, FILE *f)
 		default:
 			break;
 		}
+		if (pr->tr[TR_UNIX].trace.valid && pr->tr[TR_TCP].trace.valid)
+			stage_table(f, cmp, pr);
+		fprintf(f, "\n");
+		explain_pair(cmp, pr, f);
 	}
 }

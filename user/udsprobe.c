@@ -12,16 +12,21 @@
 #include <unistd.h>
 
 #include "backlog.h"
+#include "attach.h"
 #include "compare.h"
+#include "reports.h"
+#include "tracer.h"
 #include "util.h"
 #include "workload.h"
 
-enum action { ACT_NONE, ACT_COMPARE };
+enum action { ACT_NONE, ACT_COMPARE, ACT_CHECK, ACT_LIST_STAGES };
 
 static struct env {
 	enum action action;
 	struct compare_opts cmp;
 	const char *json_path;
+	const char *folded_path, *svg_path, *out_dir;	/* reports.h */
+	const char *attach_arg;	/* --attach as given, for --backlog */
 	int verbose;
 } env = {
 	.cmp = { .warmup = UINT64_MAX, .trace = true },
@@ -39,6 +44,7 @@ static const char doc[] =
 "  sudo ./udsprobe --compare --no-trace       # workload only: latency, throughput, conns/s\n"
 "  sudo ./udsprobe --compare --mode pingpong --size 64,4K,64K --cpu same,split\n"
 "  sudo ./udsprobe --compare --duration 2 --json result.json\n"
+"  sudo ./udsprobe --compare --out report/    # report.md, SVGs, folded, JSON\n"
 "\n"
 "Exit status: 0 ok, 1 runtime failure, 2 bad usage.\n"
 "\n"
@@ -54,11 +60,23 @@ enum {
 	OPT_WARMUP,
 	OPT_CPU,
 	OPT_JSON,
+	OPT_FOLDED,
+	OPT_SVG,
+	OPT_OUT,
+	OPT_ATTACH,
+	OPT_CHECK,
+	OPT_LIST_STAGES,
 };
 
 static const struct argp_option opts[] = {
 	{ NULL, 0, NULL, 0, "Actions:", 1 },
 	{ "compare", OPT_COMPARE, NULL, 0, "Run the paired UDS/TCP workload and compare them" },
+	{ "check", OPT_CHECK, NULL, 0,
+	  "Print what this kernel supports (attach modes, stages each can see); no tracing" },
+	{ "list-stages", OPT_LIST_STAGES, NULL, 0, "Describe every stage and what marks it" },
+	{ "attach", OPT_ATTACH, "MODE", 0,
+	  "auto (default: fentry, else kprobe, else tracepoint), fentry, kprobe or tracepoint; "
+	  "a forced mode that cannot attach is an error" },
 	{ NULL, 0, NULL, 0, "Workload (--compare):", 2 },
 	{ "no-trace", OPT_NO_TRACE, NULL, 0, "Run the workload only; attach no BPF programs" },
 	{ "mode", OPT_MODE, "LIST", 0,
@@ -75,6 +93,13 @@ static const struct argp_option opts[] = {
 	  "different CPUs), none (scheduler decides)" },
 	{ NULL, 0, NULL, 0, "Output:", 3 },
 	{ "json", OPT_JSON, "PATH", 0, "Write results as JSON to PATH ('-' = stdout)" },
+	{ "folded", OPT_FOLDED, "PATH", 0,
+	  "Write the stages as folded stacks (ns per message) for flamegraph.pl, inferno, "
+	  "speedscope ('-' = stdout)" },
+	{ "svg", OPT_SVG, "PATH", 0,
+	  "Draw the stages of both transports on one scale, and their difference, as an SVG" },
+	{ "out", OPT_OUT, "DIR", 0,
+	  "Write a report directory: report.md, SVGs, folded stacks, JSON (see docs/REPORTS.md)" },
 	{ "verbose", 'v', NULL, 0, "Verbose output (libbpf debug messages)" },
 	{ NULL, 'h', NULL, OPTION_HIDDEN, "Show this help" },
 	{},
@@ -143,6 +168,20 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 	case OPT_COMPARE:
 		env.action = ACT_COMPARE;
 		break;
+	case OPT_CHECK:
+		env.action = ACT_CHECK;
+		break;
+	case OPT_LIST_STAGES:
+		env.action = ACT_LIST_STAGES;
+		break;
+	case OPT_ATTACH:
+		i = attach_mode_parse(arg);
+		if (i < 0)
+			usage_error(state, "--attach: unknown mode '%s' (valid: auto fentry kprobe tracepoint)",
+				    arg);
+		env.cmp.attach = i;
+		env.attach_arg = arg;
+		break;
 	case OPT_NO_TRACE:
 		env.cmp.trace = false;
 		break;
@@ -178,6 +217,17 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 		if (!*arg)
 			usage_error(state, "--json needs a path or '-'", NULL);
 		env.json_path = arg;
+		break;
+	case OPT_FOLDED:
+	case OPT_SVG:
+	case OPT_OUT:
+		if (!*arg)
+			usage_error(state, key == OPT_OUT ? "--out needs a directory" :
+				    "--folded and --svg need a path", NULL);
+		if (key == OPT_SVG && !strcmp(arg, "-"))
+			usage_error(state, "--svg needs a file path", NULL);
+		*(key == OPT_FOLDED ? &env.folded_path : key == OPT_SVG ? &env.svg_path :
+		  &env.out_dir) = arg;
 		break;
 	case ARGP_KEY_ARG:
 		usage_error(state, "unexpected argument '%s'", arg);
@@ -233,6 +283,16 @@ static int do_compare(void)
 		fprintf(stderr, "udsprobe: --count and --duration exclude each other\n");
 		return 2;
 	}
+	if (!env.cmp.trace && (env.folded_path || env.svg_path)) {
+		fprintf(stderr, "udsprobe: --%s draws the traced stages and --no-trace has none: "
+			"drop --no-trace (--out works with both)\n", env.folded_path ? "folded" : "svg");
+		return 2;
+	}
+	if (env.folded_path && env.json_path && !strcmp(env.folded_path, "-") &&
+	    !strcmp(env.json_path, "-")) {
+		fprintf(stderr, "udsprobe: --json - and --folded - cannot both go to stdout\n");
+		return 2;
+	}
 	env.cmp.verbose = env.verbose;
 	if (env.cmp.trace && geteuid() != 0) {
 		fprintf(stderr, "udsprobe: tracing needs root (CAP_BPF and CAP_PERFMON): run it with "
@@ -245,13 +305,66 @@ static int do_compare(void)
 		fprintf(stderr, "udsprobe: interrupted; partial results follow\n");
 	else if (err)
 		goto out;
-	if (!env.json_path || strcmp(env.json_path, "-"))
+	if ((!env.json_path || strcmp(env.json_path, "-")) &&
+	    (!env.folded_path || strcmp(env.folded_path, "-"))) {
 		report_text(&cmp, stdout);
+		report_bars(&cmp, stdout, bars_use_color(stdout), 0);
+	}
 	if (env.json_path && report_json(&cmp, env.json_path))
+		err = err ? err : -EIO;
+	if (env.folded_path && report_folded(&cmp, env.folded_path))
+		err = err ? err : -EIO;
+	if (env.svg_path && report_svg(&cmp, env.svg_path))
+		err = err ? err : -EIO;
+	if (env.out_dir && report_out(&cmp, env.out_dir))
 		err = err ? err : -EIO;
 out:
 	comparison_free(&cmp);
 	return err ? 1 : 0;
+}
+
+static int do_check(void)
+{
+	struct attach_caps caps;
+	enum attach_mode chosen;
+	char why[900];
+	int m, err;
+
+	printf("kernel %s, BTF %s\n", kernel_release(),
+	       kernel_has_btf() ? "present (/sys/kernel/btf/vmlinux)" : "MISSING");
+	if (geteuid() != 0) {
+		fprintf(stderr, "udsprobe: --check loads test programs and needs root: run it with sudo\n");
+		return 1;
+	}
+	if (!kernel_has_btf()) {
+		fprintf(stderr, "udsprobe: no kernel BTF: boot a kernel with CONFIG_DEBUG_INFO_BTF=y\n");
+		return 1;
+	}
+	err = ensure_tracefs();
+	printf("tracefs %s\n", err ? strerror(-err) : "mounted");
+	attach_probe(&caps, env.verbose);
+	for (m = ATTACH_FENTRY; m < ATTACH__COUNT; m++)
+		printf("%-10s %-4s %s\n", attach_mode_names[m], caps.works[m] ? "yes" : "no",
+		       caps.why[m]);
+	err = attach_choose(&caps, env.cmp.attach, &chosen, why, sizeof(why));
+	if (err) {
+		printf("chosen: none: %s\n", why);
+		return 1;
+	}
+	printf("chosen: %s (%s)\n", attach_mode_names[chosen], why);
+	for (m = ATTACH_FENTRY; m < ATTACH__COUNT; m++) {
+		struct tracer *tr;
+
+		if (!caps.works[m])
+			continue;
+		if (tracer_open(m, env.verbose, &tr))
+			return 1;
+		printf("%s mode: %s granularity; boundaries not visible here: %s\n",
+		       attach_mode_names[m], tracer_granularity(tr),
+		       *tracer_missing(tr) ? tracer_missing(tr) : "none");
+		tracer_close(tr);
+	}
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -272,11 +385,16 @@ int main(int argc, char **argv)
 				"Try 'udsprobe --help' for more information.\n");
 			return 2;
 		}
-		return backlog_main(env.json_path, env.cmp.duration_s, NULL, env.verbose);
+		return backlog_main(env.json_path, env.cmp.duration_s, env.attach_arg, env.verbose);
 	}
 	switch (env.action) {
 	case ACT_COMPARE:
 		return do_compare();
+	case ACT_CHECK:
+		return do_check();
+	case ACT_LIST_STAGES:
+		stages_list(stdout);
+		return 0;
 	default:
 		fprintf(stderr, "udsprobe: nothing to do: give --compare\n"
 			"Try 'udsprobe --help' for more information.\n");

@@ -1,0 +1,686 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Message attribution: stamp each message's boundaries (stages.h) as it crosses
+ * the stack, then, when the receiver's recv() returns, add every stage's time to
+ * per-CPU sums, counts and log2 histograms. Nothing goes to user space per event.
+ *
+ * One handler per boundary; thin wrappers per attach mode: fentry/fexit,
+ * kprobe/kretprobe, tp_btf. All wrappers are optional ("?") and user space
+ * enables the set of the chosen mode before load.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "stages.h"
+
+#if defined(__TARGET_ARCH_x86)
+#define NR_read 0
+#define NR_write 1
+#define NR_connect 42
+#define NR_accept 43
+#define NR_sendto 44
+#define NR_recvfrom 45
+#define NR_sendmsg 46
+#define NR_recvmsg 47
+#define NR_getppid 110
+#define NR_accept4 288
+#else
+#error "syscall numbers for this architecture are not defined"
+#endif
+
+#define AF_UNIX 1
+#define NET_RX_SOFTIRQ_VEC 3
+
+char LICENSE[] SEC("license") = "GPL";
+
+/*
+ * Everything lives in .bss: the workload has exactly two tasks, so a tid compare
+ * replaces a hash lookup on every hit, which keeps the probe cost per hit low.
+ * User space (and the client child, for `tracing`) writes it through the mmap.
+ */
+__u32 tracing;			/* 1 while the measured loop runs */
+__u32 attribution;		/* enum attribution */
+__u32 transport;		/* TRANSPORT_* of this run */
+__u32 task_tid[NR_SLOTS];	/* client, server */
+/* Counters reported at exit. */
+__u64 msgs_done;		/* messages attributed end to end */
+__u64 msgs_unmatched;		/* recv returned data with no message in flight */
+__u64 msgs_overwritten;		/* a send started before the previous message was received */
+__u64 msgs_wrong_sock;		/* data-ready socket != the socket that received it */
+__u64 calib_hits;
+__u64 cpu_hits[MAX_CPUS];	/* every program run, per CPU: probe-cost correction */
+
+struct task_info tasks[NR_SLOTS];
+/* One message in flight per receiver, indexed by the receiver's slot. */
+struct msg_state msgs[NR_SLOTS];
+/* Written only by the task of that slot, so plain adds do not race. */
+struct stage_acc stats[NR_SLOTS * SLOT_STRIDE];	/* [slot][stage] */
+
+static __always_inline __u32 count_hit(void)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+
+	cpu_hits[cpu & (MAX_CPUS - 1)]++;
+	return cpu;
+}
+
+/* Slot of the current task, or -1 if it is not one of ours. */
+static __always_inline int slot_of(__u32 tid)
+{
+	if (!tid)
+		return -1;
+	if (tid == task_tid[0])
+		return 0;
+	if (tid == task_tid[1])
+		return 1;
+	return -1;
+}
+
+static __always_inline int current_slot(void)
+{
+	return slot_of((__u32)bpf_get_current_pid_tgid());
+}
+
+static __always_inline void stamp_at(struct msg_state *m, __u32 b, __u64 now, __u32 cpu)
+{
+	if (b >= B__COUNT || m->t[b])
+		return;		/* first crossing wins */
+	m->t[b] = now;
+	m->cpu[b] = cpu;
+	m->hits[b] = cpu_hits[cpu & (MAX_CPUS - 1)];
+}
+
+static __always_inline void stamp(struct msg_state *m, __u32 b, __u32 cpu)
+{
+	stamp_at(m, b, bpf_ktime_get_ns(), cpu);
+}
+
+static __always_inline __u32 log2_slot(__u64 v)
+{
+	__u32 r = 0;
+
+	if (v >= 1ull << 32) { v >>= 32; r += 32; }
+	if (v >= 1 << 16) { v >>= 16; r += 16; }
+	if (v >= 1 << 8) { v >>= 8; r += 8; }
+	if (v >= 1 << 4) { v >>= 4; r += 4; }
+	if (v >= 1 << 2) { v >>= 2; r += 2; }
+	if (v >= 1 << 1) r += 1;
+	return r < HIST_SLOTS ? r : HIST_SLOTS - 1;
+}
+
+/* Global (noinline): verified once, not once per caller and path. */
+__noinline int account_book(int slot, __u32 stage, __u64 ns, __u64 hits, __u64 book_ns)
+{
+	struct stage_acc *acc;
+	__u32 idx;
+
+	if (slot < 0 || stage >= SLOT__COUNT)
+		return 0;
+	idx = ((slot & 1) * SLOT_STRIDE + stage) & (NR_SLOTS * SLOT_STRIDE - 1);
+	acc = &stats[idx];
+	acc->sum_ns += ns;
+	acc->count++;
+	acc->hits += hits;
+	acc->book_ns += book_ns;
+	acc->hist[log2_slot(ns) & (HIST_SLOTS - 1)]++;
+	return 0;
+}
+
+static __always_inline int account(int slot, __u32 stage, __u64 ns, __u64 hits)
+{
+	return account_book(slot, stage, ns, hits, 0);
+}
+
+/*
+ * Walk the stamped boundaries in order; each gets the time since the previous
+ * stamped one. Timestamps from two CPUs are clamped to stay monotonic, so the
+ * stages always partition [first, last]. Unrolled with constant bounds, so
+ * every index is a constant for the verifier.
+ */
+static __always_inline void attribute(int slot, int rslot, const __u32 first, const __u32 last)
+{
+	struct msg_state *m = &msgs[rslot & 1];
+	__u64 prev = m->t[first], prev_hits = m->hits[first];
+	__u32 prev_cpu = m->cpu[first], b;
+
+#pragma unroll
+	for (b = first + 1; b <= last; b++) {
+		__u64 t = m->t[b], hits;
+
+		if (!t)
+			continue;
+		if (t < prev)
+			t = prev;
+		hits = m->cpu[b] == prev_cpu && m->hits[b] >= prev_hits ? m->hits[b] - prev_hits : 1;
+		account(slot, b, t - prev, hits);
+		prev = t;
+		prev_hits = m->hits[b];
+		prev_cpu = m->cpu[b];
+	}
+}
+
+/* Global (noinline) wrappers: each verified once, not in every program. */
+__noinline int attribute_message(int slot)
+{
+	attribute(slot & 1, slot & 1, B_SEND_ENTER, B_RECV_EXIT);
+	return 0;
+}
+
+__noinline int attribute_send_call(int slot)
+{
+	attribute(slot & 1, (slot ^ 1) & 1, B_SEND_ENTER, B_SEND_EXIT);
+	return 0;
+}
+
+/* The message the current task is sending (NULL outside its send syscall). */
+static __always_inline struct msg_state *sending_msg(void)
+{
+	int s = current_slot();
+
+	if (s < 0 || !tasks[s & 1].in_send)
+		return NULL;
+	return &msgs[(s ^ 1) & 1];
+}
+
+/* ---- handler bodies, one per boundary kind -------------------------------- */
+
+static __always_inline void on_send_enter(int s, __u32 cpu)
+{
+	struct msg_state *m = &msgs[(s ^ 1) & 1];
+	struct task_info *ti = &tasks[s & 1];
+	__u64 t0 = bpf_ktime_get_ns();
+
+	if (!tracing)
+		return;
+	if (m->t[B_SEND_ENTER] && !m->t[B_RECV_EXIT] && attribution == ATTR_MESSAGE)
+		__sync_fetch_and_add(&msgs_overwritten, 1);
+	__builtin_memset(m, 0, sizeof(*m));
+	tasks[s & 1].in_send = 1;
+	stamp(m, B_SEND_ENTER, cpu);
+	if (ti->recv_exit && attribution == ATTR_MESSAGE) {
+		m->gap_ns = m->t[B_SEND_ENTER] - ti->recv_exit;
+		m->gap_hits = ti->recv_exit_cpu == cpu ? m->hits[B_SEND_ENTER] - ti->recv_exit_hits : 1;
+		/* our own work inside the gap, measured: last attribution + this reset */
+		m->gap_book_ns = ti->book_ns + (m->t[B_SEND_ENTER] - t0);
+	}
+	ti->recv_exit = 0;
+}
+
+/* Boundaries only one transport's path has (the functions are shared by others). */
+#define UNIX_ONLY ((1ull << B_U_ALLOC) | (1ull << B_U_COPY) | (1ull << B_U_QUEUE))
+#define TCP_ONLY ((1ull << B_T_LOCKED) | (1ull << B_T_XMIT) | (1ull << B_T_TRANSMIT) |		\
+		  (1ull << B_T_IPQ) | (1ull << B_T_IPOUT2) | (1ull << B_DEV_QUEUE) |		\
+		  (1ull << B_T_LOXMIT) | (1ull << B_T_NETIF_RX) | (1ull << B_SOFTIRQ) |		\
+		  (1ull << B_T_BACKLOG) | (1ull << B_NETIF_RECEIVE) | (1ull << B_T_IP_RCV) |	\
+		  (1ull << B_T_IP_LOCAL) | (1ull << B_T_TCP_V4_RCV) | (1ull << B_T_ESTABLISHED))
+
+static __always_inline bool on_path(__u32 b)
+{
+	__u64 other = transport == TRANSPORT_UNIX ? TCP_ONLY : UNIX_ONLY;
+
+	return !(other & (1ull << b));
+}
+
+static __always_inline void on_sender_boundary(__u32 b)
+{
+	__u32 cpu = count_hit();
+	struct msg_state *m = sending_msg();
+
+	if (m && on_path(b))
+		stamp(m, b, cpu);
+}
+
+/* Receive-side TCP boundaries: follow the segment's skb, whatever task runs the softirq. */
+static __always_inline void on_skb_boundary(__u32 b, void *skb)
+{
+	__u32 cpu = count_hit();
+	__u64 key = (__u64)skb;
+
+	if (!key)
+		return;
+	if (msgs[0].skb == key)
+		stamp(&msgs[0], b, cpu);
+	else if (msgs[1].skb == key)
+		stamp(&msgs[1], b, cpu);
+}
+
+static __always_inline void on_dev_queue(void *skb)
+{
+	__u32 cpu = count_hit();
+	struct msg_state *m = sending_msg();
+
+	if (!m || m->t[B_DEV_QUEUE] || transport != TRANSPORT_TCP)
+		return;
+	stamp(m, B_DEV_QUEUE, cpu);
+	m->skb = (__u64)skb;
+}
+
+/* The first NET_RX softirq after our segment was queued, in the sender's context. */
+static __always_inline void on_softirq(__u32 b)
+{
+	__u32 cpu = count_hit();
+	struct msg_state *m = sending_msg();
+
+	if (m && m->t[B_DEV_QUEUE] && (b != B_WAKE_END || m->t[B_DATA_READY]))
+		stamp(m, b, cpu);
+}
+
+static __always_inline void on_data_ready(const struct sock *sk)
+{
+	__u32 cpu = count_hit();
+	struct msg_state *m = sending_msg();
+
+	if (!m || m->t[B_DATA_READY])
+		return;
+	stamp(m, B_DATA_READY, cpu);
+	m->rsk = (__u64)sk;
+}
+
+static __always_inline void on_wake_end(__u32 for_transport)
+{
+	__u32 cpu = count_hit();
+	struct msg_state *m = sending_msg();
+
+	if (m && transport == for_transport && m->t[B_DATA_READY])
+		stamp(m, B_WAKE_END, cpu);
+}
+
+/* The receiver is switched in: the latest switch before it copies is when it ran. */
+static __always_inline void on_switch_in(__u32 next_tid, __u32 cpu)
+{
+	int s = slot_of(next_tid);
+	struct task_info *ti;
+	struct msg_state *m;
+
+	if (s < 0)
+		return;
+	ti = &tasks[s & 1];
+	if (!ti->in_recv)
+		return;
+	ti->switch_in = bpf_ktime_get_ns();
+	m = &msgs[s & 1];
+	if (!m->t[B_SEND_ENTER] || m->t[B_COPY_START] || m->t[B_COPY_DONE])
+		return;
+	m->t[B_RUN] = ti->switch_in;
+	m->cpu[B_RUN] = cpu;
+	m->hits[B_RUN] = cpu_hits[cpu & (MAX_CPUS - 1)];
+}
+
+/* transport: only for that transport (TRANSPORT__COUNT: any) */
+static __always_inline void on_copy(__u32 b, bool last_wins, __u32 for_transport)
+{
+	__u32 cpu = count_hit();
+	int s = current_slot();
+	struct task_info *ti;
+	struct msg_state *m;
+	__u64 now;
+
+	if (s < 0 || (for_transport != TRANSPORT__COUNT && transport != for_transport))
+		return;
+	ti = &tasks[s & 1];
+	if (!ti->in_recv)
+		return;
+	now = bpf_ktime_get_ns();
+	if (b == B_COPY_DONE)
+		ti->copy_done = now;
+	m = &msgs[s & 1];
+	if (!m->t[B_SEND_ENTER] || m->t[B_RECV_EXIT])
+		return;
+	if (last_wins)
+		m->t[b] = 0;
+	stamp_at(m, b, now, cpu);
+}
+
+static __always_inline void on_recv_sock(const struct sock *sk)
+{
+	int s = current_slot();
+	struct msg_state *m;
+
+	count_hit();
+	if (s < 0 || !tasks[s & 1].in_recv)
+		return;
+	m = &msgs[s & 1];
+	if (m->rsk && m->rsk != (__u64)sk && m->t[B_SEND_ENTER] && !m->t[B_RECV_EXIT])
+		__sync_fetch_and_add(&msgs_wrong_sock, 1);
+}
+
+/* The receiver's recv() returned data: the message is complete. */
+static __always_inline void finish_message(int s, struct task_info *ti, __u32 cpu)
+{
+	struct msg_state *m = &msgs[s & 1];
+	__u64 now = bpf_ktime_get_ns(), run;
+
+	if (!m->t[B_SEND_ENTER] || m->t[B_RECV_EXIT]) {
+		if (tracing)
+			__sync_fetch_and_add(&msgs_unmatched, 1);
+		return;
+	}
+	stamp_at(m, B_RECV_EXIT, now, cpu);
+	/* runs = max(data ready, switched in, entered recv) */
+	run = m->t[B_DATA_READY] ? m->t[B_DATA_READY] : m->t[B_SEND_ENTER];
+	if (ti->recv_enter > run)
+		run = ti->recv_enter;
+	if (m->t[B_RUN] < run) {
+		m->t[B_RUN] = run;
+		m->cpu[B_RUN] = cpu;
+		m->hits[B_RUN] = m->hits[B_DATA_READY];
+	}
+	/* sender time after the receiver started running is off the critical path */
+	if (m->t[B_SEND_EXIT] > m->t[B_RUN]) {
+		m->t[B_SEND_EXIT] = m->t[B_RUN];
+		m->cpu[B_SEND_EXIT] = m->cpu[B_RUN];
+		m->hits[B_SEND_EXIT] = m->hits[B_RUN];
+	}
+	attribute_message(s);
+	account(s, C_TOTAL, now - m->t[B_SEND_ENTER], 0);
+	if (m->gap_ns)
+		account_book(s, C_GAP, m->gap_ns, m->gap_hits, m->gap_book_ns);
+	__sync_fetch_and_add(&msgs_done, 1);
+	ti->recv_exit = now;
+	ti->recv_exit_cpu = cpu;
+	ti->recv_exit_hits = m->hits[B_RECV_EXIT];
+	ti->book_ns = bpf_ktime_get_ns() - now;
+}
+
+/* Stream: one send() call's own stages, counted in the sender's slot. */
+static __always_inline void finish_send_call(int s)
+{
+	struct msg_state *m = &msgs[(s ^ 1) & 1];
+
+	if (!m->t[B_SEND_ENTER])
+		return;
+	attribute_send_call(s);
+	m->t[B_SEND_ENTER] = 0;
+}
+
+/* Stream: one recv() call's stages: wait, copy, return. */
+static __always_inline void finish_recv_call(int s, struct task_info *ti)
+{
+	__u64 now = bpf_ktime_get_ns(), run = ti->recv_enter, copy;
+
+	if (!tracing || !run)
+		return;
+	if (ti->switch_in > run)
+		run = ti->switch_in;
+	copy = ti->copy_done > run ? ti->copy_done : run;
+	account(s, B_RUN, run - ti->recv_enter, 1);
+	account(s, B_COPY_DONE, copy - run, 1);
+	account(s, B_RECV_EXIT, now > copy ? now - copy : 0, 1);
+	account(s, C_TOTAL, now - ti->recv_enter, 0);
+	__sync_fetch_and_add(&msgs_done, 1);
+}
+
+static __always_inline bool is_send(__u32 nr)
+{
+	return nr == NR_sendto || nr == NR_sendmsg || nr == NR_write;
+}
+
+static __always_inline bool is_recv(__u32 nr)
+{
+	return nr == NR_recvfrom || nr == NR_recvmsg || nr == NR_read;
+}
+
+static __always_inline void on_sys_enter(long nr)
+{
+	__u32 cpu = count_hit();
+	int s = current_slot();
+	struct task_info *ti;
+
+	if (s < 0)
+		return;
+	ti = &tasks[s & 1];
+	ti->cur_syscall = nr;
+	if (is_send(nr)) {
+		on_send_enter(s, cpu);
+	} else if (is_recv(nr)) {
+		ti->in_recv = 1;
+		ti->recv_enter = bpf_ktime_get_ns();
+		ti->switch_in = 0;
+		ti->copy_done = 0;
+	} else if (nr == NR_connect && tracing) {
+		ti->conn_enter = bpf_ktime_get_ns();
+		tasks[(s ^ 1) & 1].peer_conn_enter = ti->conn_enter;
+	}
+}
+
+static __always_inline void on_sys_exit(long ret)
+{
+	__u32 cpu = count_hit(), nr;
+	int s = current_slot();
+	struct task_info *ti;
+
+	if (s < 0)
+		return;
+	ti = &tasks[s & 1];
+	nr = ti->cur_syscall;
+	if (is_send(nr) && ti->in_send) {
+		stamp(&msgs[(s ^ 1) & 1], B_SEND_EXIT, cpu);
+		if (attribution == ATTR_PER_CALL)
+			finish_send_call(s);
+		ti->in_send = 0;
+	} else if (is_recv(nr) && ti->in_recv) {
+		if (ret > 0) {
+			if (attribution == ATTR_PER_CALL)
+				finish_recv_call(s, ti);
+			else
+				finish_message(s, ti, cpu);
+		}
+		ti->in_recv = 0;
+	} else if (nr == NR_connect && ti->conn_enter) {
+		if (ret == 0)
+			account(s, C_CONNECT, bpf_ktime_get_ns() - ti->conn_enter, 1);
+		ti->conn_enter = 0;
+	} else if ((nr == NR_accept || nr == NR_accept4) && ti->peer_conn_enter) {
+		if (ret >= 0)
+			account(s, C_ACCEPT, bpf_ktime_get_ns() - ti->peer_conn_enter, 1);
+		ti->peer_conn_enter = 0;
+	}
+}
+
+/* Calibration: the cost of one typical boundary hit (slot check + stamp). */
+static __always_inline void on_calibrate(void)
+{
+	__u32 cpu = count_hit();
+	int s = current_slot();
+	struct msg_state *m;
+
+	if (s < 0)
+		return;
+	m = &msgs[s & 1];
+	m->t[B_PROTO] = 0;
+	stamp(m, B_PROTO, cpu);
+	calib_hits++;
+}
+
+/* ---- tracepoints (every mode) ---------------------------------------------- */
+
+SEC("?tp_btf/sys_enter")
+int BPF_PROG(tp_sys_enter, struct pt_regs *regs, long id)
+{
+	on_sys_enter(id);
+	return 0;
+}
+
+SEC("?tp_btf/sys_exit")
+int BPF_PROG(tp_sys_exit, struct pt_regs *regs, long ret)
+{
+	on_sys_exit(ret);
+	return 0;
+}
+
+SEC("?tp_btf/sched_switch")
+int BPF_PROG(tp_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	__u32 cpu = count_hit();
+
+	on_switch_in(next->pid, cpu);
+	return 0;
+}
+
+SEC("?tp_btf/sys_enter")
+int BPF_PROG(calib_tp, struct pt_regs *regs, long id)
+{
+	if (id == NR_getppid)
+		on_calibrate();
+	return 0;
+}
+
+/* ---- tracepoint mode --------------------------------------------------------- */
+
+SEC("?tp_btf/tcp_sendmsg_locked")
+int BPF_PROG(tp_tcp_sendmsg_locked)
+{
+	on_sender_boundary(B_PROTO);
+	return 0;
+}
+
+SEC("?tp_btf/net_dev_queue")
+int BPF_PROG(tp_net_dev_queue, struct sk_buff *skb)
+{
+	on_dev_queue(skb);
+	return 0;
+}
+
+SEC("?tp_btf/softirq_entry")
+int BPF_PROG(tp_softirq_entry, unsigned int vec)
+{
+	if (vec == NET_RX_SOFTIRQ_VEC)
+		on_softirq(B_SOFTIRQ);
+	return 0;
+}
+
+SEC("?tp_btf/netif_receive_skb")
+int BPF_PROG(tp_netif_receive_skb, struct sk_buff *skb)
+{
+	/* fires at the start of __netif_receive_skb_core: the demux into IP begins */
+	on_skb_boundary(B_T_IP_RCV, skb);
+	return 0;
+}
+
+SEC("?tp_btf/sk_data_ready")
+int BPF_PROG(tp_sk_data_ready, const struct sock *sk)
+{
+	on_data_ready(sk);
+	return 0;
+}
+
+SEC("?tp_btf/sock_send_length")
+int BPF_PROG(tp_sock_send_length, struct sock *sk, int ret, int flags)
+{
+	on_wake_end(TRANSPORT_UNIX);
+	return 0;
+}
+
+SEC("?tp_btf/softirq_exit")
+int BPF_PROG(tp_softirq_exit, unsigned int vec)
+{
+	if (vec == NET_RX_SOFTIRQ_VEC)
+		on_wake_end(TRANSPORT_TCP);
+	return 0;
+}
+
+SEC("?tp_btf/consume_skb")
+int BPF_PROG(tp_consume_skb, struct sk_buff *skb)
+{
+	/* UDS: the receiver consumes the message's skb right after copying it */
+	on_copy(B_COPY_DONE, false, TRANSPORT_UNIX);
+	return 0;
+}
+
+SEC("?tp_btf/tcp_rcv_space_adjust")
+int BPF_PROG(tp_tcp_rcv_space_adjust, struct sock *sk)
+{
+	on_copy(B_COPY_DONE, false, TRANSPORT_TCP);
+	return 0;
+}
+
+SEC("?tp_btf/sock_recv_length")
+int BPF_PROG(tp_sock_recv_length, struct sock *sk, int ret, int flags)
+{
+	on_recv_sock(sk);
+	return 0;
+}
+
+/* ---- fentry/fexit and kprobe/kretprobe modes ---------------------------------- */
+
+/* A function entry that marks boundary B while the current task is sending. */
+#define SENDER_PROBE(func, b)							\
+SEC("?fentry/" #func)								\
+int BPF_PROG(fe_##func) { on_sender_boundary(b); return 0; }			\
+SEC("?kprobe/" #func)								\
+int BPF_KPROBE(kp_##func) { on_sender_boundary(b); return 0; }
+
+/* A function entry whose first argument is the segment's skb. */
+#define SKB_PROBE(func, b)							\
+SEC("?fentry/" #func)								\
+int BPF_PROG(fe_##func, struct sk_buff *skb) { on_skb_boundary(b, skb); return 0; }	\
+SEC("?kprobe/" #func)								\
+int BPF_KPROBE(kp_##func, struct sk_buff *skb) { on_skb_boundary(b, skb); return 0; }
+
+SENDER_PROBE(unix_stream_sendmsg, B_PROTO)
+SENDER_PROBE(tcp_sendmsg, B_PROTO)
+SENDER_PROBE(sock_alloc_send_pskb, B_U_ALLOC)
+SENDER_PROBE(skb_copy_datagram_from_iter, B_U_COPY)
+SENDER_PROBE(skb_queue_tail, B_U_QUEUE)
+SENDER_PROBE(tcp_sendmsg_locked, B_T_LOCKED)
+SENDER_PROBE(tcp_write_xmit, B_T_XMIT)
+SENDER_PROBE(__tcp_transmit_skb, B_T_TRANSMIT)
+SENDER_PROBE(__ip_queue_xmit, B_T_IPQ)
+SENDER_PROBE(ip_finish_output2, B_T_IPOUT2)
+SENDER_PROBE(loopback_xmit, B_T_LOXMIT)
+SENDER_PROBE(__netif_rx, B_T_NETIF_RX)
+SENDER_PROBE(process_backlog, B_T_BACKLOG)
+SKB_PROBE(__netif_receive_skb, B_NETIF_RECEIVE)
+SKB_PROBE(ip_rcv, B_T_IP_RCV)
+SKB_PROBE(ip_local_deliver, B_T_IP_LOCAL)
+SKB_PROBE(tcp_v4_rcv, B_T_TCP_V4_RCV)
+
+SEC("?fentry/__dev_queue_xmit")
+int BPF_PROG(fe___dev_queue_xmit, struct sk_buff *skb) { on_dev_queue(skb); return 0; }
+SEC("?kprobe/__dev_queue_xmit")
+int BPF_KPROBE(kp___dev_queue_xmit, struct sk_buff *skb) { on_dev_queue(skb); return 0; }
+
+SEC("?fentry/net_rx_action")
+int BPF_PROG(fe_net_rx_action) { on_softirq(B_SOFTIRQ); return 0; }
+SEC("?kprobe/net_rx_action")
+int BPF_KPROBE(kp_net_rx_action) { on_softirq(B_SOFTIRQ); return 0; }
+
+SEC("?fentry/tcp_rcv_established")
+int BPF_PROG(fe_tcp_rcv_established, struct sock *sk, struct sk_buff *skb)
+{ on_skb_boundary(B_T_ESTABLISHED, skb); return 0; }
+SEC("?kprobe/tcp_rcv_established")
+int BPF_KPROBE(kp_tcp_rcv_established, struct sock *sk, struct sk_buff *skb)
+{ on_skb_boundary(B_T_ESTABLISHED, skb); return 0; }
+
+SEC("?fentry/sock_def_readable")
+int BPF_PROG(fe_sock_def_readable, struct sock *sk) { on_data_ready(sk); return 0; }
+SEC("?kprobe/sock_def_readable")
+int BPF_KPROBE(kp_sock_def_readable, struct sock *sk) { on_data_ready(sk); return 0; }
+SEC("?fexit/sock_def_readable")
+int BPF_PROG(fx_sock_def_readable, struct sock *sk)
+{
+	on_wake_end(transport);
+	return 0;
+}
+SEC("?kretprobe/sock_def_readable")
+int BPF_KRETPROBE(kr_sock_def_readable)
+{
+	on_wake_end(transport);
+	return 0;
+}
+
+SEC("?fentry/skb_copy_datagram_iter")
+int BPF_PROG(fe_skb_copy_datagram_iter) { on_copy(B_COPY_START, false, TRANSPORT__COUNT); return 0; }
+SEC("?kprobe/skb_copy_datagram_iter")
+int BPF_KPROBE(kp_skb_copy_datagram_iter) { on_copy(B_COPY_START, false, TRANSPORT__COUNT); return 0; }
+SEC("?fexit/skb_copy_datagram_iter")
+int BPF_PROG(fx_skb_copy_datagram_iter) { on_copy(B_COPY_DONE, true, TRANSPORT__COUNT); return 0; }
+SEC("?kretprobe/skb_copy_datagram_iter")
+int BPF_KRETPROBE(kr_skb_copy_datagram_iter) { on_copy(B_COPY_DONE, true, TRANSPORT__COUNT); return 0; }
+
+/* Calibration probes for the function modes (x86 syscall wrapper of getppid). */
+SEC("?fentry/__x64_sys_getppid")
+int BPF_PROG(calib_fentry) { on_calibrate(); return 0; }
+SEC("?kprobe/__x64_sys_getppid")
+int BPF_KPROBE(calib_kprobe) { on_calibrate(); return 0; }

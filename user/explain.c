@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The plain-language explanation under each comparison, generated from the
+ * numbers only: what each transport pays per message, which stages only TCP
+ * has, and what share of the difference they explain. It says so when UDS
+ * does not win, and why, rather than telling the expected story.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "compare.h"
+#include "util.h"
+
+/* Stages on TCP's network path: UDS hands the skb straight to the peer's queue. */
+static bool tcp_only_stage(const char *name)
+{
+	return strstr(name, "tcp_ip_out") || strstr(name, "dev_xmit") || !strncmp(name, "rx_softirq", 10);
+}
+
+static double stage_sum(const struct trace_result *t, const char *prefix)
+{
+	double sum = 0;
+	int i;
+
+	for (i = 0; i < t->n_stages; i++)
+		if (!t->stages[i].extra && !strncmp(t->stages[i].name, prefix, strlen(prefix)))
+			sum += t->stages[i].ns_per_msg;
+	return sum;
+}
+
+static double stage_ns(const struct trace_result *t, const char *name)
+{
+	int i;
+
+	for (i = 0; i < t->n_stages; i++)
+		if (!strcmp(t->stages[i].name, name))
+			return t->stages[i].ns_per_msg;
+	return 0;
+}
+
+static const struct stage_stat *largest_stage(const struct trace_result *t)
+{
+	const struct stage_stat *best = NULL;
+	int i;
+
+	for (i = 0; i < t->n_stages; i++)
+		if (!t->stages[i].extra && (!best || t->stages[i].ns_per_msg > best->ns_per_msg))
+			best = &t->stages[i];
+	return best;
+}
+
+static void explain_untraced(const struct pair_result *pr, FILE *f)
+{
+	const struct wl_result *u = &pr->tr[TR_UNIX].untraced, *t = &pr->tr[TR_TCP].untraced;
+	char a[32], b[32];
+
+	switch (pr->mode) {
+	case WL_PINGPONG:
+		if (u->latency.p50 < t->latency.p50)
+			fprintf(f, "UDS delivers a %llu B message in %s (median one-way), TCP in %s: UDS takes "
+				"%.0f%% less time.\n", (unsigned long long)pr->msg_size,
+				fmt_ns(u->latency.p50, a, sizeof(a)), fmt_ns(t->latency.p50, b, sizeof(b)),
+				100.0 * (1 - (double)u->latency.p50 / t->latency.p50));
+		else
+			fprintf(f, "UDS does not win here: median one-way %s vs TCP %s.\n",
+				fmt_ns(u->latency.p50, a, sizeof(a)), fmt_ns(t->latency.p50, b, sizeof(b)));
+		break;
+	case WL_STREAM:
+		fprintf(f, "Streaming %llu B messages, UDS moves %.2fx TCP's messages per second%s.\n",
+			(unsigned long long)pr->msg_size, u->msgs_per_sec / MAX(t->msgs_per_sec, 1),
+			u->msgs_per_sec < t->msgs_per_sec ?
+			" (TCP wins: on one CPU it batches segments while the receiver sleeps, and "
+			"each UDS send is its own skb and wakeup)" : "");
+		break;
+	case WL_CONNECT:
+		fprintf(f, "Connection set-up plus one request/response: UDS does %.2fx TCP's connections "
+			"per second (no handshake segments, no SYN/accept queue processing in softirq).\n",
+			u->conns_per_sec / MAX(t->conns_per_sec, 1));
+		break;
+	default:
+		break;
+	}
+}
+
+void explain_pair(const struct comparison *cmp, const struct pair_result *pr, FILE *f)
+{
+	const struct trace_result *u = &pr->tr[TR_UNIX].trace, *t = &pr->tr[TR_TCP].trace;
+	const struct stage_stat *big_u, *big_t;
+	double diff, tcp_only = 0, sched_u, sched_t;
+	char a[32], b[32], c[32];
+	int i;
+
+	explain_untraced(pr, f);
+	if (!u->valid || !t->valid)
+		return;
+	for (i = 0; i < t->n_stages; i++)
+		if (!t->stages[i].extra && tcp_only_stage(t->stages[i].name))
+			tcp_only += t->stages[i].ns_per_msg;
+	diff = t->stage_sum_ns - u->stage_sum_ns;
+	if (pr->mode == WL_STREAM) {
+		fprintf(f, "Per send() call, TCP spends %s in stages UDS does not have (TCP/IP output, "
+			"loopback device, receive softirq); per call the send side costs UDS %s and TCP %s.\n",
+			fmt_ns(tcp_only, a, sizeof(a)), fmt_ns(stage_sum(u, "send;") + stage_sum(u, "deliver;"), b, sizeof(b)),
+			fmt_ns(stage_sum(t, "send;") + stage_sum(t, "deliver;") + stage_sum(t, "rx_softirq;"), c, sizeof(c)));
+		return;
+	}
+	fprintf(f, "Traced, a message costs UDS %s and TCP %s from send() entry to recv() return "
+		"(difference %s).\n", fmt_ns(u->stage_sum_ns, a, sizeof(a)),
+		fmt_ns(t->stage_sum_ns, b, sizeof(b)), fmt_ns(diff, c, sizeof(c)));
+	if (tcp_only > 0)
+		fprintf(f, "TCP pays %s per message in stages UDS does not have: TCP/IP output, the "
+			"loopback device and the NET_RX softirq that runs IP and TCP input in the sender's "
+			"context%s. That is %.0f%% of the difference.\n", fmt_ns(tcp_only, a, sizeof(a)),
+			cmp->stage_granularity && !strcmp(cmp->stage_granularity, "tracepoint") ?
+			" (in tracepoint mode the send;sock+tcp_ip_out stage also holds TCP's copy from user)" : "",
+			diff > 0 ? 100.0 * tcp_only / diff : 0.0);
+	sched_u = stage_sum(u, "sched;");
+	sched_t = stage_sum(t, "sched;");
+	big_u = largest_stage(u);
+	big_t = largest_stage(t);
+	if (diff <= 0)
+		fprintf(f, "UDS does not win on this placement (cpu=%s): ", place_names[pr->place]);
+	if (big_u && big_t && !strcmp(big_u->name, "sched;wait_cpu") && !strcmp(big_t->name, "sched;wait_cpu"))
+		fprintf(f, "waiting for the CPU is the largest stage for both (UDS %s, TCP %s): %s\n",
+			fmt_ns(sched_u, a, sizeof(a)), fmt_ns(sched_t, b, sizeof(b)),
+			pr->place == CPU_SPLIT ? "a cross-CPU wakeup (an IPI, expensive in a VM) costs more "
+			"than the whole protocol stack." :
+			"the receiver runs only once the sender yields the CPU, and other work on that CPU "
+			"adds to it.");
+	else if (diff <= 0 && big_t)
+		fprintf(f, "TCP's largest stage is %s (%s).\n", big_t->name,
+			fmt_ns(big_t->ns_per_msg, a, sizeof(a)));
+	if (pr->mode == WL_CONNECT)
+		fprintf(f, "Per connection, connect() takes UDS %s and TCP %s.\n",
+			fmt_ns(stage_ns(u, "conn;connect"), a, sizeof(a)),
+			fmt_ns(stage_ns(t, "conn;connect"), b, sizeof(b)));
+}

@@ -1,0 +1,423 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Folded stacks (--folded) and the stage-path helpers the other writers share.
+ *
+ * A line is "[pair;]transport;stage;substage <weight>" with the stage's exclusive (self) time
+ * as the weight, in integer ns per message (the mean, rounded). Per-message weights compare
+ * across transports and runs of different lengths; multiply by the message count (JSON
+ * "messages") for the total over the run. docs/REPORTS.md has the details.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "reports.h"
+#include "util.h"
+
+bool tr_has_stages(const struct transport_result *tr)
+{
+	return tr->trace.valid && tr->trace.n_stages > 0;
+}
+
+bool pair_has_stages(const struct pair_result *pr)
+{
+	return tr_has_stages(&pr->tr[TR_UNIX]) || tr_has_stages(&pr->tr[TR_TCP]);
+}
+
+bool comparison_has_stages(const struct comparison *cmp)
+{
+	int i;
+
+	for (i = 0; i < cmp->n_pairs; i++)
+		if (pair_has_stages(&cmp->pairs[i]))
+			return true;
+	return false;
+}
+
+const char *no_stages_reason(const struct comparison *cmp)
+{
+	if (!cmp->attach_mode)
+		return "the run was untraced (--no-trace), so there are no stages";
+	return "tracing attributed no message to stages (see the warnings above)";
+}
+
+const char *fmt_dur(double ns, bool utf8, char *buf, size_t len)
+{
+	const char *us = utf8 ? "\u00b5s" : "us";
+
+	if (ns < 0)
+		ns = 0;
+	if (ns < 999.5)
+		snprintf(buf, len, "%.0f ns", ns);
+	else if (ns < 9999.5)
+		snprintf(buf, len, "%.2f %s", ns / 1e3, us);
+	else if (ns < 999999.5)
+		snprintf(buf, len, "%.1f %s", ns / 1e3, us);
+	else if (ns < 1e9)
+		snprintf(buf, len, "%.2f ms", ns / 1e6);
+	else
+		snprintf(buf, len, "%.2f s", ns / 1e9);
+	return buf;
+}
+
+void pair_tag(const struct pair_result *pr, bool file_name, char *buf, size_t len)
+{
+	if (file_name)
+		snprintf(buf, len, "%s-%lluB-%s", mode_names[pr->mode],
+			 (unsigned long long)pr->msg_size, place_names[pr->place]);
+	else
+		snprintf(buf, len, "%s_%lluB_cpu-%s", mode_names[pr->mode],
+			 (unsigned long long)pr->msg_size, place_names[pr->place]);
+}
+
+static const struct {
+	const char *path, *what;
+} stage_doc[] = {
+	{ "send", "the sender's send() syscall" },
+	{ "send;syscall", "send() entry up to the protocol's sendmsg" },
+	{ "send;sock", "protocol sendmsg: allocate a buffer (skb), copy the data in "
+		       "(unix_stream_sendmsg / tcp_sendmsg)" },
+	{ "send;tcp_ip_out", "TCP and IP output: segment, headers, route "
+			     "(tcp_write_xmit .. ip_finish_output2); TCP only" },
+	{ "send;dev_xmit", "the loopback device: queue the packet, loopback_xmit, "
+			   "hand it to the receive backlog; TCP only" },
+	{ "send;return", "rest of the send syscall until it returns (release_sock, softirq exit)" },
+	{ "rx_softirq", "the receive softirq (network receive, run in the sender's task); TCP only" },
+	{ "rx_softirq;backlog", "receive softirq: net_rx_action, process_backlog; TCP only" },
+	{ "rx_softirq;ip_tcp_in", "IP and TCP input: ip_rcv, tcp_v4_rcv, tcp_rcv_established "
+				  "(checks, ACK processing, queueing); TCP only" },
+	{ "deliver", "handing the data to the receiving socket" },
+	{ "deliver;enqueue_wakeup", "queue the data on the receiving socket and wake the receiver" },
+	{ "sched", "the scheduler" },
+	{ "sched;wait_cpu", "receiver has data and is runnable, waiting to be switched in" },
+	{ "recv", "the receiver's recv() syscall" },
+	{ "recv;copy", "recv(): copy the data to the receiver's memory" },
+	{ "recv;return", "recv(): free the buffer, wake writers, return" },
+	{ "recv;wait", "stream mode, per recv() call: from recv() entry until the receiver runs "
+		       "with data" },
+	{ "conn;connect", "per connection: the client's connect() call" },
+	{ "conn;accept", "per connection: from the client's connect() to the server's accept() "
+			 "returning" },
+	{ "unattributed", "time between the probes that no stage covers (kept, not dropped)" },
+};
+
+const char *stage_describe(const char *path)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(stage_doc); i++)
+		if (!strcmp(stage_doc[i].path, path))
+			return stage_doc[i].what;
+	return NULL;
+}
+
+static int find_name(const char *const *list, int n, const char *name)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(list[i], name))
+			return i;
+	return -1;
+}
+
+/*
+ * Merge unix's stage order into tcp's: a stage only unix has goes right after the stage that
+ * precedes it on unix. Both lists are in message order, so the merge is too.
+ */
+static int merge_order(const struct pair_result *pr, const char **out, int max)
+{
+	const struct trace_result *u = &pr->tr[TR_UNIX].trace, *t = &pr->tr[TR_TCP].trace;
+	int i, j, k, n = 0, at;
+
+	if (tr_has_stages(&pr->tr[TR_TCP]))
+		for (i = 0; i < t->n_stages && n < max; i++)
+			if (!t->stages[i].extra && find_name(out, n, t->stages[i].name) < 0)
+				out[n++] = t->stages[i].name;
+	if (!tr_has_stages(&pr->tr[TR_UNIX]))
+		return n;
+	for (i = 0; i < u->n_stages && n < max; i++) {
+		if (u->stages[i].extra || find_name(out, n, u->stages[i].name) >= 0)
+			continue;
+		at = 0;
+		for (j = i - 1; j >= 0; j--) {
+			k = u->stages[j].extra ? -1 : find_name(out, n, u->stages[j].name);
+			if (k >= 0) {
+				at = k + 1;
+				break;
+			}
+		}
+		memmove(&out[at + 1], &out[at], (n - at) * sizeof(*out));
+		out[at] = u->stages[i].name;
+		n++;
+	}
+	return n;
+}
+
+int stree_find(const struct stree *t, const char *path)
+{
+	int i;
+
+	for (i = 0; i < t->n; i++)
+		if (!strcmp(t->node[i].path, path))
+			return i;
+	return -1;
+}
+
+/* Add path and its prefixes; returns the node of path itself. */
+static int stree_add(struct stree *t, const char *path)
+{
+	char prefix[STAGE_NAME_LEN];
+	const char *p = path;
+	int parent = -1, depth = 0, k;
+
+	for (;;) {
+		const char *semi = strchr(p, ';');
+		size_t len = semi ? (size_t)(semi - path) : strlen(path);
+
+		snprintf(prefix, sizeof(prefix), "%.*s", (int)len, path);
+		depth++;
+		k = stree_find(t, prefix);
+		if (k < 0) {
+			struct snode *nd;
+			const char *last;
+
+			if (t->n >= STREE_MAX)
+				return -1;
+			nd = &t->node[t->n];
+			memset(nd, 0, sizeof(*nd));
+			snprintf(nd->path, sizeof(nd->path), "%s", prefix);
+			last = strrchr(nd->path, ';');
+			nd->name = last ? last + 1 : nd->path;
+			nd->depth = depth;
+			nd->parent = parent;
+			if (depth > t->max_depth)
+				t->max_depth = depth;
+			k = t->n++;
+		}
+		parent = k;
+		if (!semi)
+			return k;
+		p = semi + 1;
+	}
+}
+
+void stree_build(const struct pair_result *pr, struct stree *t)
+{
+	const char *order[MAX_STAGES * TR__COUNT];
+	int i, k, tr, n;
+
+	memset(t, 0, sizeof(*t));
+	n = merge_order(pr, order, ARRAY_SIZE(order));
+	for (i = 0; i < n; i++)
+		stree_add(t, order[i]);
+	for (tr = 0; tr < TR__COUNT; tr++) {
+		const struct trace_result *r = &pr->tr[tr].trace;
+
+		t->has[tr] = tr_has_stages(&pr->tr[tr]);
+		if (!t->has[tr])
+			continue;
+		for (i = 0; i < r->n_stages; i++) {
+			double v = r->stages[i].ns_per_msg > 0 ? r->stages[i].ns_per_msg : 0;
+
+			if (r->stages[i].extra)
+				continue;
+			k = stree_find(t, r->stages[i].name);
+			if (k < 0)
+				continue;
+			t->node[k].self[tr] += v;
+			t->node[k].st[tr] = &r->stages[i];
+			t->sum[tr] += v;
+			for (; k >= 0; k = t->node[k].parent)
+				t->node[k].total[tr] += v;
+		}
+	}
+}
+
+int stree_groups(const struct stree *t, int *idx, int max)
+{
+	int i, j, n = 0;
+	bool leaf;
+
+	for (i = 0; i < t->n && n < max; i++) {
+		if (t->node[i].depth == 2) {
+			idx[n++] = i;
+			continue;
+		}
+		if (t->node[i].depth != 1)
+			continue;
+		for (leaf = true, j = i + 1; j < t->n && leaf; j++)
+			leaf = t->node[j].parent != i;
+		if (leaf)	/* a top-level stage such as "unattributed" */
+			idx[n++] = i;
+	}
+	return n;
+}
+
+/* Does "phase;a+b" share a leaf with "phase;b+c"? Top-level stages ("unattributed") only
+ * match themselves. */
+static bool leaves_overlap(const char *x, const char *y)
+{
+	const char *sx = strchr(x, ';'), *sy = strchr(y, ';'), *p, *q;
+
+	if (!sx || !sy)
+		return !strcmp(x, y);
+	if (sx - x != sy - y || strncmp(x, y, sx - x))
+		return false;
+	for (p = sx + 1; *p; p += strcspn(p, "+"), p += *p == '+') {
+		size_t lp = strcspn(p, "+");
+
+		for (q = sy + 1; *q; q += strcspn(q, "+"), q += *q == '+')
+			if (strcspn(q, "+") == lp && !strncmp(p, q, lp))
+				return true;
+	}
+	return false;
+}
+
+static int uf_find(int *up, int i)
+{
+	while (up[i] != i)
+		i = up[i] = up[up[i]];
+	return i;
+}
+
+/* Append the leaves of "phase;a+b" not yet in name ("phase;x+y"). */
+static void add_leaves(char *name, size_t len, const char *path)
+{
+	const char *semi = strchr(path, ';'), *p;
+	size_t n = strlen(name);
+
+	if (!n || !semi) {
+		if (!n)
+			snprintf(name, len, "%s", path);
+		return;
+	}
+	for (p = semi + 1; *p; p += strcspn(p, "+"), p += *p == '+') {
+		size_t lp = strcspn(p, "+");
+		const char *q;
+		bool dup = false;
+
+		for (q = strchr(name, ';') + 1; *q && !dup; q += strcspn(q, "+"), q += *q == '+')
+			dup = strcspn(q, "+") == lp && !strncmp(p, q, lp);
+		if (!dup && n + lp + 1 < len) {
+			name[n++] = '+';
+			memcpy(name + n, p, lp);
+			n += lp;
+			name[n] = 0;
+		}
+	}
+}
+
+int stree_rows(const struct stree *t, struct srow *rows, int max)
+{
+	int g[STREE_MAX], up[STREE_MAX], row_of[STREE_MAX], n, i, j, r, nrows = 0, tr;
+
+	n = stree_groups(t, g, STREE_MAX);
+	for (i = 0; i < n; i++)
+		up[i] = i;
+	for (i = 0; i < n; i++)
+		for (j = i + 1; j < n; j++)
+			if (leaves_overlap(t->node[g[i]].path, t->node[g[j]].path))
+				up[uf_find(up, j)] = uf_find(up, i);
+	for (i = 0; i < n; i++)
+		row_of[i] = -1;
+	for (i = 0; i < n; i++) {
+		const struct snode *nd = &t->node[g[i]];
+		int root = uf_find(up, i);
+		struct srow *row;
+
+		if (row_of[root] < 0) {
+			if (nrows >= max)
+				break;
+			row_of[root] = nrows++;
+			memset(&rows[row_of[root]], 0, sizeof(rows[0]));
+		}
+		row = &rows[row_of[root]];
+		add_leaves(row->name, sizeof(row->name), nd->path);
+		if (row->n_members < SROW_MEMBERS)
+			row->member[row->n_members++] = g[i];
+		for (tr = 0; tr < TR__COUNT; tr++) {
+			row->v[tr] += nd->total[tr];
+			row->has[tr] |= nd->total[tr] > 0 || nd->st[tr] != NULL;
+		}
+	}
+	for (r = 0; r < nrows; r++)	/* a single member keeps its exact name */
+		if (rows[r].n_members == 1)
+			snprintf(rows[r].name, sizeof(rows[r].name), "%s",
+				 t->node[rows[r].member[0]].path);
+	return nrows;
+}
+
+/* Folded frames may hold anything but ';' (separator), whitespace and control characters. */
+static void put_frame(FILE *f, const char *s)
+{
+	for (; *s; s++)
+		fputc((unsigned char)*s <= ' ' || *s == 0x7f ? '_' : *s, f);
+}
+
+int folded_write(const struct comparison *cmp, int transport, bool with_pair, FILE *f)
+{
+	char tag[64];
+	int i, t, s, lines = 0;
+
+	for (i = 0; i < cmp->n_pairs; i++) {
+		const struct pair_result *pr = &cmp->pairs[i];
+
+		pair_tag(pr, false, tag, sizeof(tag));
+		for (t = 0; t < TR__COUNT; t++) {
+			const struct trace_result *r = &pr->tr[t].trace;
+
+			if ((transport >= 0 && t != transport) || !tr_has_stages(&pr->tr[t]))
+				continue;
+			for (s = 0; s < r->n_stages; s++) {
+				long long w = r->stages[s].ns_per_msg > 0 ?
+					      llround(r->stages[s].ns_per_msg) : 0;
+
+				if (w <= 0)	/* below 0.5 ns/msg: invisible, and some tools warn */
+					continue;
+				if (r->stages[s].extra)	/* per connection, not part of the message */
+					continue;
+				if (with_pair)
+					fprintf(f, "%s;", tag);
+				if (transport < 0)
+					fprintf(f, "%s;", transport_names[t]);
+				put_frame(f, r->stages[s].name);
+				fprintf(f, " %lld\n", w);
+				lines++;
+			}
+		}
+	}
+	return lines;
+}
+
+int report_folded(const struct comparison *cmp, const char *path)
+{
+	bool to_stdout = !strcmp(path, "-");
+	FILE *f;
+	int err = 0;
+
+	if (!comparison_has_stages(cmp)) {
+		fprintf(stderr, "udsprobe: --folded: nothing written to '%s': %s\n", path,
+			no_stages_reason(cmp));
+		return -ENODATA;
+	}
+	f = to_stdout ? stdout : fopen(path, "w");
+	if (!f) {
+		err = -errno;
+		fprintf(stderr, "udsprobe: cannot write folded stacks to '%s': %s\n", path,
+			strerror(errno));
+		return err;
+	}
+	folded_write(cmp, -1, cmp->n_pairs > 1, f);
+	if (ferror(f))
+		err = -EIO;
+	if (to_stdout)
+		fflush(f);
+	else if (fclose(f) && !err)
+		err = -errno;
+	if (err)
+		fprintf(stderr, "udsprobe: writing folded stacks to '%s' failed: %s\n", path,
+			strerror(-err));
+	return err;
+}

@@ -1,0 +1,598 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The tracer: chooses the attach mode, enables that mode's programs in
+ * stages.bpf.c, registers each run's tasks, and turns the in-kernel sums into
+ * named stages. Stage names come from one table (boundaries[]) so the three
+ * attach modes and both transports line up.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "stages.h"
+#include "tracer.h"
+#include "stages.skel.h"
+#include "util.h"
+
+/* What marks each boundary, and the name of the stage that ends there. */
+struct bdesc {
+	const char *stage[TR__COUNT];	/* stage ending here; NULL: not on this transport's path */
+	const char *func[TR__COUNT];	/* fentry/kprobe mode: function marking it */
+	const char *tp[TR__COUNT];	/* tracepoint mode: tracepoint marking it */
+	const char *leaf[TR__COUNT];	/* function-level leaf of the stage ending here */
+	bool always;			/* syscalls, scheduler, computed: every mode */
+	const char *doc;
+};
+
+#define BOTH(x) { x, x }
+static const struct bdesc boundaries[B__COUNT] = {
+	[B_SEND_ENTER] = { .always = true, .doc = "send syscall entry (message starts)" },
+	[B_PROTO] = { BOTH("send;syscall"), { "unix_stream_sendmsg", "tcp_sendmsg" },
+		      { NULL, "tcp_sendmsg_locked" }, .doc = "syscall entry to the protocol's sendmsg" },
+	[B_U_ALLOC] = { { "send;sock" }, { "sock_alloc_send_pskb" }, .leaf = { "unix_stream_sendmsg" },
+			.doc = "unix_stream_sendmsg up to skb allocation" },
+	[B_U_COPY] = { { "send;sock" }, { "skb_copy_datagram_from_iter" },
+		       .leaf = { "sock_alloc_send_pskb" }, .doc = "skb allocation" },
+	[B_U_QUEUE] = { { "send;sock" }, { "skb_queue_tail" }, .leaf = { "skb_copy_datagram_from_iter" },
+			.doc = "copy from user into the skb" },
+	[B_T_LOCKED] = { { NULL, "send;sock" }, { NULL, "tcp_sendmsg_locked" },
+			 .leaf = { NULL, "tcp_sendmsg" }, .doc = "tcp_sendmsg: lock_sock" },
+	[B_T_XMIT] = { { NULL, "send;sock" }, { NULL, "tcp_write_xmit" },
+		       .leaf = { NULL, "tcp_sendmsg_locked" }, .doc = "tcp_sendmsg_locked: copy, segment, push" },
+	[B_T_TRANSMIT] = { { NULL, "send;tcp_ip_out" }, { NULL, "__tcp_transmit_skb" },
+			   .leaf = { NULL, "tcp_write_xmit" }, .doc = "tcp_write_xmit" },
+	[B_T_IPQ] = { { NULL, "send;tcp_ip_out" }, { NULL, "__ip_queue_xmit" },
+		      .leaf = { NULL, "__tcp_transmit_skb" }, .doc = "build the TCP header, clone" },
+	[B_T_IPOUT2] = { { NULL, "send;tcp_ip_out" }, { NULL, "ip_finish_output2" },
+			 .leaf = { NULL, "__ip_queue_xmit" }, .doc = "IP output: route, header, netfilter" },
+	[B_DEV_QUEUE] = { { NULL, "send;tcp_ip_out" }, { NULL, "__dev_queue_xmit" },
+			  { NULL, "net_dev_queue" }, .leaf = { NULL, "ip_finish_output2" },
+			  .doc = "neighbour output to the device queue" },
+	[B_T_LOXMIT] = { { NULL, "send;dev_xmit" }, { NULL, "loopback_xmit" },
+			 .leaf = { NULL, "__dev_queue_xmit" }, .doc = "qdisc bypass to the driver" },
+	[B_T_NETIF_RX] = { { NULL, "send;dev_xmit" }, { NULL, "__netif_rx" },
+			   .leaf = { NULL, "loopback_xmit" }, .doc = "loopback: orphan skb, hand to rx" },
+	[B_SOFTIRQ] = { { NULL, "send;dev_xmit" }, { NULL, "net_rx_action" }, { NULL, "softirq_entry" },
+			.leaf = { NULL, "__netif_rx" }, .doc = "enqueue_to_backlog, raise and enter NET_RX" },
+	[B_T_BACKLOG] = { { NULL, "rx_softirq;backlog" }, { NULL, "process_backlog" },
+			  .leaf = { NULL, "net_rx_action" }, .doc = "softirq: poll list" },
+	[B_NETIF_RECEIVE] = { { NULL, "rx_softirq;backlog" }, { NULL, "__netif_receive_skb" },
+			      .leaf = { NULL, "process_backlog" },
+			      .doc = "dequeue from the CPU backlog" },
+	[B_T_IP_RCV] = { { NULL, "rx_softirq;backlog" }, { NULL, "ip_rcv" }, { NULL, "netif_receive_skb" },
+			 .leaf = { NULL, "__netif_receive_skb" }, .doc = "protocol demux" },
+	[B_T_IP_LOCAL] = { { NULL, "rx_softirq;ip_tcp_in" }, { NULL, "ip_local_deliver" },
+			   .leaf = { NULL, "ip_rcv" }, .doc = "IP receive, route input" },
+	[B_T_TCP_V4_RCV] = { { NULL, "rx_softirq;ip_tcp_in" }, { NULL, "tcp_v4_rcv" },
+			     .leaf = { NULL, "ip_local_deliver" }, .doc = "local delivery" },
+	[B_T_ESTABLISHED] = { { NULL, "rx_softirq;ip_tcp_in" }, { NULL, "tcp_rcv_established" },
+			      .leaf = { NULL, "tcp_v4_rcv" }, .doc = "socket lookup, checks" },
+	[B_DATA_READY] = { { "send;sock", "rx_softirq;ip_tcp_in" }, BOTH("sock_def_readable"),
+			   BOTH("sk_data_ready"), { "skb_queue_tail", "tcp_rcv_established" },
+			   .doc = "queue on the receiver (TCP: ACK processing, queue)" },
+	[B_WAKE_END] = { BOTH("deliver;enqueue_wakeup"), BOTH("sock_def_readable"),
+			 { "sock_send_length", "softirq_exit" }, BOTH("sock_def_readable"),
+			 .doc = "data-ready callback, receiver wakeup" },
+	[B_SEND_EXIT] = { BOTH("send;return"), .always = true,
+			  .doc = "rest of the send syscall (release_sock, softirq exit)" },
+	[B_RUN] = { BOTH("sched;wait_cpu"), .always = true,
+		    .doc = "from the later of send return and data ready/receiver runnable to the "
+			   "receiver running" },
+	[B_COPY_START] = { BOTH("recv;copy"), BOTH("skb_copy_datagram_iter"),
+			   .leaf = { "unix_stream_read_generic", "tcp_recvmsg_locked" },
+			   .doc = "receiver: back from schedule, lock, find the skb" },
+	[B_COPY_DONE] = { BOTH("recv;copy"), BOTH("skb_copy_datagram_iter"),
+			  { "consume_skb", "tcp_rcv_space_adjust" }, BOTH("skb_copy_datagram_iter"),
+			  .doc = "copy to user" },
+	[B_RECV_EXIT] = { BOTH("recv;return"), .always = true,
+			  .doc = "consume skb, write-space wakeup, syscall return" },
+};
+
+struct tracer {
+	struct stages_bpf *skel;
+	enum attach_mode mode;
+	char reason[1024];
+	char missing[1024];
+	bool avail[TR__COUNT][B__COUNT];
+	struct bpf_link *links[128];
+	int n_links;
+	int verbose;
+};
+
+static bool is_prog(const char *name, const char *prefix)
+{
+	return !strncmp(name, prefix, strlen(prefix));
+}
+
+/* "?fentry/tcp_sendmsg" -> "tcp_sendmsg" */
+static const char *prog_target(const struct bpf_program *prog)
+{
+	const char *sec = bpf_program__section_name(prog), *slash = strrchr(sec, '/');
+
+	return slash ? slash + 1 : sec;
+}
+
+static bool common_prog(const char *name)
+{
+	return !strcmp(name, "tp_sys_enter") || !strcmp(name, "tp_sys_exit") ||
+	       !strcmp(name, "tp_sched_switch");
+}
+
+/* Does this program belong to the mode, and can its target be attached here? */
+static bool prog_wanted(enum attach_mode mode, const struct bpf_program *prog)
+{
+	const char *name = bpf_program__name(prog), *target = prog_target(prog);
+	char sym[256];
+
+	if (common_prog(name))
+		return true;
+	if (is_prog(name, "calib_"))
+		return false;	/* attached only while calibrating */
+	switch (mode) {
+	case ATTACH_FENTRY:
+		return (is_prog(name, "fe_") || is_prog(name, "fx_")) && btf_has_func(target) &&
+		       ksym_resolve(target, sym, sizeof(sym));
+	case ATTACH_KPROBE:
+		return (is_prog(name, "kp_") || is_prog(name, "kr_")) &&
+		       ksym_resolve(target, sym, sizeof(sym));
+	case ATTACH_TRACEPOINT:
+		return is_prog(name, "tp_") && btf_has_tracepoint(target);
+	default:
+		return false;
+	}
+}
+
+static const char *calib_prog_name(enum attach_mode mode)
+{
+	return mode == ATTACH_FENTRY ? "calib_fentry" : mode == ATTACH_KPROBE ? "calib_kprobe" : "calib_tp";
+}
+
+/* Which boundaries the loaded programs can see, per transport. */
+static void compute_availability(struct tracer *tr)
+{
+	struct bpf_program *prog;
+	size_t n = 0;
+	int b, t;
+
+	for (b = 0; b < B__COUNT; b++) {
+		for (t = 0; t < TR__COUNT; t++) {
+			const struct bdesc *d = &boundaries[b];
+			const char *marker = tr->mode == ATTACH_TRACEPOINT ? d->tp[t] : d->func[t];
+
+			if (b == B_SEND_ENTER || (d->stage[t] && d->always)) {
+				tr->avail[t][b] = true;
+				continue;
+			}
+			if (!d->stage[t] || !marker)
+				continue;
+			bpf_object__for_each_program(prog, tr->skel->obj) {
+				if (bpf_program__autoload(prog) &&
+				    !strcmp(prog_target(prog), marker) &&
+				    !common_prog(bpf_program__name(prog)))
+					tr->avail[t][b] = true;
+			}
+		}
+	}
+	tr->missing[0] = 0;
+	for (t = 0; t < TR__COUNT; t++)
+		for (b = 0; b < B__COUNT; b++) {
+			const struct bdesc *d = &boundaries[b];
+			const char *marker = tr->mode == ATTACH_TRACEPOINT ? d->tp[t] : d->func[t];
+
+			if (d->stage[t] && marker && !tr->avail[t][b] && n < sizeof(tr->missing))
+				n += snprintf(tr->missing + n, sizeof(tr->missing) - n, "%s%s %s",
+					      n ? ", " : "", transport_names[t], marker);
+		}
+}
+
+int tracer_open(enum attach_mode req, int verbose, struct tracer **out)
+{
+	struct attach_caps caps;
+	struct bpf_program *prog;
+	struct tracer *tr;
+	char why[900];
+	int err;
+
+	*out = NULL;
+	if (!kernel_has_btf()) {
+		fprintf(stderr, "udsprobe: this kernel has no BTF (/sys/kernel/btf/vmlinux): boot a "
+			"kernel built with CONFIG_DEBUG_INFO_BTF=y, or use --no-trace\n");
+		return -ENOENT;
+	}
+	err = ensure_tracefs();
+	if (err && verbose)
+		fprintf(stderr, "udsprobe: note: cannot mount tracefs: %s\n", strerror(-err));
+	attach_probe(&caps, verbose);
+	tr = calloc(1, sizeof(*tr));
+	if (!tr)
+		return -ENOMEM;
+	tr->verbose = verbose;
+	err = attach_choose(&caps, req, &tr->mode, why, sizeof(why));
+	if (err) {
+		fprintf(stderr, "udsprobe: no attach mode works here: %s\n", why);
+		if (req != ATTACH_AUTO)
+			fprintf(stderr, "udsprobe: try --attach auto (udsprobe --check lists what this "
+				"kernel supports)\n");
+		free(tr);
+		return err;
+	}
+	snprintf(tr->reason, sizeof(tr->reason), "%s", why);
+
+	tr->skel = stages_bpf__open();
+	if (!tr->skel) {
+		err = -errno;
+		fprintf(stderr, "udsprobe: opening the BPF object failed: %s\n", strerror(-err));
+		goto fail;
+	}
+	bpf_object__for_each_program(prog, tr->skel->obj)
+		bpf_program__set_autoload(prog, prog_wanted(tr->mode, prog));
+	prog = bpf_object__find_program_by_name(tr->skel->obj, calib_prog_name(tr->mode));
+	if (prog && (tr->mode == ATTACH_TRACEPOINT || btf_has_func(prog_target(prog))))
+		bpf_program__set_autoload(prog, true);
+	err = stages_bpf__load(tr->skel);
+	if (err) {
+		fprintf(stderr, "udsprobe: loading the %s-mode BPF programs failed: %s (rerun with -vv "
+			"for the verifier log)\n", attach_mode_names[tr->mode], strerror(-err));
+		goto fail;
+	}
+	compute_availability(tr);
+	*out = tr;
+	return 0;
+fail:
+	tracer_close(tr);
+	return err;
+}
+
+void tracer_close(struct tracer *tr)
+{
+	if (!tr)
+		return;
+	tracer_detach(tr, NULL);
+	stages_bpf__destroy(tr->skel);
+	free(tr);
+}
+
+enum attach_mode tracer_mode(const struct tracer *tr) { return tr->mode; }
+const char *tracer_reason(const struct tracer *tr) { return tr->reason; }
+const char *tracer_missing(const struct tracer *tr) { return tr->missing; }
+
+const char *tracer_granularity(const struct tracer *tr)
+{
+	return tr->mode == ATTACH_TRACEPOINT ? "tracepoint" : "function";
+}
+
+static struct bpf_link *attach_prog(struct tracer *tr, struct bpf_program *prog)
+{
+	const char *name = bpf_program__name(prog);
+	char sym[256];
+
+	if (is_prog(name, "kp_") || is_prog(name, "kr_") || !strcmp(name, "calib_kprobe")) {
+		if (!ksym_resolve(prog_target(prog), sym, sizeof(sym))) {
+			errno = ENOENT;
+			return NULL;
+		}
+		return bpf_program__attach_kprobe(prog, is_prog(name, "kr_"), sym);
+	}
+	return bpf_program__attach(prog);
+}
+
+int tracer_attach(struct tracer *tr, uint64_t *attach_ns)
+{
+	uint64_t t0 = now_ns();
+	struct bpf_program *prog;
+	struct bpf_link *link;
+	int err;
+
+	bpf_object__for_each_program(prog, tr->skel->obj) {
+		if (!bpf_program__autoload(prog) || is_prog(bpf_program__name(prog), "calib_"))
+			continue;
+		if (tr->n_links == (int)ARRAY_SIZE(tr->links))
+			return -E2BIG;
+		link = attach_prog(tr, prog);
+		err = libbpf_get_error(link);
+		if (err) {
+			fprintf(stderr, "udsprobe: attaching %s (%s) failed: %s\n",
+				bpf_program__name(prog), bpf_program__section_name(prog), strerror(-err));
+			tracer_detach(tr, NULL);
+			return err;
+		}
+		tr->links[tr->n_links++] = link;
+	}
+	if (attach_ns)
+		*attach_ns = now_ns() - t0;
+	return 0;
+}
+
+void tracer_detach(struct tracer *tr, uint64_t *detach_ns)
+{
+	uint64_t t0 = now_ns();
+
+	while (tr->n_links > 0)
+		bpf_link__destroy(tr->links[--tr->n_links]);
+	if (detach_ns)
+		*detach_ns = now_ns() - t0;
+}
+
+static void reset_state(struct tracer *tr)
+{
+	struct stages_bpf__bss *bss = tr->skel->bss;
+
+	bss->tracing = 0;
+	bss->task_tid[0] = bss->task_tid[1] = 0;
+	__sync_synchronize();
+	memset(bss->tasks, 0, sizeof(bss->tasks));
+	memset(bss->msgs, 0, sizeof(bss->msgs));
+	memset(bss->stats, 0, sizeof(bss->stats));
+	bss->msgs_done = bss->msgs_unmatched = bss->msgs_overwritten = bss->msgs_wrong_sock = 0;
+	bss->calib_hits = 0;
+}
+
+static void set_tasks(struct tracer *tr, pid_t client, pid_t server, enum transport t)
+{
+	struct stages_bpf__bss *bss = tr->skel->bss;
+
+	bss->transport = t == TR_UNIX ? TRANSPORT_UNIX : TRANSPORT_TCP;
+	bss->task_tid[0] = client;
+	bss->task_tid[1] = server;
+	__sync_synchronize();
+}
+
+int tracer_begin_run(struct tracer *tr, const struct wl_config *cfg, pid_t client, pid_t server)
+{
+	reset_state(tr);
+	tr->skel->bss->attribution = cfg->mode == WL_STREAM ? ATTR_PER_CALL : ATTR_MESSAGE;
+	set_tasks(tr, client, server, cfg->transport);
+	return 0;
+}
+
+void tracer_measure(struct tracer *tr, bool on)
+{
+	__sync_synchronize();
+	tr->skel->bss->tracing = on;
+	__sync_synchronize();
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double time_getppid_loop(int calls)
+{
+	uint64_t t0 = now_ns();
+	int i;
+
+	for (i = 0; i < calls; i++)
+		syscall(SYS_getppid);
+	return (double)(now_ns() - t0) / calls;
+}
+
+double tracer_calibrate(struct tracer *tr)
+{
+	enum { ROUNDS = 7, CALLS = 20000 };
+	struct bpf_program *prog = bpf_object__find_program_by_name(tr->skel->obj,
+								     calib_prog_name(tr->mode));
+	double plain[ROUNDS], traced[ROUNDS];
+	struct bpf_link *link;
+	pid_t self = syscall(SYS_gettid);
+	int i;
+
+	if (!prog)
+		return 0;
+	reset_state(tr);
+	set_tasks(tr, self, self, TR_TCP);
+	link = attach_prog(tr, prog);
+	if (libbpf_get_error(link))
+		return 0;
+	for (i = 0; i < ROUNDS; i++) {
+		/* alternate so drift hits both sides alike */
+		bpf_link__destroy(link);
+		plain[i] = time_getppid_loop(CALLS);
+		link = attach_prog(tr, prog);
+		if (libbpf_get_error(link))
+			return 0;
+		traced[i] = time_getppid_loop(CALLS);
+	}
+	bpf_link__destroy(link);
+	reset_state(tr);
+	qsort(plain, ROUNDS, sizeof(double), cmp_double);
+	qsort(traced, ROUNDS, sizeof(double), cmp_double);
+	/* one calibration hit per getppid() */
+	return MAX(traced[ROUNDS / 2] - plain[ROUNDS / 2], 0.0);
+}
+
+/* ---- naming and collection ------------------------------------------------- */
+
+/* "a;b" + "a;c" -> "a;b+c": the stage ending at `last`, absorbing those since `prev`. */
+static void stage_name(const struct tracer *tr, enum transport t, int prev, int last, bool per_call,
+		       char *out, size_t len)
+{
+	const struct bdesc *d = &boundaries[last];
+	char parent[STAGE_NAME_LEN] = "", leaves[STAGE_NAME_LEN] = "";
+	const char *seen_leaf = NULL;
+	size_t n = 0;
+	int b, on_path = 0;
+
+	if (per_call && last == B_RUN) {
+		snprintf(out, len, "recv;wait");
+		return;
+	}
+	for (b = prev + 1; b <= last; b++)
+		on_path += boundaries[b].stage[t] != NULL;
+	if (on_path == 1) {
+		if (tr->mode != ATTACH_TRACEPOINT && d->leaf[t] && !per_call)
+			snprintf(out, len, "%s;%s", d->stage[t], d->leaf[t]);
+		else
+			snprintf(out, len, "%s", d->stage[t]);
+		return;
+	}
+	for (b = prev + 1; b <= last; b++) {
+		const char *s = boundaries[b].stage[t], *semi;
+
+		if (!s)
+			continue;
+		semi = strrchr(s, ';');
+		if (!parent[0])
+			snprintf(parent, sizeof(parent), "%.*s", (int)(semi - s), s);
+		if (seen_leaf && !strcmp(seen_leaf, semi + 1))
+			continue;
+		n += snprintf(leaves + n, n < sizeof(leaves) ? sizeof(leaves) - n : 0, "%s%s",
+			      n ? "+" : "", semi + 1);
+		seen_leaf = semi + 1;
+	}
+	snprintf(out, len, "%s;%s", parent, leaves);
+}
+
+/* Both tasks' accumulators of one stage, summed. */
+static void read_slot(struct tracer *tr, __u32 stage, struct stage_acc *sum)
+{
+	int slot, i;
+
+	memset(sum, 0, sizeof(*sum));
+	for (slot = 0; slot < NR_SLOTS; slot++) {
+		const struct stage_acc *a = &tr->skel->bss->stats[slot * SLOT_STRIDE + stage];
+
+		sum->sum_ns += a->sum_ns;
+		sum->count += a->count;
+		sum->hits += a->hits;
+		sum->book_ns += a->book_ns;
+		for (i = 0; i < HIST_SLOTS; i++)
+			sum->hist[i] += a->hist[i];
+	}
+}
+
+/* Percentile from a log2 histogram: the geometric middle of the bucket. */
+static uint64_t hist_pct(const struct stage_acc *a, double pct)
+{
+	uint64_t want = (uint64_t)(a->count * pct / 100.0 + 0.999999), seen = 0;
+	int i;
+
+	if (!a->count)
+		return 0;
+	for (i = 0; i < HIST_SLOTS; i++) {
+		seen += a->hist[i];
+		if (seen >= want)
+			return i == 0 ? 1 : (uint64_t)((double)(1ull << i) * 1.41421356);
+	}
+	return 1ull << (HIST_SLOTS - 1);
+}
+
+static void add_stage(struct trace_result *res, const char *name, const struct stage_acc *a,
+		      uint64_t per, double probe_cost_ns, bool extra)
+{
+	struct stage_stat *s;
+
+	if (res->n_stages == MAX_STAGES)
+		return;
+	s = &res->stages[res->n_stages++];
+	snprintf(s->name, sizeof(s->name), "%s", name);
+	s->count = a->count;
+	s->ns_per_msg = per ? (double)a->sum_ns / per : 0;
+	/* probe hits at the calibrated cost, and our own measured bookkeeping */
+	s->corrected_ns_per_msg =
+		per ? MAX(((double)a->sum_ns - a->book_ns - a->hits * probe_cost_ns) / per, 0.0) : 0;
+	s->p50_ns = hist_pct(a, 50);
+	s->p99_ns = hist_pct(a, 99);
+	s->extra = extra;
+	if (!extra) {
+		res->stage_sum_ns += s->ns_per_msg;
+		res->corrected_sum_ns += s->corrected_ns_per_msg;
+		res->probe_hits_per_msg += per ? (double)a->hits / per : 0;
+	}
+}
+
+int tracer_collect(struct tracer *tr, const struct wl_config *cfg, double probe_cost_ns,
+		   struct trace_result *res)
+{
+	enum transport t = cfg->transport;
+	__u32 base = 0;
+	bool per_call = cfg->mode == WL_STREAM;
+	struct stage_acc acc, total, send_calls, recv_calls;
+	char name[STAGE_NAME_LEN];
+	int b, prev = B_SEND_ENTER;
+
+	res->n_stages = 0;
+	res->stage_sum_ns = res->corrected_sum_ns = res->probe_hits_per_msg = 0;
+	read_slot(tr, base + C_TOTAL, &total);
+	read_slot(tr, base + B_SEND_EXIT, &send_calls);
+	read_slot(tr, base + B_RECV_EXIT, &recv_calls);
+	res->messages = per_call ? send_calls.count : total.count;
+	res->misses = tr->skel->bss->msgs_unmatched;
+	res->out_of_order = tr->skel->bss->msgs_overwritten + tr->skel->bss->msgs_wrong_sock;
+
+	for (b = B_SEND_ENTER + 1; b < B__COUNT; b++) {
+		if (!tr->avail[t][b])
+			continue;
+		if (per_call && b == B_COPY_START)
+			continue;	/* per-call receive side is wait, copy, return */
+		if (per_call && b == B_RUN)
+			prev = B_SEND_EXIT;
+		stage_name(tr, t, prev, b, per_call, name, sizeof(name));
+		read_slot(tr, base + b, &acc);
+		add_stage(res, name, &acc, per_call ? (b <= B_SEND_EXIT ? send_calls.count : recv_calls.count) :
+			  total.count, probe_cost_ns, false);
+		prev = b;
+	}
+	if (cfg->mode == WL_CONNECT) {
+		read_slot(tr, base + C_CONNECT, &acc);
+		add_stage(res, "conn;connect", &acc, acc.count, probe_cost_ns, true);
+		read_slot(tr, base + C_ACCEPT, &acc);
+		add_stage(res, "conn;accept", &acc, acc.count, probe_cost_ns, true);
+	}
+	if (cfg->mode == WL_PINGPONG) {
+		/* one gap per message: RTT = 2 messages + 2 gaps, so one-way = message + gap */
+		read_slot(tr, base + C_GAP, &acc);
+		add_stage(res, "app;gap", &acc, total.count, probe_cost_ns, false);
+	}
+	res->valid = res->messages > 0;
+	return 0;
+}
+
+void stages_list(FILE *f)
+{
+	int b, t;
+
+	fprintf(f, "Stages, in message order. A message runs from the sender's send syscall entry to\n"
+		   "the receiver's recv syscall exit; stages partition it. Each stage ends at a\n"
+		   "boundary, marked in tracepoint mode by a tracepoint and in fentry/kprobe mode by\n"
+		   "a function entry (function mode adds the function as a third frame).\n"
+		   "A boundary a mode cannot see merges its stage into the next (\"a;b+c\").\n\n");
+	fprintf(f, "%-26s %-6s %-24s %-22s %s\n", "stage", "path", "fentry/kprobe marker",
+		"tracepoint marker", "what it covers");
+	for (b = B_SEND_ENTER + 1; b < B__COUNT; b++) {
+		const struct bdesc *d = &boundaries[b];
+
+		for (t = 0; t < TR__COUNT; t++) {
+			char name[STAGE_NAME_LEN];
+
+			if (!d->stage[t])
+				continue;
+			if (t == TR_TCP && d->stage[TR_UNIX] && !strcmp(d->stage[0], d->stage[1]) &&
+			    (d->func[0] == d->func[1] || (d->func[0] && d->func[1] && !strcmp(d->func[0], d->func[1]))) &&
+			    (d->tp[0] == d->tp[1] || (d->tp[0] && d->tp[1] && !strcmp(d->tp[0], d->tp[1]))))
+				continue;	/* same for both: printed once */
+			snprintf(name, sizeof(name), "%s%s%s", d->stage[t], d->leaf[t] ? ";" : "",
+				 d->leaf[t] ? d->leaf[t] : "");
+			fprintf(f, "%-26s %-6s %-24s %-22s %s\n", name,
+				d->stage[t ^ 1] && t == TR_UNIX && !strcmp(d->stage[0], d->stage[1]) ? "both" :
+				transport_names[t],
+				d->always ? "(syscall/sched)" : d->func[t] ? d->func[t] : "-",
+				d->always ? "(syscall/sched)" : d->tp[t] ? d->tp[t] : "-", d->doc);
+		}
+	}
+	fprintf(f, "\nstream mode attributes per call instead: send-side stages per send(), and\n"
+		   "recv;wait (recv entry to running), recv;copy, recv;return per recv().\n"
+		   "connect mode adds per-connection stages outside the message sum:\n"
+		   "conn;connect (client connect() duration) and conn;accept (client connect() entry\n"
+		   "to the server's accept() return).\n"
+		   "pingpong adds app;gap: from a task's recv() return to its next send() entry (the\n"
+		   "application, plus udsprobe's own bookkeeping at recv exit), so that the stages\n"
+		   "add up to the one-way latency (a round trip is two messages and two gaps).\n");
+}
