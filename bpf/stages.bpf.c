@@ -193,6 +193,9 @@ static __always_inline void on_send_enter(int s, __u32 cpu)
 
 	if (!tracing)
 		return;
+	/* stream: data flows client -> server; the server's final ack is not a message */
+	if (attribution == ATTR_PER_CALL && s != 0)
+		return;
 	if (m->t[B_SEND_ENTER] && !m->t[B_RECV_EXIT] && attribution == ATTR_MESSAGE)
 		__sync_fetch_and_add(&msgs_overwritten, 1);
 	__builtin_memset(m, 0, sizeof(*m));
@@ -399,7 +402,7 @@ static __always_inline void finish_recv_call(int s, struct task_info *ti)
 {
 	__u64 now = bpf_ktime_get_ns(), run = ti->recv_enter, copy;
 
-	if (!tracing || !run)
+	if (!tracing || !run || s != 1)
 		return;
 	if (ti->switch_in > run)
 		run = ti->switch_in;

@@ -1,0 +1,205 @@
+"""Stage attribution, for real: udsprobe --compare traced in the attach mode under test.
+
+Runs in whatever mode --attach / UDSPROBE_ATTACH says (the host: tracepoint; the VM matrix:
+fentry, kprobe and tracepoint in stock kernels). Counts are small inside a VM (UDSVM=1).
+"""
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import alive, proc_tree, sockdir_of, wait_for
+
+IN_VM = os.environ.get("UDSVM") == "1"
+COUNT = 500 if IN_VM else 5000
+TCP_ONLY = ("tcp_ip_out", "dev_xmit", "rx_softirq")
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="tracing needs root")
+
+
+def traced(run_json, attach_mode, *args):
+    extra = ["--attach", attach_mode] if attach_mode else []
+    data, res = run_json("--compare", *extra, *args, timeout=600)
+    assert data["attach_mode"] in ("fentry", "kprobe", "tracepoint"), data["attach_mode"]
+    if attach_mode:
+        assert data["attach_mode"] == attach_mode
+    return data, res
+
+
+def by_transport(data, mode):
+    out = {r["transport"]: r for r in data["results"] if r["mode"] == mode}
+    assert set(out) == {"unix", "tcp"}, f"results for {mode}: {sorted(out)}"
+    return out
+
+
+def message_stages(result):
+    return [s for s in result["stages"] if not s["per_connection"]]
+
+
+@pytest.fixture(scope="module")
+def pingpong(udsprobe, attach_mode, tmp_path_factory):
+    """One traced pingpong run shared by the checks below."""
+    out = tmp_path_factory.mktemp("pp") / "pp.json"
+    args = [udsprobe, "--compare", "--mode", "pingpong", "--count", str(COUNT), "--json", str(out)]
+    if attach_mode:
+        args += ["--attach", attach_mode]
+    res = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr
+    return json.loads(out.read_text()), res
+
+
+def test_reports_mode_and_reason(pingpong):
+    data, res = pingpong
+    assert data["attach_reason"]
+    assert data["stage_granularity"] == ("tracepoint" if data["attach_mode"] == "tracepoint"
+                                         else "function")
+    assert f"attach mode: {data['attach_mode']}" in res.stdout
+    assert "why this mode:" in res.stdout
+    assert data["probe_cost_ns"] > 0
+    assert data["attach_ns"] > 0 and data["detach_ns"] > 0
+
+
+def test_every_message_attributed(pingpong):
+    data, _ = pingpong
+    for tr, r in by_transport(data, "pingpong").items():
+        # a round trip is two messages, one per direction
+        assert r["count"] == COUNT
+        assert r["messages"] == 2 * COUNT, tr
+        assert r["misses"] == 0, tr
+        assert r["out_of_order"] == 0, tr
+        for s in message_stages(r):
+            # the first measured send has no earlier traced recv, so no gap before it
+            want = 2 * COUNT - 1 if s["name"] == "app;gap" else 2 * COUNT
+            assert s["count"] == want, (tr, s)
+
+
+def test_tcp_has_network_stages_and_uds_has_none(pingpong):
+    data, _ = pingpong
+    res = by_transport(data, "pingpong")
+    tcp = {s["name"]: s for s in res["tcp"]["stages"]}
+    uds = {s["name"]: s for s in res["unix"]["stages"]}
+    for part in TCP_ONLY:
+        hits = [n for n in tcp if part in n]
+        assert hits, f"TCP has no {part} stage: {sorted(tcp)}"
+        assert sum(tcp[n]["ns_per_msg"] for n in hits) > 0, part
+        assert not [n for n in uds if part in n], f"UDS has a {part} stage: {sorted(uds)}"
+    for name in ("sched;wait_cpu", "recv;return", "send;return", "app;gap"):
+        assert name in tcp and name in uds, name
+
+
+def test_stage_names_follow_granularity(pingpong):
+    data, _ = pingpong
+    for r in data["results"]:
+        depth = max(s["name"].count(";") + 1 for s in r["stages"])
+        if data["stage_granularity"] == "function":
+            assert depth == 3, [s["name"] for s in r["stages"]]
+        else:
+            assert depth == 2, [s["name"] for s in r["stages"]]
+
+
+def test_coverage_and_sums(pingpong):
+    data, _ = pingpong
+    for tr, r in by_transport(data, "pingpong").items():
+        stage_sum = sum(s["ns_per_msg"] for s in message_stages(r))
+        assert stage_sum == pytest.approx(r["stage_sum_ns"], rel=1e-3)
+        # stages (with app;gap) against the workload's own clock: same interval, two clocks
+        assert 0.95 <= r["coverage"] <= 1.05, (tr, r["coverage"])
+        assert r["traced_latency_ns"]["mean"] > 0
+        corrected = sum(s["corrected_ns_per_msg"] for s in message_stages(r))
+        assert 0 < corrected <= stage_sum, tr
+        for s in r["stages"]:
+            assert s["p50_ns"] <= s["p99_ns"], s
+
+
+def test_text_report_explains(pingpong):
+    _, res = pingpong
+    out = res.stdout
+    assert "where the time goes" in out
+    assert "coverage (stages / traced latency)" in out
+    assert "probe overhead" in out
+    assert "in stages UDS does not have" in out
+
+
+def test_connect_mode_has_connection_stages(run_json, attach_mode):
+    data, _ = traced(run_json, attach_mode, "--mode", "connect", "--count", 100 if IN_VM else 500)
+    for tr, r in by_transport(data, "connect").items():
+        conn = {s["name"]: s for s in r["stages"] if s["per_connection"]}
+        assert set(conn) == {"conn;connect", "conn;accept"}, (tr, sorted(conn))
+        for s in conn.values():
+            assert s["count"] == r["count"], (tr, s)
+            assert s["ns_per_msg"] > 0
+        # request and response of every connection
+        assert r["messages"] == 2 * r["count"], tr
+
+
+def test_stream_mode_attributes_per_call(run_json, attach_mode):
+    n = 2000 if IN_VM else 20000
+    data, _ = traced(run_json, attach_mode, "--mode", "stream", "--count", n)
+    for tr, r in by_transport(data, "stream").items():
+        names = [s["name"] for s in r["stages"]]
+        assert "recv;wait" in names and "recv;copy" in names, names
+        send_return = next(s for s in r["stages"] if s["name"] == "send;return")
+        assert send_return["count"] == n, (tr, send_return)
+        assert r["coverage"] is None      # no single span per call to compare with
+
+
+def test_list_stages(run):
+    res = run("--list-stages")
+    assert res.returncode == 0
+    for name in ("send;syscall", "send;tcp_ip_out", "send;dev_xmit", "rx_softirq;backlog",
+                 "rx_softirq;ip_tcp_in", "deliver;enqueue_wakeup", "sched;wait_cpu",
+                 "recv;copy", "recv;return", "app;gap", "conn;connect"):
+        assert name in res.stdout, name
+
+
+# ---- nothing left behind -------------------------------------------------------------------
+
+def udsprobe_progs():
+    """Names of loaded BPF programs that belong to stages.bpf.c (via bpftool)."""
+    res = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    ours = {"tp_sys_enter", "tp_sys_exit", "tp_sched_switch"}
+    return [p for p in json.loads(res.stdout or "[]")
+            if p.get("name", "") in ours or p.get("name", "").startswith(("fe_", "fx_", "kp_", "kr_"))]
+
+
+def ss_unix_paths():
+    res = subprocess.run(["ss", "-xa"], capture_output=True, text=True)
+    return [line for line in res.stdout.splitlines() if "/tmp/udsprobe." in line]
+
+
+def sockdirs():
+    return {d for d in os.listdir("/tmp") if d.startswith("udsprobe.") and os.path.isdir(f"/tmp/{d}")}
+
+
+def assert_clean(pid, dirs_before):
+    assert wait_for(lambda: not udsprobe_progs(), timeout=10), udsprobe_progs()
+    assert wait_for(lambda: not [p for p in proc_tree(pid) if alive(p)], timeout=10)
+    assert wait_for(lambda: not ss_unix_paths(), timeout=10), ss_unix_paths()
+    # the run's private socket directory is gone (its janitor removes it even after SIGKILL)
+    assert wait_for(lambda: not (sockdirs() - dirs_before), timeout=10), sockdirs() - dirs_before
+
+
+@pytest.mark.parametrize("how", ["exit", "sigint", "sigkill"])
+def test_nothing_left_behind(spawn, attach_mode, how):
+    extra = ["--attach", attach_mode] if attach_mode else []
+    dirs_before = sockdirs()
+    if how == "exit":
+        p = spawn("--compare", *extra, "--mode", "pingpong", "--count", COUNT)
+        p.wait(timeout=600)
+        assert p.returncode == 0, p.stderr.read()
+    else:
+        p = spawn("--compare", *extra, "--mode", "pingpong", "--duration", 60)
+        # wait until the traced run is under way: its programs are loaded and attached
+        assert wait_for(lambda: udsprobe_progs() and sockdir_of(p.pid), timeout=120), \
+            "traced run never started"
+        time.sleep(0.3)
+        os.killpg(p.pid, signal.SIGINT if how == "sigint" else signal.SIGKILL)
+        p.wait(timeout=60)
+        if how == "sigint":
+            assert p.returncode == 1
+            assert "interrupted" in p.stderr.read()
+    assert_clean(p.pid, dirs_before)
