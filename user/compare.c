@@ -12,9 +12,9 @@
 uint64_t default_count(enum wl_mode mode)
 {
 	switch (mode) {
-	case WL_PINGPONG: return 20000;
-	case WL_STREAM: return 200000;
-	case WL_CONNECT: return 4000;
+	case WL_PINGPONG: return 200000;
+	case WL_STREAM: return 1000000;
+	case WL_CONNECT: return 20000;
 	default: return 1000;
 	}
 }

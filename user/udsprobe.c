@@ -84,7 +84,7 @@ static const struct argp_option opts[] = {
 	{ "size", OPT_SIZE, "LIST", 0, "Message sizes, 1 to 1M, K/M suffixes (default: 64)" },
 	{ "count", OPT_COUNT, "N", 0,
 	  "Measured messages (pingpong: round trips; connect: connections) per run "
-	  "(default: pingpong 20000, stream 200000, connect 4000)" },
+	  "(default: pingpong 200000, stream 1000000, connect 20000)" },
 	{ "duration", OPT_DURATION, "S", 0, "Run each workload for S seconds instead of --count" },
 	{ "warmup", OPT_WARMUP, "N", 0,
 	  "Unmeasured messages first (default: min(count/10, 1000); connect 200)" },

@@ -149,7 +149,7 @@ TEST(compare_default_warmup)
 
 TEST(compare_default_count)
 {
-	CHECK_U64(default_count(WL_PINGPONG), 20000);
-	CHECK_U64(default_count(WL_STREAM), 200000);
-	CHECK_U64(default_count(WL_CONNECT), 4000);
+	CHECK_U64(default_count(WL_PINGPONG), 200000);
+	CHECK_U64(default_count(WL_STREAM), 1000000);
+	CHECK_U64(default_count(WL_CONNECT), 20000);
 }
