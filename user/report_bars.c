@@ -42,6 +42,7 @@ static int bg_color(const char *path, int nth)
 		{ "deliver", { 218, 225 } },
 		{ "sched", { 149, 193 } },
 		{ "recv", { 117, 159 } },
+		{ "app", { 252, 254 } },
 		{ "unattributed", { 250, 252 } },
 	};
 	size_t i, len = strcspn(path, ";");
@@ -92,22 +93,24 @@ static void bar(FILE *f, const struct srow *rows, int n, int tr, double scale, i
 		fputc(' ', f);
 }
 
-static void pair_bars(FILE *f, const struct pair_result *pr, bool color, int width, int cols)
+static void pair_bars(FILE *f, const struct comparison *cmp, const struct pair_result *pr,
+		      bool corrected, bool color, int width, int cols)
 {
 	struct stree *t = calloc(1, sizeof(*t));
 	struct srow *rows = calloc(MAX_STAGES * 2, sizeof(*rows));
 	int n, g, tr, x;
 	double max, scale;
-	char a[32], b[32];
+	char a[32], b[32], caveat[240];
 
 	if (!t || !rows)
 		goto out;
-	stree_build(pr, t);
+	stree_build(pr, corrected, t);
 	n = stree_rows(t, rows, MAX_STAGES * 2);
 	max = MAX(t->sum[TR_UNIX], t->sum[TR_TCP]);
 	scale = max > 0 ? width / max : 0;
-	fprintf(f, "\n%s %llu B cpu=%s: where a message's time goes (mean per message, one scale)\n",
-		mode_names[pr->mode], (unsigned long long)pr->msg_size, place_names[pr->place]);
+	fprintf(f, "\n%s %llu B cpu=%s: where a message's time goes (mean per message, one scale%s)\n",
+		mode_names[pr->mode], (unsigned long long)pr->msg_size, place_names[pr->place],
+		corrected ? ", probe cost removed" : "");
 	for (tr = 0; tr < TR__COUNT; tr++) {
 		fprintf(f, "  %-4s ", transport_names[tr]);
 		if (!t->has[tr]) {
@@ -142,6 +145,8 @@ static void pair_bars(FILE *f, const struct pair_result *pr, bool color, int wid
 		x += w;
 	}
 	fputc('\n', f);
+	if (*pair_caveat(cmp, pr, caveat, sizeof(caveat)))
+		fprintf(f, "  caution: %s\n", caveat);
 out:
 	free(rows);
 	free(t);
@@ -155,5 +160,6 @@ void report_bars(const struct comparison *cmp, FILE *f, bool color, int width)
 		width = MAX(20, MIN(BAR_MAX, cols - LABEL_W - 36));
 	for (i = 0; i < cmp->n_pairs; i++)
 		if (pair_has_stages(&cmp->pairs[i]))
-			pair_bars(f, &cmp->pairs[i], color, width, MAX(cols, 40));
+			pair_bars(f, cmp, &cmp->pairs[i], show_corrected(cmp), color, width,
+				  MAX(cols, 40));
 }

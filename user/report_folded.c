@@ -42,6 +42,34 @@ const char *no_stages_reason(const struct comparison *cmp)
 	return "tracing attributed no message to stages (see the warnings above)";
 }
 
+const char *pair_caveat(const struct comparison *cmp, const struct pair_result *pr, char *buf,
+			size_t len)
+{
+	double worst = 0;
+	int tr, i, clamped = 0;
+
+	buf[0] = 0;
+	for (tr = 0; tr < TR__COUNT; tr++) {
+		const struct trace_result *r = &pr->tr[tr].trace;
+
+		if (!tr_has_stages(&pr->tr[tr]))
+			continue;
+		worst = MAX(worst, r->overhead_pct);
+		for (i = 0; show_corrected(cmp) && i < r->n_stages; i++)
+			clamped += !r->stages[i].extra && r->stages[i].ns_per_msg > 0.5 &&
+				   r->stages[i].corrected_ns_per_msg <= 0;
+	}
+	if (worst > 100)
+		snprintf(buf, len, "the probes more than doubled the latency (+%.0f%%): the machine "
+			 "was busy or the probe-cost calibration is off; rerun before trusting this",
+			 worst);
+	else if (clamped)
+		snprintf(buf, len, "%d stage%s came out below zero once the probe cost (%.0f ns per "
+			 "hit) was removed: the calibration is probably too high; rerun", clamped,
+			 clamped > 1 ? "s" : "", cmp->probe_cost_ns);
+	return buf;
+}
+
 const char *fmt_dur(double ns, bool utf8, char *buf, size_t len)
 {
 	const char *us = utf8 ? "\u00b5s" : "us";
@@ -99,6 +127,9 @@ static const struct {
 	{ "conn;connect", "per connection: the client's connect() call" },
 	{ "conn;accept", "per connection: from the client's connect() to the server's accept() "
 			 "returning" },
+	{ "app", "user space, between the messages" },
+	{ "app;gap", "pingpong: from a task's recv() return to its next send() (the benchmark's "
+		     "own code); one-way latency = message + gap" },
 	{ "unattributed", "time between the probes that no stage covers (kept, not dropped)" },
 };
 
@@ -203,12 +234,18 @@ static int stree_add(struct stree *t, const char *path)
 	}
 }
 
-void stree_build(const struct pair_result *pr, struct stree *t)
+bool show_corrected(const struct comparison *cmp)
+{
+	return cmp->attach_mode && cmp->probe_cost_ns > 0;
+}
+
+void stree_build(const struct pair_result *pr, bool corrected, struct stree *t)
 {
 	const char *order[MAX_STAGES * TR__COUNT];
 	int i, k, tr, n;
 
 	memset(t, 0, sizeof(*t));
+	t->corrected = corrected;
 	n = merge_order(pr, order, ARRAY_SIZE(order));
 	for (i = 0; i < n; i++)
 		stree_add(t, order[i]);
@@ -219,18 +256,24 @@ void stree_build(const struct pair_result *pr, struct stree *t)
 		if (!t->has[tr])
 			continue;
 		for (i = 0; i < r->n_stages; i++) {
-			double v = r->stages[i].ns_per_msg > 0 ? r->stages[i].ns_per_msg : 0;
+			const struct stage_stat *st = &r->stages[i];
+			double raw = st->ns_per_msg > 0 ? st->ns_per_msg : 0;
+			double v = !corrected ? raw :
+				   st->corrected_ns_per_msg > 0 ? st->corrected_ns_per_msg : 0;
 
-			if (r->stages[i].extra)
+			if (st->extra)
 				continue;
-			k = stree_find(t, r->stages[i].name);
+			k = stree_find(t, st->name);
 			if (k < 0)
 				continue;
 			t->node[k].self[tr] += v;
-			t->node[k].st[tr] = &r->stages[i];
+			t->node[k].st[tr] = st;
 			t->sum[tr] += v;
-			for (; k >= 0; k = t->node[k].parent)
+			t->raw_sum[tr] += raw;
+			for (; k >= 0; k = t->node[k].parent) {
 				t->node[k].total[tr] += v;
+				t->node[k].raw_total[tr] += raw;
+			}
 		}
 	}
 }
@@ -339,6 +382,7 @@ int stree_rows(const struct stree *t, struct srow *rows, int max)
 			row->member[row->n_members++] = g[i];
 		for (tr = 0; tr < TR__COUNT; tr++) {
 			row->v[tr] += nd->total[tr];
+			row->raw[tr] += nd->raw_total[tr];
 			row->has[tr] |= nd->total[tr] > 0 || nd->st[tr] != NULL;
 		}
 	}

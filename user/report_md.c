@@ -16,13 +16,6 @@
 #include "reports.h"
 #include "util.h"
 
-/* Overridden at link time by user/explain.c (issue 3); keeps this file linkable before it. */
-__attribute__((weak)) void explain_pair(const struct comparison *cmp, const struct pair_result *pr,
-					FILE *f)
-{
-	fprintf(f, "(No explanation in this build of udsprobe.)\n");
-}
-
 static const char *place_words(const struct pair_result *pr, char *buf, size_t len)
 {
 	const struct wl_result *u = &pr->tr[TR_UNIX].untraced;
@@ -178,10 +171,20 @@ static void cell_diff(FILE *f, const struct stree *t, double u, double c)
 	double d = c - u;
 
 	if (t->has[TR_UNIX] && t->has[TR_TCP])
-		fprintf(f, " %s%s |\n", d > 0.5 ? "+" : d < -0.5 ? "\u2212" : "\u00b1",
+		fprintf(f, " %s%s |", d > 0.5 ? "+" : d < -0.5 ? "\u2212" : "\u00b1",
 			fmt_dur(fabs(d), true, a, sizeof(a)));
 	else
-		fputs(" |\n", f);
+		fputs(" |", f);
+}
+
+/* With corrected values in front, the as-traced ones follow; then the row ends. */
+static void end_row(FILE *f, const struct stree *t, bool has_u, double u, bool has_c, double c)
+{
+	if (t->corrected) {
+		cell(f, t, TR_UNIX, has_u, u);
+		cell(f, t, TR_TCP, has_c, c);
+	}
+	fputc('\n', f);
 }
 
 /* A stage below a row: a member of a joined row, or a function-level stage. */
@@ -201,6 +204,8 @@ static void sub_row(FILE *f, const struct stree *t, int k, const char *label)
 	for (tr = 0; tr < TR__COUNT; tr++)
 		cell(f, t, tr, nd->total[tr] > 0 || nd->st[tr], nd->total[tr]);
 	cell_diff(f, t, nd->total[TR_UNIX], nd->total[TR_TCP]);
+	end_row(f, t, nd->raw_total[TR_UNIX] > 0 || nd->st[TR_UNIX], nd->raw_total[TR_UNIX],
+		nd->raw_total[TR_TCP] > 0 || nd->st[TR_TCP], nd->raw_total[TR_TCP]);
 }
 
 /* Per-connection stages (connect mode): outside the message's stages and their sum. */
@@ -235,8 +240,9 @@ static void extra_rows(FILE *f, const struct pair_result *pr, const struct stree
 			} else {
 				cell(f, t, TR_UNIX, false, 0);
 				cell(f, t, TR_TCP, true, s->ns_per_msg);
-				fputs(" |\n", f);
+				fputs(" |", f);
 			}
+			fputs(t->corrected ? " | |\n" : "\n", f);	/* as traced: no correction */
 		}
 	}
 }
@@ -252,8 +258,13 @@ static void stage_table(FILE *f, const struct comparison *cmp, const struct pair
 	if (!rows)
 		return;
 	n = stree_rows(t, rows, MAX_STAGES * 2);
-	fprintf(f, "| stage | what happens there | UDS | TCP | TCP \u2212 UDS |\n"
-		"|---|---|---:|---:|---:|\n");
+	if (t->corrected)
+		fprintf(f, "Times with the probe cost removed (%.0f ns per probe hit, calibrated on "
+			"this machine); the last two columns are the same stages as traced, probes "
+			"included.\n\n", cmp->probe_cost_ns);
+	fprintf(f, "| stage | what happens there | UDS | TCP | TCP \u2212 UDS |%s\n"
+		"|---|---|---:|---:|---:|%s\n", t->corrected ? " UDS traced | TCP traced |" : "",
+		t->corrected ? "---:|---:|" : "");
 	for (i = 0; i < n; i++) {
 		const struct srow *row = &rows[i];
 		const char *what = row->n_members == 1 ? stage_describe(row->name) : NULL;
@@ -270,6 +281,8 @@ static void stage_table(FILE *f, const struct comparison *cmp, const struct pair
 		for (tr = 0; tr < TR__COUNT; tr++)
 			cell(f, t, tr, row->has[tr], row->v[tr]);
 		cell_diff(f, t, row->v[TR_UNIX], row->v[TR_TCP]);
+		end_row(f, t, row->has[TR_UNIX], row->raw[TR_UNIX], row->has[TR_TCP],
+			row->raw[TR_TCP]);
 		for (m = 0; m < row->n_members; m++) {
 			int g = row->member[m];
 
@@ -291,34 +304,45 @@ static void stage_table(FILE *f, const struct comparison *cmp, const struct pair
 	for (tr = 0; tr < TR__COUNT; tr++)
 		fprintf(f, " **%s** |", t->has[tr] ? fmt_dur(t->sum[tr], true, a, sizeof(a)) : "n/a");
 	if (t->has[TR_UNIX] && t->has[TR_TCP])
-		fprintf(f, " **%s%s** |\n", t->sum[TR_TCP] >= t->sum[TR_UNIX] ? "+" : "\u2212",
+		fprintf(f, " **%s%s** |", t->sum[TR_TCP] >= t->sum[TR_UNIX] ? "+" : "\u2212",
 			fmt_dur(fabs(t->sum[TR_TCP] - t->sum[TR_UNIX]), true, a, sizeof(a)));
 	else
-		fputs(" |\n", f);
-	fprintf(f, "| traced latency | send() entry to recv() return, measured end to end |");
+		fputs(" |", f);
+	end_row(f, t, t->has[TR_UNIX], t->raw_sum[TR_UNIX], t->has[TR_TCP], t->raw_sum[TR_TCP]);
+	fprintf(f, "| traced latency | send() entry to recv() return, measured end to end, "
+		"probes included |%s", t->corrected ? " | | |" : "");
 	for (tr = 0; tr < TR__COUNT; tr++)
 		fprintf(f, " %s |", t->has[tr] ? fmt_dur(r[tr]->latency_ns, true, a, sizeof(a)) : "n/a");
-	fputs(" |\n", f);
-	fprintf(f, "| coverage | share of the traced latency the stages account for |");
+	fputs(t->corrected ? "\n" : " |\n", f);
+	fprintf(f, "| coverage | share of the traced latency the stages account for |%s",
+		t->corrected ? " | | |" : "");
 	for (tr = 0; tr < TR__COUNT; tr++)
 		if (t->has[tr])
 			fprintf(f, " %.0f%% |", 100 * r[tr]->coverage);
 		else
 			fputs(" n/a |", f);
-	fputs(" |\n", f);
+	fputs(t->corrected ? "\n" : " |\n", f);
 	extra_rows(f, pr, t);
 	fputc('\n', f);
 
-	if (t->has[TR_UNIX] && t->has[TR_TCP] && cmp->probe_cost_ns > 0)
-		fprintf(f, "Each probe adds about %s, and the stages include it. With that cost "
-			"removed (%.1f probe hits per message on UDS, %.1f on TCP) the stages sum to "
-			"**%s** on UDS and **%s** on TCP: a difference of %s.\n\n",
-			fmt_dur(cmp->probe_cost_ns, true, a, sizeof(a)), r[TR_UNIX]->probe_hits_per_msg,
-			r[TR_TCP]->probe_hits_per_msg,
-			fmt_dur(r[TR_UNIX]->corrected_sum_ns, true, b, sizeof(b)),
-			fmt_dur(r[TR_TCP]->corrected_sum_ns, true, c, sizeof(c)),
-			fmt_dur(fabs(r[TR_TCP]->corrected_sum_ns - r[TR_UNIX]->corrected_sum_ns), true,
-				a, sizeof(a)));
+	if (t->corrected && t->has[TR_UNIX] && t->has[TR_TCP]) {
+		fprintf(f, "Every probe costs about %s, and a traced stage includes the probes that "
+			"fired in it (%.1f per message on UDS, %.1f on TCP: TCP's longer path has more "
+			"of them). Removing that cost, the stages sum to **%s** on UDS and **%s** on "
+			"TCP, a difference of **%s**", fmt_dur(cmp->probe_cost_ns, true, a, sizeof(a)),
+			r[TR_UNIX]->probe_hits_per_msg, r[TR_TCP]->probe_hits_per_msg,
+			fmt_dur(t->sum[TR_UNIX], true, b, sizeof(b)),
+			fmt_dur(t->sum[TR_TCP], true, c, sizeof(c)),
+			fmt_dur(fabs(t->sum[TR_TCP] - t->sum[TR_UNIX]), true, a, sizeof(a)));
+		if (pr->mode == WL_PINGPONG && pr->tr[TR_UNIX].untraced.has_latency &&
+		    pr->tr[TR_TCP].untraced.has_latency)
+			fprintf(f, "; without any probes the mean one-way latencies were %s and %s",
+				fmt_dur(pr->tr[TR_UNIX].untraced.latency.mean, true, b, sizeof(b)),
+				fmt_dur(pr->tr[TR_TCP].untraced.latency.mean, true, c, sizeof(c)));
+		fprintf(f, ". As traced, the difference would look like %s: that is why the tables "
+			"and pictures show the corrected times.\n\n",
+			fmt_dur(fabs(t->raw_sum[TR_TCP] - t->raw_sum[TR_UNIX]), true, a, sizeof(a)));
+	}
 }
 
 static void trust(FILE *f, const struct pair_result *pr)
@@ -419,7 +443,7 @@ static void glossary(FILE *f, const struct comparison *cmp)
 		t = calloc(1, sizeof(*t));
 		if (!t)
 			break;
-		stree_build(&cmp->pairs[i], t);
+		stree_build(&cmp->pairs[i], show_corrected(cmp), t);
 		for (k = 0; k < t->n; k++) {
 			const char *path = t->node[k].path, *semi = strchr(path, ';'), *p;
 
@@ -458,7 +482,7 @@ static void glossary(FILE *f, const struct comparison *cmp)
 void md_write(const struct comparison *cmp, FILE *f)
 {
 	bool staged = comparison_has_stages(cmp);
-	char buf[160], tag[64], when[64];
+	char buf[160], tag[64], when[64], caveat[240];
 	time_t now = time(NULL);
 	int i;
 
@@ -489,7 +513,7 @@ void md_write(const struct comparison *cmp, FILE *f)
 		fputs("** | | | |\n", f);
 		headline(f, pr);
 		if (t && pair_has_stages(pr)) {
-			stree_build(pr, t);
+			stree_build(pr, show_corrected(cmp), t);
 			if (t->has[TR_UNIX] && t->has[TR_TCP])
 				fprintf(f, "| time in the kernel per message (all stages, traced) | %s | "
 					"%s | %s |\n", fmt_dur(t->sum[TR_UNIX], true, a, sizeof(a)),
@@ -509,6 +533,8 @@ void md_write(const struct comparison *cmp, FILE *f)
 		pair_heading(f, pr, buf, sizeof(buf));
 		fprintf(f, "\n\n%s. %s. %llu-byte messages.\n\n", mode_words(pr->mode),
 			place_words(pr, buf, sizeof(buf)), (unsigned long long)pr->msg_size);
+		if (*pair_caveat(cmp, pr, caveat, sizeof(caveat)))
+			fprintf(f, "> **Caution:** %s.\n\n", caveat);
 		fprintf(f, "### The workload's own numbers\n\n");
 		workload_table(f, pr);
 		if (!pair_has_stages(pr)) {
@@ -518,7 +544,7 @@ void md_write(const struct comparison *cmp, FILE *f)
 		t = calloc(1, sizeof(*t));
 		if (!t)
 			continue;
-		stree_build(pr, t);
+		stree_build(pr, show_corrected(cmp), t);
 		pair_tag(pr, true, tag, sizeof(tag));
 		fprintf(f, "### Where the time goes\n\n");
 		fprintf(f, "Both transports on one scale: the longer bar is the slower transport. "

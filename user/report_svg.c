@@ -120,6 +120,7 @@ static const struct {
 	{ "deliver", "queue + wake receiver", 0xffaabb },
 	{ "sched", "receiver waits for CPU", 0xbbcc33 },
 	{ "recv", "receiver's recv()", 0x99ddff },
+	{ "app", "user space between messages", 0xdddddd },
 	{ "unattributed", "not attributed", 0xcccccc },
 };
 static const unsigned other_rgb[] = { 0xaaaa00, 0xdddddd, 0xe5c3f0 };
@@ -214,8 +215,11 @@ static void frame_title(FILE *f, const struct stree *t, const struct snode *nd, 
 		fprintf(f, "\n%s: %s (%s %s)", tr_label[o], fmt_dur(nd->total[o], true, a, sizeof(a)),
 			d >= 0 ? "+" : "\u2212", fmt_dur(fabs(d), true, c, sizeof(c)));
 	}
+	if (t->corrected)
+		fprintf(f, "\nas traced (probes included): %s",
+			fmt_dur(nd->raw_total[tr], true, a, sizeof(a)));
 	if (st && st->count)
-		fprintf(f, "\np50 %s, p99 %s (log2 histogram)", fmt_dur(st->p50_ns, true, a, sizeof(a)),
+		fprintf(f, "\np50 %s, p99 %s as traced (log2 histogram)", fmt_dur(st->p50_ns, true, a, sizeof(a)),
 			fmt_dur(st->p99_ns, true, b, sizeof(b)));
 	if (what) {
 		fputc('\n', f);
@@ -261,15 +265,21 @@ static double flame_block(FILE *f, const struct comparison *cmp, const struct pa
 	fprintf(f, "<g class=\"fg\" data-pw=\"%d\" data-ml=\"%d\">\n", PW, ML);
 	/* total bar: click resets the zoom */
 	fprintf(f, "<g class=\"f r\" data-x=\"0\" data-w=\"%.2f\">", t->sum[tr] * scale);
-	fprintf(f, "<title>%s: all stages, %s per message (traced mean)</title>", tr_label[tr],
-		fmt_dur(t->sum[tr], true, a, sizeof(a)));
-	if (r->coverage > 0 && r->coverage < 0.995 && r->latency_ns > 0)
+	fprintf(f, "<title>%s: all stages, %s per message%s (mean; %s as traced)</title>",
+		tr_label[tr], fmt_dur(t->sum[tr], true, a, sizeof(a)),
+		t->corrected ? " with the probe cost removed" : "",
+		fmt_dur(t->raw_sum[tr], true, b, sizeof(b)));
+	if (t->corrected)
+		snprintf(cov, sizeof(cov), " \u00b7 %s as traced", fmt_dur(t->raw_sum[tr], true, b,
+									  sizeof(b)));
+	else if (r->coverage > 0 && r->coverage < 0.995 && r->latency_ns > 0)
 		snprintf(cov, sizeof(cov), " \u00b7 %.0f%% of the %s traced", 100 * r->coverage,
 			 fmt_dur(r->latency_ns, true, b, sizeof(b)));
 	if (t->has[!tr] && tr == TR_TCP && t->sum[!tr] > 0)
-		snprintf(lab, sizeof(lab), "%s per message: %.2f\u00d7 UDS (+%s)%s",
+		snprintf(lab, sizeof(lab), "%s per message: %.2f\u00d7 UDS (%s%s)%s",
 			 fmt_dur(t->sum[tr], true, a, sizeof(a)), t->sum[tr] / t->sum[!tr],
-			 fmt_dur(t->sum[tr] - t->sum[!tr], true, b, sizeof(b)), cov);
+			 t->sum[tr] >= t->sum[!tr] ? "+" : "\u2212",
+			 fmt_dur(fabs(t->sum[tr] - t->sum[!tr]), true, b, sizeof(b)), cov);
 	else
 		snprintf(lab, sizeof(lab), "%s per message%s", fmt_dur(t->sum[tr], true, a, sizeof(a)),
 			 cov);
@@ -316,7 +326,9 @@ static double flame_view(FILE *f, const struct comparison *cmp, const struct pai
 	size_t i;
 	int tr;
 
-	text(f, ML, y + 4, 18, NULL, "fill=\"#333\"",
+	text(f, ML, y + 4, 18, NULL, "fill=\"#333\"", t->corrected ?
+	     "Mean time per message in each stage (exclusive, probe cost removed), both "
+	     "transports on one scale:" :
 	     "Mean time per message in each stage (exclusive), both transports on one scale:");
 	y += 36;
 	/* axis */
@@ -467,7 +479,8 @@ static double diff_view(FILE *f, const struct stree *t, double y, double flame_s
 	double dsum = t->sum[TR_TCP] - t->sum[TR_UNIX];
 	char fill[8], a[32];
 
-	text(f, DX_NAME - 16, y + 8, 26, NULL, "font-weight=\"bold\"",
+	text(f, DX_NAME - 16, y + 8, 26, NULL, "font-weight=\"bold\"", t->corrected ?
+	     "TCP \u2212 UDS, stage by stage (probe cost removed)" :
 	     "TCP \u2212 UDS, stage by stage");
 	y += 24;
 	if (!t->has[TR_UNIX] || !t->has[TR_TCP]) {
@@ -560,18 +573,25 @@ static double pair_section(FILE *f, const struct comparison *cmp, const struct p
 {
 	struct stree *t = calloc(1, sizeof(*t));
 	double max, scale;
-	char head[160], a[32], b[32];
-	int tr;
+	char head[400], caveat[240], a[32], b[32];
+	int tr, n;
 
 	if (!t)
 		return y;
-	stree_build(pr, t);
+	stree_build(pr, show_corrected(cmp), t);
 	max = MAX(t->sum[TR_UNIX], t->sum[TR_TCP]);
 	scale = max > 0 ? PW / max : 0;
 	snprintf(head, sizeof(head), "%s, %llu-byte messages, %s", mode_names[pr->mode],
 		 (unsigned long long)pr->msg_size, place_words(pr->place));
 	text(f, 24, y + 28, 28, NULL, "font-weight=\"bold\"", head);
 	y += 58;
+	if (*pair_caveat(cmp, pr, caveat, sizeof(caveat))) {
+		char line[sizeof(caveat) + 16];
+
+		snprintf(line, sizeof(line), "\u26a0 Caution: %s.", caveat);
+		text(f, 24, y + 4, 20, NULL, "fill=\"#b00\" font-weight=\"bold\"", line);
+		y += 34;
+	}
 	if (views & SVG_FLAME)
 		y = flame_view(f, cmp, pr, t, y) + 24;
 	if (views & SVG_DIFF)
@@ -582,10 +602,26 @@ static double pair_section(FILE *f, const struct comparison *cmp, const struct p
 
 		if (!t->has[tr])
 			continue;
-		snprintf(head, sizeof(head), "%s: %llu messages traced, stages cover %.0f%% of the "
-			 "traced latency; probes add %s per message (%+.0f%%)", tr_label[tr],
-			 (unsigned long long)r->messages, 100 * r->coverage,
-			 fmt_dur(fabs(r->overhead_ns), true, a, sizeof(a)), r->overhead_pct);
+		n = snprintf(head, sizeof(head), "%s: %llu messages traced, stages cover %.0f%% of "
+			     "the traced latency; the probes added %s per message (%+.0f%%)",
+			     tr_label[tr], (unsigned long long)r->messages, 100 * r->coverage,
+			     fmt_dur(fabs(r->overhead_ns), true, a, sizeof(a)), r->overhead_pct);
+		if (t->corrected) {
+			text(f, 24, y + 18, 17, NULL, "fill=\"#555\"", head);
+			y += 24;
+			n = snprintf(head, sizeof(head), "removing %.1f probe hits \u00d7 %.0f ns "
+				     "per message leaves %s", r->probe_hits_per_msg,
+				     cmp->probe_cost_ns, fmt_dur(t->sum[tr], true, a, sizeof(a)));
+		}
+		if (t->corrected && pr->mode == WL_PINGPONG && pr->tr[tr].untraced.has_latency &&
+		    n > 0 && n < (int)sizeof(head))
+			snprintf(head + n, sizeof(head) - n, "; the untraced one-way latency was %s",
+				 fmt_dur(pr->tr[tr].untraced.latency.mean, true, a, sizeof(a)));
+		if (t->corrected) {	/* the second line of this transport, indented */
+			text(f, 54, y + 18, 17, NULL, "fill=\"#555\"", head);
+			y += 26;
+			continue;
+		}
 		text(f, 24, y + 18, 17, NULL, "fill=\"#555\"", head);
 		y += 26;
 	}
