@@ -156,6 +156,20 @@ static __always_inline __u32 current_user_tgid(void)
 	return tgid;
 }
 
+/* n clamped to [1, BL_PATH_LEN] in a way every verifier (6.1 too) can follow. */
+static __always_inline __u32 bounded_len(long n)
+{
+	__u32 len = n < 1 ? 1 : n > BL_PATH_LEN ? BL_PATH_LEN : (__u32)n;
+
+	asm volatile("%[len] &= 0x7f\n\t"
+		     "if %[len] <= %[max] goto +1\n\t"
+		     "%[len] = %[max]\n\t"
+		     "if %[len] > 0 goto +1\n\t"
+		     "%[len] = 1\n\t"
+		     : [len] "+r"(len) : [max] "i"(BL_PATH_LEN));
+	return len;
+}
+
 /* ---------------------------------------------------------------- AF_UNIX */
 
 static __always_inline void unix_connect_enter(const struct sockaddr_un *sun, long addrlen,
@@ -193,13 +207,12 @@ static __always_inline void unix_connect_enter(const struct sockaddr_un *sun, lo
 		else
 			bpf_probe_read_kernel_str(c.path, sizeof(c.path), sun->sun_path);
 	} else {	/* abstract: exactly addrlen - 2 bytes, leading \0 included */
-		n &= 0x7f;
-		if (n > 0 && n <= BL_PATH_LEN) {
-			if (user)
-				bpf_probe_read_user(c.path, n, sun->sun_path);
-			else
-				bpf_probe_read_kernel(c.path, n, sun->sun_path);
-		}
+		__u32 len = bounded_len(n);
+
+		if (user)
+			bpf_probe_read_user(c.path, len, sun->sun_path);
+		else
+			bpf_probe_read_kernel(c.path, len, sun->sun_path);
 	}
 	if (bpf_map_update_elem(&conns, &tid, &c, BPF_ANY))
 		__sync_fetch_and_add(&missed_map_full, 1);
@@ -773,12 +786,9 @@ int iter_unix(struct bpf_iter__unix *ctx)
 	addr = BPF_CORE_READ(u, addr);
 	if (addr) {
 		len = BPF_CORE_READ(addr, len) - 2;
-		if (len > BL_PATH_LEN)
-			len = BL_PATH_LEN;
-		len &= 0x7f;
-		if (len > 0 && len <= BL_PATH_LEN) {
-			bpf_probe_read_kernel(l.path, len, addr->name[0].sun_path);
-			l.path_len = len;
+		if (len > 0) {
+			l.path_len = bounded_len(len);
+			bpf_probe_read_kernel(l.path, l.path_len, addr->name[0].sun_path);
 		}
 	}
 	bpf_seq_write(ctx->meta->seq, &l, sizeof(l));

@@ -159,28 +159,65 @@ static const char *const unix_fns[] = { "unix_stream_connect", "unix_wait_for_pe
 static const char *const tcp_fns[] = { "tcp_conn_request", "tcp_v4_syn_recv_sock", "tcp_connect",
 					"tcp_retransmit_skb" };
 
-/* "name" or "name.suffix" (.constprop.0, .isra.0) in /proc/kallsyms. */
+/* Every function name the backlog programs may attach to. */
+static const char *const all_fns[] = {
+	"unix_stream_connect", "unix_wait_for_peer", "tcp_conn_request", "tcp_v4_syn_recv_sock",
+	"tcp_connect", "tcp_retransmit_skb", "tcp_v6_syn_recv_sock",
+};
+
+/* "name" or "name.suffix" (.constprop.0, .isra.0) in /proc/kallsyms; the file is read once
+ * (it is large, and slow to read in an emulated guest). */
 static bool ksym_exists(const char *name)
 {
+	static bool loaded, found[ARRAY_SIZE(all_fns)];
 	char line[512], sym[256];
-	size_t n = strlen(name);
-	bool found = false;
-	FILE *f = fopen("/proc/kallsyms", "r");
+	size_t i, n;
+	FILE *f;
 
-	if (!f)
-		return false;
-	while (!found && fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%*s %*s %255s", sym) != 1)
-			continue;
-		found = !strncmp(sym, name, n) && (sym[n] == 0 || sym[n] == '.');
+	if (!loaded) {
+		loaded = true;
+		f = fopen("/proc/kallsyms", "r");
+		while (f && fgets(line, sizeof(line), f)) {
+			if (sscanf(line, "%*s %*s %255s", sym) != 1)
+				continue;
+			for (i = 0; i < ARRAY_SIZE(all_fns); i++) {
+				n = strlen(all_fns[i]);
+				if (!strncmp(sym, all_fns[i], n) && (sym[n] == 0 || sym[n] == '.'))
+					found[i] = true;
+			}
+		}
+		if (f)
+			fclose(f);
 	}
-	fclose(f);
-	return found;
+	for (i = 0; i < ARRAY_SIZE(all_fns); i++)
+		if (!strcmp(name, all_fns[i]))
+			return found[i];
+	return false;
+}
+
+/* The running kernel's BTF, parsed once (freed at the end of backlog_main). */
+static struct btf *vm_btf;
+static bool vm_btf_tried;
+
+static struct btf *vmlinux_btf(void)
+{
+	if (!vm_btf_tried) {
+		vm_btf_tried = true;
+		vm_btf = btf__load_vmlinux_btf();
+	}
+	return vm_btf;
+}
+
+static int btf_func_id(const char *name)
+{
+	struct btf *btf = vmlinux_btf();
+
+	return btf ? btf__find_by_name_kind(btf, name, BTF_KIND_FUNC) : -ENOENT;
 }
 
 static bool btf_func_exists(const char *name)
 {
-	return libbpf_find_vmlinux_btf_id(name, BPF_TRACE_FENTRY) > 0;
+	return btf_func_id(name) > 0;
 }
 
 /* Load and attach a two-instruction fentry program on fn (libbpf-tools' fentry_can_attach). */
@@ -191,7 +228,7 @@ static int fentry_try(const char *fn)
 		{ .code = BPF_JMP | BPF_EXIT },
 	};
 	LIBBPF_OPTS(bpf_prog_load_opts, o, .expected_attach_type = BPF_TRACE_FENTRY);
-	int id = libbpf_find_vmlinux_btf_id(fn, BPF_TRACE_FENTRY), fd, lfd;
+	int id = btf_func_id(fn), fd, lfd;
 
 	if (id <= 0)
 		return -ENOENT;
@@ -274,15 +311,15 @@ bool bl_mode_usable(enum bl_mode mode, bool with_v6, char *why, size_t len)
 /* enum skb_drop_reason value of SKB_DROP_REASON_<name> in the running kernel, by name. */
 static int drop_reason_value(const char *name)
 {
+	struct btf *btf = vmlinux_btf();
 	char full[96];
-	struct btf *btf = btf__load_vmlinux_btf();
-	int i, j, n, val = -1;
+	int i, j, n;
 
 	if (!btf)
 		return -1;
 	snprintf(full, sizeof(full), "SKB_DROP_REASON_%s", name);
 	n = btf__type_cnt(btf);
-	for (i = 1; i < n && val < 0; i++) {
+	for (i = 1; i < n; i++) {
 		const struct btf_type *t = btf__type_by_id(btf, i);
 		const struct btf_enum *e;
 
@@ -290,13 +327,10 @@ static int drop_reason_value(const char *name)
 			continue;
 		e = btf_enum(t);
 		for (j = 0; j < btf_vlen(t); j++)
-			if (!strcmp(btf__name_by_offset(btf, e[j].name_off), full)) {
-				val = e[j].val;
-				break;
-			}
+			if (!strcmp(btf__name_by_offset(btf, e[j].name_off), full))
+				return e[j].val;
 	}
-	btf__free(btf);
-	return val;
+	return -1;
 }
 
 static void mode_programs(struct backlog_bpf *skel, enum bl_mode mode, bool v6,
@@ -1522,9 +1556,9 @@ int backlog_main(const char *json_path, double duration_s, const char *attach, i
 		fprintf(out, "udsprobe --backlog: attach mode %s (%s); kernel %s; watching %d "
 			"listener%s; %s\n", bl_mode_names[b.mode], b.why, kernel_release(), n,
 			n == 1 ? "" : "s", duration_s ? "until --duration" : "Ctrl-C to stop");
-		if (b.reason <= 0)
-			fprintf(out, "note: this kernel has no TCP_LISTEN_OVERFLOW drop reason; TCP "
-				"handshake-ACK overflows are seen only in ListenOverflows/ListenDrops\n");
+		if (b.reason <= 0 && b.mode == BL_MODE_TRACEPOINT)
+			fprintf(out, "note: this kernel has no TCP_LISTEN_OVERFLOW drop reason: a dropped "
+				"handshake ACK counts once per segment (see docs/BACKLOG.md)\n");
 		fflush(out);
 	}
 
@@ -1612,6 +1646,9 @@ int backlog_main(const char *json_path, double duration_s, const char *attach, i
 	ret = write_failed ? 1 : 0;
 out:
 	bl_bpf_close(&b);
+	btf__free(vm_btf);
+	vm_btf = NULL;
+	vm_btf_tried = false;
 	for (i = 0; i < st.n; i++)
 		free(st.ls[i].clients);
 	free(st.ls);

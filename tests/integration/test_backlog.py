@@ -111,7 +111,7 @@ class Watch:
         self.json = tmp / "backlog.jsonl"
         argv = [udsprobe, "--backlog", "--json", str(self.json), *attach, *args]
         self.p = procs(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        ready, _, _ = select.select([self.p.stdout], [], [], 20)
+        ready, _, _ = select.select([self.p.stdout], [], [], 90)  # slow in emulated guests
         line = self.p.stdout.readline() if ready else ""
         assert line.startswith("udsprobe --backlog: attach mode"), \
             f"udsprobe did not start: {line!r} {self.p.stderr.read() if self.p.poll() is not None else ''}"
