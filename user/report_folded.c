@@ -60,9 +60,8 @@ const char *pair_caveat(const struct comparison *cmp, const struct pair_result *
 				   r->stages[i].corrected_ns_per_msg <= 0;
 	}
 	if (worst > 100)
-		snprintf(buf, len, "the probes more than doubled the latency (+%.0f%%): the machine "
-			 "was busy or the probe-cost calibration is off; rerun before trusting this",
-			 worst);
+		snprintf(buf, len, "the probes more than doubled the time per message (+%.0f%%): "
+			 "a busy machine or a bad calibration; rerun", worst);
 	else if (clamped)
 		snprintf(buf, len, "%d stage%s came out below zero once the probe cost (%.0f ns per "
 			 "hit) was removed: the calibration is probably too high; rerun", clamped,

@@ -309,6 +309,8 @@ static void stage_table(FILE *f, const struct comparison *cmp, const struct pair
 	else
 		fputs(" |", f);
 	end_row(f, t, t->has[TR_UNIX], t->raw_sum[TR_UNIX], t->has[TR_TCP], t->raw_sum[TR_TCP]);
+	if (r[TR_UNIX]->latency_ns <= 0 && r[TR_TCP]->latency_ns <= 0)
+		goto extras;	/* per-call modes: no end-to-end latency to compare with */
 	fprintf(f, "| traced latency | send() entry to recv() return, measured end to end, "
 		"probes included |%s", t->corrected ? " | | |" : "");
 	for (tr = 0; tr < TR__COUNT; tr++)
@@ -322,6 +324,7 @@ static void stage_table(FILE *f, const struct comparison *cmp, const struct pair
 		else
 			fputs(" n/a |", f);
 	fputs(t->corrected ? "\n" : " |\n", f);
+extras:
 	extra_rows(f, pr, t);
 	fputc('\n', f);
 
@@ -358,16 +361,18 @@ static void trust(FILE *f, const struct pair_result *pr)
 			fprintf(f, "- %s: no stage data.\n", tr == TR_UNIX ? "UDS" : "TCP");
 			continue;
 		}
-		fprintf(f, "- %s: %llu messages traced end to end (%llu missed, %llu out of order); "
-			"mean latency %s traced vs %s untraced, so the probes cost %s per message "
-			"(%+.0f%%); the stages cover %.0f%% of the traced latency.\n",
+		fprintf(f, "- %s: %llu messages traced end to end (%llu missed, %llu out of order); ",
 			tr == TR_UNIX ? "UDS" : "TCP", (unsigned long long)r->messages,
-			(unsigned long long)r->misses, (unsigned long long)r->out_of_order,
-			fmt_dur(r->traced.has_latency ? r->traced.latency.mean : r->latency_ns, true,
-				a, sizeof(a)),
-			fmt_dur(pr->tr[tr].untraced.latency.mean, true, b, sizeof(b)),
-			fmt_dur(fabs(r->overhead_ns), true, c, sizeof(c)), r->overhead_pct,
-			100 * r->coverage);
+			(unsigned long long)r->misses, (unsigned long long)r->out_of_order);
+		if (r->traced.has_latency && pr->tr[tr].untraced.has_latency)
+			fprintf(f, "mean latency %s traced vs %s untraced, so ",
+				fmt_dur(r->traced.latency.mean, true, a, sizeof(a)),
+				fmt_dur(pr->tr[tr].untraced.latency.mean, true, b, sizeof(b)));
+		fprintf(f, "the probes cost %s per message (%+.0f%%)",
+			fmt_dur(fabs(r->overhead_ns), true, c, sizeof(c)), r->overhead_pct);
+		if (r->coverage > 0)
+			fprintf(f, "; the stages cover %.0f%% of the traced latency", 100 * r->coverage);
+		fputs(".\n", f);
 	}
 	fputc('\n', f);
 }

@@ -588,8 +588,11 @@ static double pair_section(FILE *f, const struct comparison *cmp, const struct p
 	if (*pair_caveat(cmp, pr, caveat, sizeof(caveat))) {
 		char line[sizeof(caveat) + 16];
 
+		char fitted[sizeof(line)];
+
 		snprintf(line, sizeof(line), "\u26a0 Caution: %s.", caveat);
-		text(f, 24, y + 4, 20, NULL, "fill=\"#b00\" font-weight=\"bold\"", line);
+		fit(line, W - 40, 19 * 1.08, fitted, sizeof(fitted));	/* bold is wider */
+		text(f, 24, y + 4, 19, NULL, "fill=\"#b00\" font-weight=\"bold\"", fitted);
 		y += 34;
 	}
 	if (views & SVG_FLAME)
@@ -602,9 +605,12 @@ static double pair_section(FILE *f, const struct comparison *cmp, const struct p
 
 		if (!t->has[tr])
 			continue;
-		n = snprintf(head, sizeof(head), "%s: %llu messages traced, stages cover %.0f%% of "
-			     "the traced latency; the probes added %s per message (%+.0f%%)",
-			     tr_label[tr], (unsigned long long)r->messages, 100 * r->coverage,
+		if (r->coverage > 0)
+			snprintf(b, sizeof(b), "%.0f%%", 100 * r->coverage);
+		n = snprintf(head, sizeof(head), "%s: %llu messages traced%s%s%s; the probes added "
+			     "%s per message (%+.0f%%)", tr_label[tr], (unsigned long long)r->messages,
+			     r->coverage > 0 ? ", stages cover " : "", r->coverage > 0 ? b : "",
+			     r->coverage > 0 ? " of the traced latency" : "",
 			     fmt_dur(fabs(r->overhead_ns), true, a, sizeof(a)), r->overhead_pct);
 		if (t->corrected) {
 			text(f, 24, y + 18, 17, NULL, "fill=\"#555\"", head);
