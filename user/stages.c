@@ -560,32 +560,30 @@ void stages_list(FILE *f)
 {
 	int b, t;
 
-	fprintf(f, "Stages, in message order. A message runs from the sender's send syscall entry to\n"
-		   "the receiver's recv syscall exit; stages partition it. Each stage ends at a\n"
-		   "boundary, marked in tracepoint mode by a tracepoint and in fentry/kprobe mode by\n"
-		   "a function entry (function mode adds the function as a third frame).\n"
-		   "A boundary a mode cannot see merges its stage into the next (\"a;b+c\").\n\n");
-	fprintf(f, "%-26s %-6s %-24s %-22s %s\n", "stage", "path", "fentry/kprobe marker",
-		"tracepoint marker", "what it covers");
-	for (b = B_SEND_ENTER + 1; b < B__COUNT; b++) {
-		const struct bdesc *d = &boundaries[b];
-
-		for (t = 0; t < TR__COUNT; t++) {
+	fprintf(f, "Stages, in message order. A message runs from the sender's send() entry to the\n"
+		   "receiver's recv() return; its stages partition that time. Each stage ends at a\n"
+		   "boundary: a function entry in fentry/kprobe mode (which names the stage down to\n"
+		   "the function, a third frame), a tracepoint in tracepoint mode. A boundary the\n"
+		   "mode cannot see merges its stage into the next one (shown as \"a;b+c\").\n");
+	for (t = 0; t < TR__COUNT; t++) {
+		fprintf(f, "\n%s path                                  fentry/kprobe ends at       tracepoint ends at\n",
+			t == TR_UNIX ? "AF_UNIX" : "TCP loopback");
+		for (b = B_SEND_ENTER + 1; b < B__COUNT; b++) {
+			const struct bdesc *d = &boundaries[b];
 			char name[STAGE_NAME_LEN];
 
 			if (!d->stage[t])
 				continue;
-			if (t == TR_TCP && d->stage[TR_UNIX] && !strcmp(d->stage[0], d->stage[1]) &&
-			    (d->func[0] == d->func[1] || (d->func[0] && d->func[1] && !strcmp(d->func[0], d->func[1]))) &&
-			    (d->tp[0] == d->tp[1] || (d->tp[0] && d->tp[1] && !strcmp(d->tp[0], d->tp[1]))))
-				continue;	/* same for both: printed once */
 			snprintf(name, sizeof(name), "%s%s%s", d->stage[t], d->leaf[t] ? ";" : "",
 				 d->leaf[t] ? d->leaf[t] : "");
-			fprintf(f, "%-26s %-6s %-24s %-22s %s\n", name,
-				d->stage[t ^ 1] && t == TR_UNIX && !strcmp(d->stage[0], d->stage[1]) ? "both" :
-				transport_names[t],
-				d->always ? "(syscall/sched)" : d->func[t] ? d->func[t] : "-",
-				d->always ? "(syscall/sched)" : d->tp[t] ? d->tp[t] : "-", d->doc);
+			char func[64];
+
+			/* fexit/kretprobe marks these two */
+			snprintf(func, sizeof(func), "%s%s", d->always ? "(syscall/scheduler)" : d->func[t],
+				 b == B_WAKE_END || b == B_COPY_DONE ? " ret" : "");
+			fprintf(f, "  %-44s %-27s %s\n      %s\n", name, func,
+				d->always ? "(syscall/scheduler)" : d->tp[t] ? d->tp[t] : "- (merged into next)",
+				d->doc);
 		}
 	}
 	fprintf(f, "\nstream mode attributes per call instead: send-side stages per send(), and\n"
