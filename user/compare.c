@@ -81,12 +81,8 @@ static int traced_pair(struct tracer *tr, const struct compare_opts *opts, struc
 		       struct pair_result *pr, int n, int total)
 {
 	uint64_t attach_ns = 0, detach_ns = 0;
-	int t, err;
+	int t, err = 0;
 
-	err = tracer_attach(tr, &attach_ns);
-	if (err)
-		return err;
-	cmp->attach_ns = MAX(cmp->attach_ns, attach_ns);
 	for (t = 0; t < TR__COUNT && !err; t++) {
 		struct transport_result *x = &pr->tr[t];
 		struct trace_result *res = &x->trace;
@@ -94,11 +90,18 @@ static int traced_pair(struct tracer *tr, const struct compare_opts *opts, struc
 		struct wl_hooks hooks = { .ctx = &run, .spawned = on_spawned, .measure = on_measure };
 		double traced, untraced;
 
+		/* only the programs on this transport's path: the other's would only add hits */
+		err = tracer_attach(tr, t, &attach_ns);
+		if (err)
+			break;
+		cmp->attach_ns = MAX(cmp->attach_ns, attach_ns);
 		if (!opts->quiet)
 			fprintf(stderr, "udsprobe: [%d/%d] %-8s %-5s %7llu B cpu=%s traced (%s)\n", n + 1,
 				total, mode_names[pr->mode], transport_names[t],
 				(unsigned long long)pr->msg_size, place_names[pr->place], cmp->attach_mode);
 		err = workload_run(&x->cfg, &hooks, &res->traced);
+		tracer_detach(tr, &detach_ns);
+		cmp->detach_ns = MAX(cmp->detach_ns, detach_ns);
 		if (err)
 			break;
 		tracer_collect(tr, &x->cfg, cmp->probe_cost_ns, res);
@@ -111,8 +114,6 @@ static int traced_pair(struct tracer *tr, const struct compare_opts *opts, struc
 		res->latency_ns = pr->mode == WL_PINGPONG ? traced : 0;
 		res->coverage = res->latency_ns > 0 ? res->stage_sum_ns / res->latency_ns : 0;
 	}
-	tracer_detach(tr, &detach_ns);
-	cmp->detach_ns = MAX(cmp->detach_ns, detach_ns);
 	return err;
 }
 

@@ -281,7 +281,25 @@ static struct bpf_link *attach_prog(struct tracer *tr, struct bpf_program *prog)
 	return bpf_program__attach(prog);
 }
 
-int tracer_attach(struct tracer *tr, uint64_t *attach_ns)
+/* Does transport t's path use this program? Fewer attached programs, fewer hits. */
+static bool prog_on_path(const struct tracer *tr, const struct bpf_program *prog, enum transport t)
+{
+	const char *name = bpf_program__name(prog), *target = prog_target(prog);
+	int b;
+
+	if (common_prog(name) || !strcmp(name, "tp_sock_recv_length"))
+		return true;
+	for (b = 0; b < B__COUNT; b++) {
+		const struct bdesc *d = &boundaries[b];
+		const char *marker = tr->mode == ATTACH_TRACEPOINT ? d->tp[t] : d->func[t];
+
+		if (d->stage[t] && marker && !strcmp(marker, target))
+			return true;
+	}
+	return false;
+}
+
+int tracer_attach(struct tracer *tr, enum transport t, uint64_t *attach_ns)
 {
 	uint64_t t0 = now_ns();
 	struct bpf_program *prog;
@@ -289,7 +307,8 @@ int tracer_attach(struct tracer *tr, uint64_t *attach_ns)
 	int err;
 
 	bpf_object__for_each_program(prog, tr->skel->obj) {
-		if (!bpf_program__autoload(prog) || is_prog(bpf_program__name(prog), "calib_"))
+		if (!bpf_program__autoload(prog) || is_prog(bpf_program__name(prog), "calib_") ||
+		    !prog_on_path(tr, prog, t))
 			continue;
 		if (tr->n_links == (int)ARRAY_SIZE(tr->links))
 			return -E2BIG;

@@ -23,8 +23,8 @@ const char *tracer_missing(const struct tracer *tr);
 /* Cost of one probe hit in this mode, measured now (ns). */
 double tracer_calibrate(struct tracer *tr);
 
-/* Attach/detach the mode's programs; attach_ns/detach_ns receive how long it took. */
-int tracer_attach(struct tracer *tr, uint64_t *attach_ns);
+/* Attach the mode's programs on transport t's path / detach them; *_ns: how long it took. */
+int tracer_attach(struct tracer *tr, enum transport t, uint64_t *attach_ns);
 void tracer_detach(struct tracer *tr, uint64_t *detach_ns);
 
 /* Per run: reset state and register the workload's two tasks. */
