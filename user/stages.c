@@ -214,10 +214,12 @@ int tracer_open(enum attach_mode req, int verbose, struct tracer **out)
 	tr->verbose = verbose;
 	err = attach_choose(&caps, req, &tr->mode, why, sizeof(why));
 	if (err) {
-		fprintf(stderr, "udsprobe: no attach mode works here: %s\n", why);
 		if (req != ATTACH_AUTO)
-			fprintf(stderr, "udsprobe: try --attach auto (udsprobe --check lists what this "
-				"kernel supports)\n");
+			fprintf(stderr, "udsprobe: cannot trace in the forced mode: %s\n"
+				"udsprobe: try --attach auto (udsprobe --check lists what this kernel "
+				"supports)\n", why);
+		else
+			fprintf(stderr, "udsprobe: no attach mode works here: %s\n", why);
 		free(tr);
 		return err;
 	}
