@@ -33,19 +33,6 @@ static const char *place_words(const struct pair_result *pr, char *buf, size_t l
 	return buf;
 }
 
-static const char *rate(double v, char *buf, size_t len)
-{
-	if (v >= 1e9)
-		snprintf(buf, len, "%.2f G", v / 1e9);
-	else if (v >= 1e6)
-		snprintf(buf, len, "%.2f M", v / 1e6);
-	else if (v >= 1e3)
-		snprintf(buf, len, "%.1f k", v / 1e3);
-	else
-		snprintf(buf, len, "%.1f", v);
-	return buf;
-}
-
 /* "UDS 1.42× faster" from a lower-is-better (lat) or higher-is-better pair of numbers. */
 static const char *verdict(double u, double t, bool lower_better, char *buf, size_t len)
 {
@@ -77,8 +64,8 @@ static void row_rate(FILE *f, const char *label, double u, double t, const char 
 {
 	char a[32], b[32], c[48];
 
-	fprintf(f, "| %s | %s%s | %s%s | %s |\n", label, rate(u, a, sizeof(a)), unit,
-		rate(t, b, sizeof(b)), unit, verdict(u, t, false, c, sizeof(c)));
+	fprintf(f, "| %s | %s%s | %s%s | %s |\n", label, fmt_rate(u, a, sizeof(a)), unit,
+		fmt_rate(t, b, sizeof(b)), unit, verdict(u, t, false, c, sizeof(c)));
 }
 
 static void headline(FILE *f, const struct pair_result *pr)
@@ -128,7 +115,7 @@ static void workload_table(FILE *f, const struct pair_result *pr)
 	fprintf(f, "| %s | %s | %s | |\n\n",
 		pr->mode == WL_PINGPONG ? "round trips measured" :
 		pr->mode == WL_STREAM ? "messages measured" : "connections measured",
-		rate(u->count, a, sizeof(a)), rate(t->count, b, sizeof(b)));
+		fmt_rate(u->count, a, sizeof(a)), fmt_rate(t->count, b, sizeof(b)));
 }
 
 /* Plain text in a table cell. */

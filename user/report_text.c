@@ -6,19 +6,6 @@
 #include "compare.h"
 #include "util.h"
 
-static const char *fmt_rate(double v, char *buf, size_t len)
-{
-	if (v >= 1e9)
-		snprintf(buf, len, "%.2f G", v / 1e9);
-	else if (v >= 1e6)
-		snprintf(buf, len, "%.2f M", v / 1e6);
-	else if (v >= 1e3)
-		snprintf(buf, len, "%.1f k", v / 1e3);
-	else
-		snprintf(buf, len, "%.1f", v);
-	return buf;
-}
-
 static void row_ns(FILE *f, const char *label, uint64_t u, uint64_t t)
 {
 	char a[32], b[32];

@@ -101,6 +101,19 @@ const char *fmt_ns(double ns, char *buf, size_t len)
 	return buf;
 }
 
+const char *fmt_rate(double v, char *buf, size_t len)
+{
+	if (v >= 1e9)
+		snprintf(buf, len, "%.2f G", v / 1e9);
+	else if (v >= 1e6)
+		snprintf(buf, len, "%.2f M", v / 1e6);
+	else if (v >= 1e3)
+		snprintf(buf, len, "%.1f k", v / 1e3);
+	else
+		snprintf(buf, len, "%.1f", v);
+	return buf;
+}
+
 const char *kernel_release(void)
 {
 	static struct utsname uts;

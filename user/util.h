@@ -30,6 +30,8 @@ int parse_seconds(const char *s, double max, double *out);
 /* Split a comma list in place; returns the number of items or -E2BIG. */
 int split_list(char *s, char **items, int max_items);
 
+/* A rate with a k/M/G suffix: "1.23 M". */
+const char *fmt_rate(double v, char *buf, size_t len);
 /* Format n ns as "1.23 µs" style into buf. */
 const char *fmt_ns(double ns, char *buf, size_t len);
 

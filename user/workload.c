@@ -197,6 +197,19 @@ static int connect_to(const struct wl_config *cfg, const struct endpoint *ep)
 	return fd;
 }
 
+/* One clock read per unit: record its sample, say whether the run is complete. */
+static inline bool sample_done(const struct wl_config *cfg, struct shared *sh, uint64_t cap,
+			       uint64_t deadline, uint64_t *n, uint64_t *t_prev)
+{
+	uint64_t t = now_ns();
+
+	if (*n < cap)
+		sh->samples[*n] = t - *t_prev;
+	*t_prev = t;
+	++*n;
+	return cfg->count ? *n == cfg->count : (t >= deadline || *n == cap);
+}
+
 static uint64_t warmup_of(const struct wl_config *cfg)
 {
 	return cfg->warmup;
@@ -207,7 +220,7 @@ static uint64_t warmup_of(const struct wl_config *cfg)
 static void client_pingpong(const struct wl_config *cfg, const struct wl_hooks *hooks,
 			    struct shared *sh, const struct endpoint *ep, char *buf, uint64_t cap)
 {
-	uint64_t i, n = 0, t_prev, t, deadline = 0;
+	uint64_t i, n = 0, t_prev, deadline = 0;
 	size_t len = cfg->msg_size;
 	int fd = connect_to(cfg, ep);
 
@@ -224,12 +237,7 @@ static void client_pingpong(const struct wl_config *cfg, const struct wl_hooks *
 	for (;;) {
 		if (send_all(fd, buf, len) < 0 || recv_all(fd, buf, len) <= 0)
 			child_fail(sh, &sh->client_err, "client ping-pong");
-		t = now_ns();
-		if (n < cap)
-			sh->samples[n] = t - t_prev;
-		t_prev = t;
-		n++;
-		if (cfg->count ? n == cfg->count : (t >= deadline || n == cap))
+		if (sample_done(cfg, sh, cap, deadline, &n, &t_prev))
 			break;
 	}
 	if (hooks && hooks->measure)
@@ -289,7 +297,7 @@ static void client_stream(const struct wl_config *cfg, const struct wl_hooks *ho
 static void client_connect(const struct wl_config *cfg, const struct wl_hooks *hooks,
 			   struct shared *sh, const struct endpoint *ep, char *buf, uint64_t cap)
 {
-	uint64_t i, n = 0, t_prev, t, deadline = 0;
+	uint64_t i, n = 0, t_prev, deadline = 0;
 	size_t len = cfg->msg_size;
 	int fd;
 
@@ -309,12 +317,7 @@ static void client_connect(const struct wl_config *cfg, const struct wl_hooks *h
 		if (fd < 0 || send_all(fd, buf, len) < 0 || recv_all(fd, buf, len) <= 0)
 			child_fail(sh, &sh->client_err, "client connection");
 		close(fd);
-		t = now_ns();
-		if (n < cap)
-			sh->samples[n] = t - t_prev;
-		t_prev = t;
-		n++;
-		if (cfg->count ? n == cfg->count : (t >= deadline || n == cap))
+		if (sample_done(cfg, sh, cap, deadline, &n, &t_prev))
 			break;
 	}
 	if (hooks && hooks->measure)
