@@ -13,7 +13,7 @@
  *   tcp listen drop:
  *     SYN phase           tcp_conn_request      tcp_conn_request      tp_btf consume_skb and
  *     ACK phase           tcp_v{4,6}_syn_       tcp_v{4,6}_syn_        kfree_skb of a segment to a
- *                         recv_sock -> NULL     recv_sock -> NULL      watched port, when the
+ *                         recv_sock             recv_sock              watched port, when the
  *                                                                      listener's sk_drops moved
  *   tcp client connect    tcp_connect           tcp_connect           tp_btf inet_sock_set_state
  *   tcp SYN retransmit    tcp_retransmit_skb    tcp_retransmit_skb    tp_btf tcp_retransmit_skb
@@ -362,6 +362,7 @@ struct stash {
 	__u64 conn_sk, conn_skb;
 	__u32 conn_drops, pad;
 	__u64 recv_sk, recv_skb;
+	__u32 recv_drops, pad2;
 };
 
 struct {
@@ -412,22 +413,25 @@ static __always_inline void syn_recv_sock_enter(struct sock *sk, struct sk_buff 
 	if (s) {
 		s->recv_sk = (__u64)sk;
 		s->recv_skb = (__u64)skb;
+		s->recv_drops = sk_drops_read(sk);
 	}
 }
 
-/* syn_recv_sock returns NULL only after tcp_listendrop(); for a v4-mapped
- * segment tcp_v6_syn_recv_sock calls tcp_v4_syn_recv_sock, so the v6 one
- * counts only IPv6 segments. */
-static __always_inline void syn_recv_sock_exit(void *ret, bool v6)
+/* syn_recv_sock fails (returns NULL) only through tcp_listendrop(), so "sk_drops
+ * moved across the call" is the drop; the return value is not needed (6.1's
+ * verifier cannot read it here). For a v4-mapped segment tcp_v6_syn_recv_sock
+ * calls tcp_v4_syn_recv_sock: the inner exit counts and clears the stash, so
+ * the outer one counts nothing. */
+static __always_inline void syn_recv_sock_exit(void)
 {
 	struct stash *s = stash();
-	struct sk_buff *skb;
+	struct sock *sk;
 
 	if (!s || !s->recv_sk)
 		return;
-	skb = (struct sk_buff *)s->recv_skb;
-	if (!ret && (!v6 || BPF_CORE_READ(skb, protocol) == bpf_htons(ETH_P_IPV6)))
-		tcp_listen_drop((struct sock *)s->recv_sk, skb, TCP_ACK_DROP, 1);
+	sk = (struct sock *)s->recv_sk;
+	if (sk_drops_read(sk) != s->recv_drops)
+		tcp_listen_drop(sk, (struct sk_buff *)s->recv_skb, TCP_ACK_DROP, 1);
 	s->recv_sk = 0;
 }
 
@@ -560,10 +564,9 @@ int BPF_PROG(fentry_tcp_v4_syn_recv_sock, struct sock *sk, struct sk_buff *skb)
 }
 
 SEC("?fexit/tcp_v4_syn_recv_sock")
-int BPF_PROG(fexit_tcp_v4_syn_recv_sock, struct sock *sk, struct sk_buff *skb, void *req,
-	     void *dst, void *req_unhash, void *own_req, void *ret)
+int BPF_PROG(fexit_tcp_v4_syn_recv_sock)
 {
-	syn_recv_sock_exit(ret, false);
+	syn_recv_sock_exit();
 	return 0;
 }
 
@@ -575,10 +578,9 @@ int BPF_PROG(fentry_tcp_v6_syn_recv_sock, struct sock *sk, struct sk_buff *skb)
 }
 
 SEC("?fexit/tcp_v6_syn_recv_sock")
-int BPF_PROG(fexit_tcp_v6_syn_recv_sock, struct sock *sk, struct sk_buff *skb, void *req,
-	     void *dst, void *req_unhash, void *own_req, void *ret)
+int BPF_PROG(fexit_tcp_v6_syn_recv_sock)
 {
-	syn_recv_sock_exit(ret, true);
+	syn_recv_sock_exit();
 	return 0;
 }
 
@@ -650,9 +652,9 @@ int BPF_KPROBE(kprobe_tcp_v4_syn_recv_sock, struct sock *sk, struct sk_buff *skb
 }
 
 SEC("?kretprobe/tcp_v4_syn_recv_sock")
-int BPF_KRETPROBE(kretprobe_tcp_v4_syn_recv_sock, void *ret)
+int BPF_KRETPROBE(kretprobe_tcp_v4_syn_recv_sock)
 {
-	syn_recv_sock_exit(ret, false);
+	syn_recv_sock_exit();
 	return 0;
 }
 
@@ -664,9 +666,9 @@ int BPF_KPROBE(kprobe_tcp_v6_syn_recv_sock, struct sock *sk, struct sk_buff *skb
 }
 
 SEC("?kretprobe/tcp_v6_syn_recv_sock")
-int BPF_KRETPROBE(kretprobe_tcp_v6_syn_recv_sock, void *ret)
+int BPF_KRETPROBE(kretprobe_tcp_v6_syn_recv_sock)
 {
-	syn_recv_sock_exit(ret, true);
+	syn_recv_sock_exit();
 	return 0;
 }
 

@@ -267,11 +267,13 @@ bool bl_mode_usable(enum bl_mode mode, bool with_v6, char *why, size_t len)
 				return false;
 			}
 		}
-		err = fentry_try(fns[0]);
-		if (err) {
-			snprintf(why, len, "a test fentry program on %s failed: %s", fns[0],
-				 strerror(-err));
-			return false;
+		for (i = 0; i < n; i++) {	/* some kernels refuse some targets (6.1: ENOTSUPP) */
+			err = fentry_try(fns[i]);
+			if (err) {
+				snprintf(why, len, "a test fentry program on %s failed: %s", fns[i],
+					 err == -524 ? "not supported (ENOTSUPP)" : strerror(-err));
+				return false;
+			}
 		}
 		return true;
 	case BL_MODE_KPROBE:
@@ -1021,6 +1023,8 @@ static const char *family_name(int f)
 	return f == BL_UNIX ? "unix" : "tcp";
 }
 
+static unsigned lines_since_header;
+
 static void print_interval(FILE *out, double t)
 {
 	char owner[48], clients[256], tbuf[16];
@@ -1039,7 +1043,7 @@ static void print_interval(FILE *out, double t)
 
 		if (!l->watched || (!d_ovf && !d_wait && !d_syn && !l->qlen))
 			continue;
-		if (!any)
+		if (!any && lines_since_header++ % 20 == 0)
 			fprintf(out, "%-8s %-4s %-32s %-20s %5s %5s %5s %9s %6s %6s  %s\n", "TIME",
 				"FAM", "ADDRESS", "OWNER", "QUEUE", "PEAK", "LIMIT", "OVERFLOWS",
 				"WAITS", "SYNRTX", "CLIENTS (overflows, cumulative)");
@@ -1051,8 +1055,10 @@ static void print_interval(FILE *out, double t)
 			(unsigned long long)d_ovf, (unsigned long long)d_wait,
 			(unsigned long long)d_syn, clients);
 	}
-	if (!any)
+	if (!any) {
 		fprintf(out, "%-8s no overflows, no queued connections (%.0f s)\n", tbuf, t);
+		lines_since_header = 0;	/* next active line gets a header */
+	}
 	fflush(out);
 }
 

@@ -113,8 +113,13 @@ class Watch:
         self.p = procs(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         ready, _, _ = select.select([self.p.stdout], [], [], 90)  # slow in emulated guests
         line = self.p.stdout.readline() if ready else ""
-        assert line.startswith("udsprobe --backlog: attach mode"), \
-            f"udsprobe did not start: {line!r} {self.p.stderr.read() if self.p.poll() is not None else ''}"
+        if not line.startswith("udsprobe --backlog: attach mode"):
+            try:
+                self.p.wait(timeout=5)
+                why = self.p.stderr.read()
+            except subprocess.TimeoutExpired:
+                why = "(still running)"
+            pytest.fail(f"udsprobe did not start: {line!r} {why}")
         self.header = line
 
     def result(self, timeout=30):
@@ -250,7 +255,7 @@ def start_stack(procs, d, upstream_listen, backlog=4, children=2):
     ngx = procs([NGINX, "-c", str(d / "nginx.conf"), "-p", str(d)],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/?us=1000"
-    deadline = time.time() + 15
+    deadline = time.time() + 60  # emulated guests are slow
     while True:
         try:
             with urllib.request.urlopen(url, timeout=2) as r:
