@@ -79,34 +79,79 @@ bool btf_has_tracepoint(const char *tp)
 	return btf && btf__find_by_name_kind(btf, name, BTF_KIND_TYPEDEF) > 0;
 }
 
-bool ksym_resolve(const char *func, char *out, size_t len)
-{
-	char line[512], sym[256], type;
-	size_t flen = strlen(func);
-	bool found = false;
-	FILE *f = fopen("/proc/kallsyms", "r");
+/*
+ * Text symbols of /proc/kallsyms, read once and sorted: a stock kernel has ~170k
+ * symbols, and one scan per program (50+ in --check) cost seconds natively and
+ * ~15 s under qemu TCG.
+ */
+static char **ksyms;
+static size_t n_ksyms;
 
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void ksyms_load(void)
+{
+	static bool tried;
+	char line[512], sym[256], type;
+	size_t cap = 0;
+	FILE *f;
+
+	if (tried)
+		return;
+	tried = true;
+	f = fopen("/proc/kallsyms", "r");
 	if (!f)
-		return false;
+		return;
 	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%*s %c %255s", &type, sym) != 2)
+		if (sscanf(line, "%*s %c %255s", &type, sym) != 2 || (type != 't' && type != 'T'))
 			continue;
-		if (type != 't' && type != 'T')
-			continue;
-		if (!strcmp(sym, func)) {
-			snprintf(out, len, "%s", sym);
-			found = true;
+		if (n_ksyms == cap) {
+			char **n = realloc(ksyms, (cap = cap ? 2 * cap : 65536) * sizeof(*ksyms));
+
+			if (!n)
+				break;
+			ksyms = n;
+		}
+		if (!(ksyms[n_ksyms] = strdup(sym)))
 			break;
-		}
-		/* a compiler clone (foo.constprop.0, foo.isra.0) is the function's body */
-		if (!found && !strncmp(sym, func, flen) && sym[flen] == '.' &&
-		    (!strncmp(sym + flen, ".constprop", 10) || !strncmp(sym + flen, ".isra", 5))) {
-			snprintf(out, len, "%s", sym);
-			found = true;	/* keep looking for an exact match */
-		}
+		n_ksyms++;
 	}
 	fclose(f);
-	return found;
+	qsort(ksyms, n_ksyms, sizeof(*ksyms), cmp_str);
+}
+
+bool ksym_resolve(const char *func, char *out, size_t len)
+{
+	size_t flen = strlen(func), lo = 0, hi, i;
+	const char *clone = NULL;
+
+	ksyms_load();
+	hi = n_ksyms;
+	while (lo < hi) {	/* first symbol >= func */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (strcmp(ksyms[mid], func) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (i = lo; i < n_ksyms && !strncmp(ksyms[i], func, flen); i++) {
+		const char *sym = ksyms[i];
+
+		if (!sym[flen]) {
+			snprintf(out, len, "%s", sym);
+			return true;
+		}
+		/* a compiler clone (foo.constprop.0, foo.isra.0) is the function's body */
+		if (!clone && (!strncmp(sym + flen, ".constprop", 10) || !strncmp(sym + flen, ".isra", 5)))
+			clone = sym;
+	}
+	if (clone)
+		snprintf(out, len, "%s", clone);
+	return clone;
 }
 
 /* Load and attach one program of ours; 0 or -errno. */
