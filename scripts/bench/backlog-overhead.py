@@ -32,6 +32,7 @@ ASSETS = REPO / "tests" / "backlog"
 PHP_FPM = shutil.which("php-fpm8.2") or "/usr/sbin/php-fpm8.2"
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 WRK = shutil.which("wrk") or "wrk"
+KNOWN_COSTS = ("Known costs in tracepoint mode (the only mode this machine has): enabling the `syscalls:sys_enter_connect`/`sys_exit_connect` tracepoints sends every syscall of every task through the kernel's syscall-tracing path, and `sched_switch`, `consume_skb` and `kfree_skb` run a short filter on every context switch and freed packet; fentry/kprobe modes attach to the AF_UNIX and TCP listen functions only. Which of these dominates here has not been profiled yet.")
 LOADS = {
     "healthy": {"backlog": 511, "children": 4, "us": 0, "conns": 16},
     "storm": {"backlog": 4, "children": 2, "us": 200000, "conns": 64},
@@ -180,6 +181,7 @@ def main():
               f"{statistics.median(ratios):.3f} ({min(ratios):.3f}–{max(ratios):.3f}) | {ev} |")
     print("\nMedian (min–max). A ratio of 1.000 is no measurable cost; this machine's run-to-run "
           "spread (min–max of the *without* column) is the noise floor to compare it with.")
+    print("\n" + KNOWN_COSTS)
 
 
 if __name__ == "__main__":
