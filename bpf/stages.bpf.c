@@ -285,7 +285,17 @@ static __always_inline void on_wake_end(__u32 for_transport)
 	__u32 cpu = count_hit();
 	struct msg_state *m = sending_msg();
 
-	if (m && transport == for_transport && m->t[B_DATA_READY])
+	if (!m || transport != for_transport)
+		return;
+	/*
+	 * Kernels without the sock:sk_data_ready tracepoint (6.1) never stamp
+	 * B_DATA_READY in tracepoint mode; there the TCP segment's receive
+	 * (netif_receive_skb) is what must have happened, else the merged
+	 * "ip_tcp_in+enqueue_wakeup" stage stays empty and its time lands in
+	 * send;return.
+	 */
+	if (m->t[B_DATA_READY] ||
+	    (!bpf_core_type_exists(btf_trace_sk_data_ready) && m->t[B_T_IP_RCV]))
 		stamp(m, B_WAKE_END, cpu);
 }
 
