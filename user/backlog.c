@@ -25,6 +25,7 @@
 #include <bpf/libbpf.h>
 
 #include "../bpf/backlog.h"	/* shared with the BPF side (user/backlog.h is this module's API) */
+#include "attach.h"
 #include "backlog.h"
 #include "backlog.skel.h"
 #include "json_writer.h"
@@ -1474,19 +1475,6 @@ static int read_somaxconn(void)
 	return v;
 }
 
-static int verbosity;
-
-static int print_libbpf(enum libbpf_print_level level, const char *fmt, va_list args)
-{
-	if (level == LIBBPF_DEBUG && verbosity < 1)
-		return 0;
-	if (level == LIBBPF_INFO && verbosity < 1)
-		return 0;
-	if (level == LIBBPF_WARN && verbosity < 1)
-		return 0;	/* mode probing makes expected failures; we report them ourselves */
-	return vfprintf(stderr, fmt, args);
-}
-
 int backlog_main(const char *json_path, double duration_s, const char *attach, int verbose)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
@@ -1498,7 +1486,6 @@ int backlog_main(const char *json_path, double duration_s, const char *attach, i
 	int i, err, ret = 1;
 	bool write_failed = false;
 
-	verbosity = verbose;
 	if (!attach)
 		attach = opts.attach;
 	if (attach) {
@@ -1531,7 +1518,7 @@ int backlog_main(const char *json_path, double duration_s, const char *attach, i
 			}
 		}
 	}
-	libbpf_set_print(print_libbpf);
+	libbpf_setup(verbose);	/* -v: libbpf warnings, -vv: debug (as for --compare) */
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);

@@ -396,7 +396,7 @@ int main(int argc, char **argv)
 		stages_list(stdout);
 		return 0;
 	default:
-		fprintf(stderr, "udsprobe: nothing to do: give --compare\n"
+		fprintf(stderr, "udsprobe: nothing to do: give --compare, --backlog, --check or --list-stages\n"
 			"Try 'udsprobe --help' for more information.\n");
 		return 2;
 	}
