@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# tests/vm/guest-suite.sh — the guest half of tests/vm/run-matrix.sh (runs inside vm-run.sh).
+#
+#   tests/vm/guest-suite.sh RESULTS_DIR [MODE_FILES...]
+#
+# Asks `./udsprobe --check` which attach modes this kernel supports and, for each working mode
+# (fentry, kprobe, tracepoint, or those in UDSPROBE_VM_MODES), runs pytest with
+# UDSPROBE_ATTACH=<mode> on the files given for that mode. MODE_FILES are "MODE:FILE" or "FILE"
+# (every mode). Writes into RESULTS_DIR: check.txt (--check's output), modes (one line per
+# mode: "fentry yes|no"), <mode>.xml (junit), <mode>.rc, <mode>.files, <mode>.secs.
+# Environment: PYTEST_TIMEOUT (per mode, seconds, default 300), PYTHON (default /usr/bin/python3).
+set -uo pipefail
+
+res=${1:?usage: guest-suite.sh RESULTS_DIR [MODE:FILE|FILE]...}
+shift
+mkdir -p "$res" || exit 125
+PYTHON=${PYTHON:-/usr/bin/python3}
+export PYTHONDONTWRITEBYTECODE=1	# no root-owned __pycache__ in the shared tree
+
+uptime_s() { cut -d' ' -f1 /proc/uptime; }
+
+# a soft lockup panics the guest at once (vm-run.sh: 125 with the panic line) instead of
+# hanging until the timeout eats the CI budget
+echo 1 >/proc/sys/kernel/softlockup_panic 2>/dev/null || true
+
+echo "== $(uname -r): udsprobe --check =="
+./udsprobe --check >"$res/check.txt" 2>&1
+crc=$?
+cat "$res/check.txt"
+if [ "$crc" -ne 0 ]; then
+	echo "guest-suite: udsprobe --check exited $crc" >&2
+	exit 3
+fi
+awk '$1 ~ /^(fentry|kprobe|tracepoint)$/ && ($2 == "yes" || $2 == "no") {print $1, $2}' \
+	"$res/check.txt" >"$res/modes"
+
+want=${UDSPROBE_VM_MODES:-fentry kprobe tracepoint}
+for mode in fentry kprobe tracepoint; do
+	case " ${want//,/ } " in *" $mode "*) ;; *) continue ;; esac
+	grep -qx "$mode yes" "$res/modes" || continue
+	files=()
+	for spec in "$@"; do
+		case $spec in
+		*:*) [ "${spec%%:*}" = "$mode" ] && files+=("${spec#*:}") ;;
+		*) files+=("$spec") ;;
+		esac
+	done
+	printf '%s\n' "${files[@]}" >"$res/$mode.files"
+	echo
+	echo "== $(uname -r): UDSPROBE_ATTACH=$mode: ${files[*]##*/} =="
+	t0=$(uptime_s)
+	UDSPROBE_ATTACH=$mode timeout -k 5 "${PYTEST_TIMEOUT:-300}" \
+		"$PYTHON" -m pytest -q -rfEs -p no:cacheprovider --junitxml="$res/$mode.xml" "${files[@]}"
+	echo $? >"$res/$mode.rc"
+	awk -v a="$t0" -v b="$(uptime_s)" 'BEGIN {printf "%.0f\n", b - a}' >"$res/$mode.secs"
+done
+exit 0

@@ -1,0 +1,220 @@
+#!/usr/bin/env bash
+# tests/vm/run-matrix.sh — the kernel matrix: udsprobe's traced integration tests inside stock
+# kernels under qemu, once per attach mode each kernel supports (docs/KERNELS.md, "Kernel matrix").
+#
+#   tests/vm/run-matrix.sh [KERNEL...]          (make test-vm = tests/run.sh vm runs this)
+#
+# KERNEL: debian-6.1, debian-6.12, a linux-image .deb, a vmlinuz/vmlinux (see scripts/vm-kernel.sh).
+# Default: $UDSPROBE_VM_KERNELS, else "debian-6.1 debian-6.12". The host's own kernel (6.18,
+# tracepoint only here) is covered by the host integration run of tests/run.sh, not here.
+#
+# Per kernel: one boot; in the guest `./udsprobe --check` says which modes work, and for each
+# (fentry, kprobe, tracepoint) pytest runs with UDSPROBE_ATTACH=<mode> on test_stages.py and
+# test_attach_modes.py, plus test_backlog*.py in the modes UDSPROBE_VM_BACKLOG gives. Prints a
+# per-kernel, per-mode table and, last, "N passed, N failed". Exit 1 on any failed test, a mode
+# a stock kernel should have but lacks, a timeout (vm-run.sh 124) or a VM failure (125).
+#
+# Environment:
+#   UDSPROBE_VM_KERNELS       kernels to run (args win)
+#   UDSPROBE_VM_MODES         only these modes (default: every mode the kernel supports)
+#   UDSPROBE_VM_EXPECT_MODES  modes every kernel must support (default: all three for debian-*,
+#                             none for other kernels); a missing one counts as a failure
+#   UDSPROBE_VM_BACKLOG       where test_backlog*.py runs: "SPEC=MODE[,MODE] ..." or "all" or
+#                             "none" (default "debian-6.1=kprobe debian-6.12=fentry"; kernels not
+#                             named: every mode). ~60 s per mode under TCG.
+#   UDSPROBE_VM_SINGLE_TCG    which modes boot with single-threaded TCG: "all" (default), "none", or
+#                             "SPEC=MODE[,MODE] ..." (those in a second boot). Multi-threaded TCG
+#                             (qemu 7.2) hangs the guest now and then while udsprobe attaches and
+#                             detaches (see tests/vm/qemu-tcg-single.sh); single is as fast here.
+#   UDSPROBE_VM_TIMEOUT       per guest, boot included (default 420 s); PYTEST_TIMEOUT per mode (240)
+#   UDSPROBE_VM_RESULTS       results dir (default .output/vm/matrix): check.txt, junit XML per mode
+set -uo pipefail
+
+cd "$(dirname "$0")/../.." || exit 1
+REPO=$PWD
+PROG=tests/vm/run-matrix.sh
+PYTHON=${PYTHON:-/usr/bin/python3}
+KERNELS=("$@")
+[ ${#KERNELS[@]} -gt 0 ] || read -r -a KERNELS <<<"${UDSPROBE_VM_KERNELS:-debian-6.1 debian-6.12}"
+VM_TIMEOUT=${UDSPROBE_VM_TIMEOUT:-420}
+BACKLOG=${UDSPROBE_VM_BACKLOG:-debian-6.1=kprobe debian-6.12=fentry}
+SINGLE_TCG=${UDSPROBE_VM_SINGLE_TCG:-all}
+RESULTS=${UDSPROBE_VM_RESULTS:-$REPO/.output/vm/matrix}
+ALL_MODES="fentry kprobe tracepoint"
+IT=tests/integration
+
+case ${1:-} in -h | --help) sed -n '2,/^set /{/^set /d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;; esac
+
+now() { date +%s.%N; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.0f", b - a}'; }
+
+t_start=$(now)
+if [ ! -x ./udsprobe ]; then
+	echo "$PROG: ./udsprobe missing: building it"
+	make -s udsprobe || { echo "$PROG: build failed"; echo "0 passed, 1 failed"; exit 1; }
+fi
+command -v "$PYTHON" >/dev/null || { echo "$PROG: $PYTHON not found"; echo "0 passed, 1 failed"; exit 1; }
+
+# ---- which test files run in the guest, and in which modes ----
+guest_all=()	# every mode
+for f in test_stages.py test_attach_modes.py; do
+	if [ -f "$IT/$f" ]; then guest_all+=("$IT/$f"); else echo "note: $IT/$f does not exist (yet): not run"; fi
+done
+backlog_files=()
+for f in "$IT"/test_backlog*.py; do [ -f "$f" ] && backlog_files+=("$f"); done
+host_only=()
+for f in "$IT"/test_*.py; do
+	case " ${guest_all[*]} ${backlog_files[*]} " in *" $f "*) ;; *) host_only+=("${f##*/}") ;; esac
+done
+
+modes_for() {	# modes_for "SPEC=MODE,.. ..." SPEC DEFAULT -> modes (space-separated)
+	local e
+	case $1 in all) echo "$ALL_MODES"; return ;; none) return ;; esac
+	for e in $1; do
+		if [ "${e%%=*}" = "$2" ]; then echo "${e#*=}" | tr ',' ' '; return; fi
+	done
+	echo "$3"
+}
+backlog_modes() { modes_for "$BACKLOG" "$1" "$ALL_MODES"; }
+single_modes() { modes_for "$SINGLE_TCG" "$1" ""; }
+in_list() { case " $2 " in *" $1 "*) return 0 ;; esac; return 1; }
+
+echo "== kernel matrix: ${KERNELS[*]} =="
+echo "in every supported mode: ${guest_all[*]##*/}"
+if [ ${#backlog_files[@]} -gt 0 ]; then
+	for k in "${KERNELS[@]}"; do
+		m=$(backlog_modes "$k")
+		echo "${backlog_files[*]##*/} on $k: ${m:-not run} (~60 s per mode under TCG; every mode on" \
+			"every kernel would break the 10-minute budget; UDSPROBE_VM_BACKLOG=all runs them all)"
+	done
+fi
+[ ${#host_only[@]} -eq 0 ] || echo "not run in the guest: ${host_only[*]}: CLI, untraced workload, cleanup and" \
+	"report rendering do not depend on the attach mode; the host integration run covers them"
+echo "the host kernel ($(uname -r), tracepoint mode here) is covered by tests/run.sh's host integration run"
+
+rows=()
+total_pass=0 total_fail=0 total_skip=0
+row() {	# row KERNEL MODE PASSED FAILED SKIPPED SECS NOTE
+	rows+=("$(printf '%-28s %-11s %6s %6s %7s %5s  %s' "$1" "$2" "$3" "$4" "$5" "$6" "$7")")
+	total_pass=$((total_pass + $3))
+	total_fail=$((total_fail + $4))
+	total_skip=$((total_skip + $5))
+}
+
+junit_counts() {	# junit_counts FILE -> "passed failed skipped", empty if unreadable
+	"$PYTHON" - "$1" <<-'EOF' 2>/dev/null
+		import sys, xml.etree.ElementTree as ET
+		root = ET.parse(sys.argv[1]).getroot()
+		suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
+		t = {k: sum(int(s.get(k, 0)) for s in suites) for k in ("tests", "failures", "errors", "skipped")}
+		print(t["tests"] - t["failures"] - t["errors"] - t["skipped"], t["failures"] + t["errors"], t["skipped"])
+	EOF
+}
+
+i=0
+for spec in "${KERNELS[@]}"; do
+	i=$((i + 1))
+	label=$spec
+	case $spec in */*) label=${spec##*/} ;; esac
+	res=$RESULTS/$i-$(tr -c 'A-Za-z0-9._-' '_' <<<"$label" | sed 's/_$//')
+	rm -rf "$res" && mkdir -p "$res" || { row "$label" - 0 1 0 0 "cannot create $res"; continue; }
+
+	echo
+	echo "==== kernel $i/${#KERNELS[@]}: $spec ===="
+	t0=$(now)
+	if ! kdir=$(scripts/vm-kernel.sh "$spec"); then
+		row "$label" - 0 1 0 "$(secs "$t0" "$(now)")" "could not fetch the kernel (vm-kernel.sh failed)"
+		continue
+	fi
+	krel=$(cat "$kdir/release")
+	label="$krel"
+	[ "$spec" = "${spec#*/}" ] && label="$krel ($spec)"
+	fetch=$(secs "$t0" "$(now)")
+	echo "kernel $krel ready in ${fetch}s ($kdir)"
+
+	if [ -n "${UDSPROBE_VM_EXPECT_MODES+x}" ]; then expect=${UDSPROBE_VM_EXPECT_MODES//,/ }
+	else case $spec in debian-*) expect=$ALL_MODES ;; *) expect='' ;; esac; fi
+	files=("${guest_all[@]}")
+	for m in $(backlog_modes "$spec"); do
+		for f in "${backlog_files[@]}"; do files+=("$m:$f"); done
+	done
+
+	# one boot for most modes; the UDSPROBE_VM_SINGLE_TCG ones in a second, single-threaded TCG boot
+	want=${UDSPROBE_VM_MODES:-$ALL_MODES}
+	want=${want//,/ }
+	single='' multi='' boot_failed=''
+	for m in $want; do
+		if in_list "$m" "$(single_modes "$spec")"; then single+=" $m"; else multi+=" $m"; fi
+	done
+	for boot in multi single; do
+		bmodes=${!boot}
+		[ -n "$bmodes" ] || continue
+		qemu=()
+		[ $boot = single ] && qemu=(env QEMU="$REPO/tests/vm/qemu-tcg-single.sh")
+		echo "-- boot ($boot-threaded TCG) for:$bmodes"
+		t0=$(now)
+		"${qemu[@]}" scripts/vm-run.sh -k "$kdir" -t "$VM_TIMEOUT" \
+			-e UDSPROBE_EXPECT_MODES="$expect" -e PYTEST_TIMEOUT="${PYTEST_TIMEOUT:-240}" \
+			-e UDSPROBE_VM_MODES="${bmodes# }" \
+			-- tests/vm/guest-suite.sh "$res" "${files[@]}"
+		vrc=$?
+		took=$(secs "$t0" "$(now)")
+		echo "guest $krel ($boot-threaded TCG:$bmodes): exit $vrc after ${took}s"
+		[ "$vrc" -eq 0 ] || boot_failed+=" $bmodes"
+		case $vrc in
+		0) ;;
+		124) row "$label" "${bmodes# }" 0 1 0 "$took" "TIMEOUT: guest killed after ${VM_TIMEOUT}s (vm-run.sh 124)" ;;
+		125) row "$label" "${bmodes# }" 0 1 0 "$took" "VM FAILURE (vm-run.sh 125, reason above)" ;;
+		*) row "$label" "${bmodes# }" 0 1 0 "$took" "guest suite failed (exit $vrc; udsprobe --check failed?)" ;;
+		esac
+	done
+	if [ ! -s "$res/modes" ]; then
+		[ "$vrc" -eq 0 ] && row "$label" - 0 1 0 "$took" "no --check result from the guest"
+		continue
+	fi
+	tcg_note() { in_list "$1" "$single" && echo "single-threaded TCG; "; }
+	for mode in $ALL_MODES; do
+		works=no
+		grep -qx "$mode yes" "$res/modes" && works=yes
+		if [ $works = no ]; then
+			why=$(awk -v m="$mode" '$1 == m {$1 = $2 = ""; sub(/^ +/, ""); print}' "$res/check.txt")
+			case " $expect " in
+			*" $mode "*) row "$label" "$mode" 0 1 0 - "MISSING: a stock kernel must support it ($why)" ;;
+			*) row "$label" "$mode" 0 0 0 - "not supported: $why" ;;
+			esac
+			continue
+		fi
+		if ! in_list "$mode" "$want"; then
+			row "$label" "$mode" 0 0 0 - "supported; not run (UDSPROBE_VM_MODES)"
+			continue
+		fi
+		prc=$(cat "$res/$mode.rc" 2>/dev/null || echo none)
+		msecs=$(cat "$res/$mode.secs" 2>/dev/null || echo -)
+		nfiles=$(sed 's,.*/,,' "$res/$mode.files" 2>/dev/null | tr '\n' ' ')
+		counts=$(junit_counts "$res/$mode.xml")
+		if [ -z "$counts" ] && in_list "$mode" "$boot_failed"; then
+			row "$label" "$mode" 0 0 0 "$msecs" "no results: its guest failed (counted above)"
+			continue
+		fi
+		if [ -z "$counts" ]; then
+			row "$label" "$mode" 0 1 0 "$msecs" "no test results (pytest exit $prc)$(in_list "$mode" "$single" && echo "; single-threaded TCG")"
+			continue
+		fi
+		set -- $counts
+		note="$(tcg_note "$mode")$nfiles"
+		if [ "$prc" != 0 ] && [ "$2" -eq 0 ]; then
+			row "$label" "$mode" "$1" 1 "$3" "$msecs" "pytest exit $prc$([ "$prc" = 124 ] && echo ' (timeout)'); $note"
+		else
+			row "$label" "$mode" "$1" "$2" "$3" "$msecs" "$note"
+		fi
+	done
+done
+
+echo
+echo "== kernel matrix summary ($(secs "$t_start" "$(now)")s; results in ${RESULTS#"$REPO"/}) =="
+printf '%-28s %-11s %6s %6s %7s %5s  %s\n' kernel mode passed failed skipped secs "files / note"
+printf '%s\n' "${rows[@]}"
+printf '%-28s %-11s %6s %6s %7s %5s  %s\n' "host $(uname -r)" tracepoint - - - - \
+	"covered by the host integration run (tests/run.sh integration), not counted here"
+echo "$total_pass passed, $total_fail failed"
+[ "$total_fail" -eq 0 ]
