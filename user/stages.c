@@ -405,29 +405,48 @@ double tracer_calibrate(struct tracer *tr)
 	pid_t self = syscall(SYS_gettid);
 	int i;
 
+	uint64_t hits;
+
 	if (!prog)
-		return 0;
+		goto fail;
 	reset_state(tr);
 	set_tasks(tr, self, self, TR_TCP);
 	link = attach_prog(tr, prog);
 	if (libbpf_get_error(link))
-		return 0;
+		goto fail;
 	for (i = 0; i < ROUNDS; i++) {
 		/* alternate so drift hits both sides alike */
 		bpf_link__destroy(link);
 		plain[i] = time_getppid_loop(CALLS);
 		link = attach_prog(tr, prog);
 		if (libbpf_get_error(link))
-			return 0;
+			goto fail;
 		traced[i] = time_getppid_loop(CALLS);
 	}
 	bpf_link__destroy(link);
+	hits = tr->skel->bss->calib_hits;
 	reset_state(tr);
-	qsort(plain, ROUNDS, sizeof(double), cmp_double);
+	if (hits < (uint64_t)ROUNDS * CALLS) {
+		fprintf(stderr, "udsprobe: warning: the calibration probe fired %llu times for %d "
+			"calls; the corrected breakdown subtracts nothing\n", (unsigned long long)hits,
+			ROUNDS * CALLS);
+		return 0;
+	}
+	/* one calibration hit per getppid(); rounds alternate, so take the median of the
+	 * paired differences: drift and other load hit both sides of a pair alike */
+	for (i = 0; i < ROUNDS; i++)
+		traced[i] -= plain[i];
 	qsort(traced, ROUNDS, sizeof(double), cmp_double);
-	/* one calibration hit per getppid(); the fastest round of each is the least
-	 * disturbed by other work on a noisy machine */
-	return MAX(traced[0] - plain[0], 0.0);
+	if (traced[ROUNDS / 2] <= 0)
+		fprintf(stderr, "udsprobe: warning: probe-cost calibration measured no cost (noise "
+			"larger than one probe hit); the corrected breakdown subtracts only udsprobe's "
+			"measured bookkeeping\n");
+	return MAX(traced[ROUNDS / 2], 0.0);
+fail:
+	fprintf(stderr, "udsprobe: warning: probe-cost calibration could not attach %s: %s; the "
+		"corrected breakdown subtracts nothing\n", calib_prog_name(tr->mode), strerror(errno));
+	reset_state(tr);
+	return 0;
 }
 
 /* ---- naming and collection ------------------------------------------------- */

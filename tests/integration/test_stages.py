@@ -35,6 +35,17 @@ def by_transport(data, mode):
     return out
 
 
+def covers(name, stage):
+    """Does stage name `name` hold `stage` ("send;return"), alone or merged ("send;sock+return")?"""
+    parent, leaf = stage.rsplit(";", 1)
+    parts = name.split(";")
+    return name.startswith(parent + ";") and leaf in parts[len(parent.split(";"))].split("+")
+
+
+def find_covering(stages, stage):
+    return [s for s in stages if covers(s["name"], stage)]
+
+
 def message_stages(result):
     return [s for s in result["stages"] if not s["per_connection"]]
 
@@ -58,7 +69,9 @@ def test_reports_mode_and_reason(pingpong):
                                          else "function")
     assert f"attach mode: {data['attach_mode']}" in res.stdout
     assert "why this mode:" in res.stdout
-    assert data["probe_cost_ns"] > 0
+    # calibrated at start-up; under qemu's software emulation the difference can drown in
+    # noise, which udsprobe reports as 0 (then nothing is subtracted)
+    assert data["probe_cost_ns"] > 0 or (IN_VM and data["probe_cost_ns"] == 0)
     assert data["attach_ns"] > 0 and data["detach_ns"] > 0
 
 
@@ -87,7 +100,9 @@ def test_tcp_has_network_stages_and_uds_has_none(pingpong):
         assert sum(tcp[n]["ns_per_msg"] for n in hits) > 0, part
         assert not [n for n in uds if part in n], f"UDS has a {part} stage: {sorted(uds)}"
     for name in ("sched;wait_cpu", "recv;return", "send;return", "app;gap"):
-        assert name in tcp and name in uds, name
+        # kernels without the sock: tracepoints merge the UDS send side ("send;...+return")
+        assert find_covering(res["tcp"]["stages"], name), (name, sorted(tcp))
+        assert find_covering(res["unix"]["stages"], name), (name, sorted(uds))
 
 
 def test_stage_names_follow_granularity(pingpong):
@@ -141,7 +156,7 @@ def test_stream_mode_attributes_per_call(run_json, attach_mode):
     for tr, r in by_transport(data, "stream").items():
         names = [s["name"] for s in r["stages"]]
         assert "recv;wait" in names and "recv;copy" in names, names
-        send_return = next(s for s in r["stages"] if s["name"] == "send;return")
+        send_return = find_covering(r["stages"], "send;return")[0]
         assert send_return["count"] == n, (tr, send_return)
         assert r["coverage"] is None      # no single span per call to compare with
 
