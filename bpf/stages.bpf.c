@@ -49,6 +49,7 @@ __u64 msgs_unmatched;		/* recv returned data with no message in flight */
 __u64 msgs_overwritten;		/* a send started before the previous message was received */
 __u64 msgs_wrong_sock;		/* data-ready socket != the socket that received it */
 __u64 calib_hits;
+long calib_nr;			/* the syscall the calibration loop makes */
 __u64 cpu_hits[MAX_CPUS];	/* every program run, per CPU: probe-cost correction */
 
 struct task_info tasks[NR_SLOTS];
@@ -534,7 +535,7 @@ int BPF_PROG(tp_sched_switch, bool preempt, struct task_struct *prev, struct tas
 SEC("?tp_btf/sys_enter")
 int BPF_PROG(calib_tp, struct pt_regs *regs, long id)
 {
-	if (id == NR_getppid)
+	if (id == calib_nr)
 		on_calibrate();
 	return 0;
 }
@@ -692,7 +693,8 @@ int BPF_PROG(fx_skb_copy_datagram_iter) { on_copy(B_COPY_DONE, true, TRANSPORT__
 SEC("?kretprobe/skb_copy_datagram_iter")
 int BPF_KRETPROBE(kr_skb_copy_datagram_iter) { on_copy(B_COPY_DONE, true, TRANSPORT__COUNT); return 0; }
 
-/* Calibration probes for the function modes (x86 syscall wrapper of getppid). */
+/* Calibration probes for the function modes: on a cheap syscall's x86 wrapper, chosen
+ * at run time (set_attach_target / attach_kprobe) among those this kernel has. */
 SEC("?fentry/__x64_sys_getppid")
 int BPF_PROG(calib_fentry) { on_calibrate(); return 0; }
 SEC("?kprobe/__x64_sys_getppid")

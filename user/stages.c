@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
@@ -98,6 +99,8 @@ struct tracer {
 	enum attach_mode mode;
 	char reason[1024];
 	char missing[1024];
+	const char *calib_func;		/* function the fentry/kprobe calibration probe sits on */
+	long calib_nr;			/* the syscall that reaches it */
 	bool avail[TR__COUNT][B__COUNT];
 	struct bpf_link *links[128];
 	int n_links;
@@ -190,6 +193,35 @@ static void compute_availability(struct tracer *tr)
 		}
 }
 
+/* Cheap syscalls whose x86 wrapper can carry the calibration probe: which of them
+ * has BTF (needed by fentry) differs between kernels (6.12 lacks getppid's). */
+static const struct {
+	const char *func;
+	long nr;
+} calib_targets[] = {
+	{ "__x64_sys_getppid", SYS_getppid },
+	{ "__x64_sys_getcpu", SYS_getcpu },
+	{ "__x64_sys_getrusage", SYS_getrusage },
+};
+
+static bool pick_calib_target(struct tracer *tr)
+{
+	char sym[256];
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(calib_targets); i++) {
+		const char *f = calib_targets[i].func;
+
+		if (tr->mode == ATTACH_TRACEPOINT ||
+		    (ksym_resolve(f, sym, sizeof(sym)) && (tr->mode != ATTACH_FENTRY || btf_has_func(f)))) {
+			tr->calib_func = f;
+			tr->calib_nr = calib_targets[i].nr;
+			return true;
+		}
+	}
+	return false;
+}
+
 int tracer_open(enum attach_mode req, int verbose, struct tracer **out)
 {
 	struct attach_caps caps;
@@ -234,8 +266,12 @@ int tracer_open(enum attach_mode req, int verbose, struct tracer **out)
 	bpf_object__for_each_program(prog, tr->skel->obj)
 		bpf_program__set_autoload(prog, prog_wanted(tr->mode, prog));
 	prog = bpf_object__find_program_by_name(tr->skel->obj, calib_prog_name(tr->mode));
-	if (prog && (tr->mode == ATTACH_TRACEPOINT || btf_has_func(prog_target(prog))))
+	if (prog && pick_calib_target(tr)) {
 		bpf_program__set_autoload(prog, true);
+		if (tr->mode == ATTACH_FENTRY)
+			bpf_program__set_attach_target(prog, 0, tr->calib_func);
+	}
+	tr->skel->bss->calib_nr = tr->calib_nr;
 	err = stages_bpf__load(tr->skel);
 	if (err) {
 		fprintf(stderr, "udsprobe: loading the %s-mode BPF programs failed: %s (rerun with -vv "
@@ -274,7 +310,8 @@ static struct bpf_link *attach_prog(struct tracer *tr, struct bpf_program *prog)
 	char sym[256];
 
 	if (is_prog(name, "kp_") || is_prog(name, "kr_") || !strcmp(name, "calib_kprobe")) {
-		if (!ksym_resolve(prog_target(prog), sym, sizeof(sym))) {
+		if (!ksym_resolve(!strcmp(name, "calib_kprobe") ? tr->calib_func : prog_target(prog),
+				  sym, sizeof(sym))) {
 			errno = ENOENT;
 			return NULL;
 		}
@@ -385,13 +422,19 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static double time_getppid_loop(int calls)
+static double time_syscall_loop(long nr, int calls)
 {
 	uint64_t t0 = now_ns();
+	struct rusage ru;
+	unsigned int cpu, node;
 	int i;
 
-	for (i = 0; i < calls; i++)
-		syscall(SYS_getppid);
+	for (i = 0; i < calls; i++) {
+		if (nr == SYS_getrusage)
+			syscall(nr, RUSAGE_SELF, &ru);
+		else
+			syscall(nr, &cpu, &node, NULL);	/* getppid ignores them */
+	}
 	return (double)(now_ns() - t0) / calls;
 }
 
@@ -407,7 +450,7 @@ double tracer_calibrate(struct tracer *tr)
 
 	uint64_t hits;
 
-	if (!prog)
+	if (!prog || !tr->calib_func)
 		goto fail;
 	reset_state(tr);
 	set_tasks(tr, self, self, TR_TCP);
@@ -417,11 +460,11 @@ double tracer_calibrate(struct tracer *tr)
 	for (i = 0; i < ROUNDS; i++) {
 		/* alternate so drift hits both sides alike */
 		bpf_link__destroy(link);
-		plain[i] = time_getppid_loop(CALLS);
+		plain[i] = time_syscall_loop(tr->calib_nr, CALLS);
 		link = attach_prog(tr, prog);
 		if (libbpf_get_error(link))
 			goto fail;
-		traced[i] = time_getppid_loop(CALLS);
+		traced[i] = time_syscall_loop(tr->calib_nr, CALLS);
 	}
 	bpf_link__destroy(link);
 	hits = tr->skel->bss->calib_hits;

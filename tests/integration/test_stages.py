@@ -69,9 +69,7 @@ def test_reports_mode_and_reason(pingpong):
                                          else "function")
     assert f"attach mode: {data['attach_mode']}" in res.stdout
     assert "why this mode:" in res.stdout
-    # calibrated at start-up; under qemu's software emulation the difference can drown in
-    # noise, which udsprobe reports as 0 (then nothing is subtracted)
-    assert data["probe_cost_ns"] > 0 or (IN_VM and data["probe_cost_ns"] == 0)
+    assert data["probe_cost_ns"] > 0      # calibrated at start-up in this mode
     assert data["attach_ns"] > 0 and data["detach_ns"] > 0
 
 
