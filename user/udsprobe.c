@@ -37,14 +37,17 @@ static const char doc[] =
 "Measure, in the running kernel, why AF_UNIX stream sockets are faster than "
 "TCP over loopback, and where each message's time goes.\n"
 "\n"
-"USAGE: udsprobe --compare [OPTIONS]\n"
+"USAGE: udsprobe --compare|--backlog|--check|--list-stages [OPTIONS]\n"
 "\n"
 "EXAMPLES:\n"
-"  sudo ./udsprobe --compare                  # UDS vs TCP loopback, explained\n"
-"  sudo ./udsprobe --compare --no-trace       # workload only: latency, throughput, conns/s\n"
+"  sudo ./udsprobe --compare                # UDS vs TCP loopback, explained\n"
+"  sudo ./udsprobe --compare --no-trace     # the workload only, no BPF\n"
 "  sudo ./udsprobe --compare --mode pingpong --size 64,4K,64K --cpu same,split\n"
+"  sudo ./udsprobe --compare --out report/  # report.md, SVGs, folded, JSON\n"
 "  sudo ./udsprobe --compare --duration 2 --json result.json\n"
-"  sudo ./udsprobe --compare --out report/    # report.md, SVGs, folded, JSON\n"
+"  sudo ./udsprobe --backlog                # watch listeners for overflows\n"
+"  sudo ./udsprobe --backlog --unix /run/php/php-fpm.sock --interval 1\n"
+"  sudo ./udsprobe --check                  # what this kernel supports\n"
 "\n"
 "Exit status: 0 ok, 1 runtime failure, 2 bad usage.\n"
 "\n"
@@ -75,8 +78,8 @@ static const struct argp_option opts[] = {
 	  "Print what this kernel supports (attach modes, stages each can see); no tracing" },
 	{ "list-stages", OPT_LIST_STAGES, NULL, 0, "Describe every stage and what marks it" },
 	{ "attach", OPT_ATTACH, "MODE", 0,
-	  "auto (default: fentry, else kprobe, else tracepoint), fentry, kprobe or tracepoint; "
-	  "a forced mode that cannot attach is an error" },
+	  "Attach mode: auto (default: fentry, else kprobe, else tracepoint), fentry, kprobe "
+	  "or tracepoint; a forced mode that cannot attach is an error (exit 1)" },
 	{ NULL, 0, NULL, 0, "Workload (--compare):", 2 },
 	{ "no-trace", OPT_NO_TRACE, NULL, 0, "Run the workload only; attach no BPF programs" },
 	{ "mode", OPT_MODE, "LIST", 0,
