@@ -197,6 +197,25 @@ static int connect_to(const struct wl_config *cfg, const struct endpoint *ep)
 	return fd;
 }
 
+/* Tracing on, then the start time; *deadline for --duration runs (0 with --count). */
+static uint64_t start_measuring(const struct wl_config *cfg, const struct wl_hooks *hooks,
+				uint64_t *deadline)
+{
+	uint64_t t0;
+
+	if (hooks && hooks->measure)
+		hooks->measure(hooks->ctx, true);
+	t0 = now_ns();
+	*deadline = cfg->count ? 0 : t0 + (uint64_t)(cfg->duration_s * 1e9);
+	return t0;
+}
+
+static void stop_measuring(const struct wl_hooks *hooks)
+{
+	if (hooks && hooks->measure)
+		hooks->measure(hooks->ctx, false);
+}
+
 /* One clock read per unit: record its sample, say whether the run is complete. */
 static inline bool sample_done(const struct wl_config *cfg, struct shared *sh, uint64_t cap,
 			       uint64_t deadline, uint64_t *n, uint64_t *t_prev)
@@ -229,19 +248,14 @@ static void client_pingpong(const struct wl_config *cfg, const struct wl_hooks *
 	for (i = 0; i < warmup_of(cfg); i++)
 		if (send_all(fd, buf, len) < 0 || recv_all(fd, buf, len) <= 0)
 			child_fail(sh, &sh->client_err, "client warm-up");
-	if (hooks && hooks->measure)
-		hooks->measure(hooks->ctx, true);
-	t_prev = now_ns();
-	if (!cfg->count)
-		deadline = t_prev + (uint64_t)(cfg->duration_s * 1e9);
+	t_prev = start_measuring(cfg, hooks, &deadline);
 	for (;;) {
 		if (send_all(fd, buf, len) < 0 || recv_all(fd, buf, len) <= 0)
 			child_fail(sh, &sh->client_err, "client ping-pong");
 		if (sample_done(cfg, sh, cap, deadline, &n, &t_prev))
 			break;
 	}
-	if (hooks && hooks->measure)
-		hooks->measure(hooks->ctx, false);
+	stop_measuring(hooks);
 	sh->count = n;
 	sh->n_samples = MIN(n, cap);
 	close(fd);
@@ -263,11 +277,7 @@ static void client_stream(const struct wl_config *cfg, const struct wl_hooks *ho
 	/* the server acks the warm-up so measured bytes start on a drained pipe */
 	if (recv_all(fd, &ack, 1) <= 0)
 		child_fail(sh, &sh->client_err, "client warm-up ack");
-	if (hooks && hooks->measure)
-		hooks->measure(hooks->ctx, true);
-	t0 = now_ns();
-	if (!cfg->count)
-		deadline = t0 + (uint64_t)(cfg->duration_s * 1e9);
+	t0 = start_measuring(cfg, hooks, &deadline);
 	for (;;) {
 		if (send_all(fd, buf, len) < 0)
 			child_fail(sh, &sh->client_err, "client stream");
@@ -283,8 +293,7 @@ static void client_stream(const struct wl_config *cfg, const struct wl_hooks *ho
 	if (recv_all(fd, (char *)&total, sizeof(total)) <= 0)
 		child_fail(sh, &sh->client_err, "client stream final ack");
 	t = now_ns();
-	if (hooks && hooks->measure)
-		hooks->measure(hooks->ctx, false);
+	stop_measuring(hooks);
 	if (total != n * len) {
 		errno = EPROTO;
 		child_fail(sh, &sh->client_err, "server received a different byte count");
@@ -307,11 +316,7 @@ static void client_connect(const struct wl_config *cfg, const struct wl_hooks *h
 			child_fail(sh, &sh->client_err, "client warm-up connection");
 		close(fd);
 	}
-	if (hooks && hooks->measure)
-		hooks->measure(hooks->ctx, true);
-	t_prev = now_ns();
-	if (!cfg->count)
-		deadline = t_prev + (uint64_t)(cfg->duration_s * 1e9);
+	t_prev = start_measuring(cfg, hooks, &deadline);
 	for (;;) {
 		fd = connect_to(cfg, ep);
 		if (fd < 0 || send_all(fd, buf, len) < 0 || recv_all(fd, buf, len) <= 0)
@@ -320,8 +325,7 @@ static void client_connect(const struct wl_config *cfg, const struct wl_hooks *h
 		if (sample_done(cfg, sh, cap, deadline, &n, &t_prev))
 			break;
 	}
-	if (hooks && hooks->measure)
-		hooks->measure(hooks->ctx, false);
+	stop_measuring(hooks);
 	sh->count = n;
 	sh->n_samples = MIN(n, cap);
 	/* an empty connection tells the server to stop */
