@@ -336,42 +336,50 @@ static int drop_reason_value(const char *name)
 	return -1;
 }
 
+/* Functions probed in fentry/kprobe mode; ret: also on return (fexit/kretprobe). */
+static const struct {
+	const char *func;
+	bool ret, v6;
+} probe_targets[] = {
+	{ "unix_stream_connect", true },
+	{ "unix_wait_for_peer", true },
+	{ "tcp_conn_request", true },
+	{ "tcp_v4_syn_recv_sock", true },
+	{ "tcp_v6_syn_recv_sock", true, true },
+	{ "tcp_connect" },
+	{ "tcp_retransmit_skb" },
+};
+
+static void add_prog(struct backlog_bpf *skel, const char *prefix, const char *func,
+		     struct bpf_program **p, int *n)
+{
+	char name[64];
+
+	snprintf(name, sizeof(name), "%s_%s", prefix, func);
+	p[*n] = bpf_object__find_program_by_name(skel->obj, name);
+	if (p[*n])
+		(*n)++;
+	else	/* a name out of step with backlog.bpf.c: say so, the mode then fails to attach */
+		fprintf(stderr, "udsprobe: internal error: no BPF program %s in backlog.bpf.c\n", name);
+}
+
 static void mode_programs(struct backlog_bpf *skel, enum bl_mode mode, bool v6,
 			  struct bpf_program **p, int *n)
 {
+	bool fentry = mode == BL_MODE_FENTRY;
+	size_t i;
+
 	*n = 0;
 	switch (mode) {
 	case BL_MODE_FENTRY:
-		p[(*n)++] = skel->progs.fentry_unix_stream_connect;
-		p[(*n)++] = skel->progs.fexit_unix_stream_connect;
-		p[(*n)++] = skel->progs.fentry_unix_wait_for_peer;
-		p[(*n)++] = skel->progs.fexit_unix_wait_for_peer;
-		p[(*n)++] = skel->progs.fentry_tcp_conn_request;
-		p[(*n)++] = skel->progs.fexit_tcp_conn_request;
-		p[(*n)++] = skel->progs.fentry_tcp_v4_syn_recv_sock;
-		p[(*n)++] = skel->progs.fexit_tcp_v4_syn_recv_sock;
-		if (v6) {
-			p[(*n)++] = skel->progs.fentry_tcp_v6_syn_recv_sock;
-			p[(*n)++] = skel->progs.fexit_tcp_v6_syn_recv_sock;
-		}
-		p[(*n)++] = skel->progs.fentry_tcp_connect;
-		p[(*n)++] = skel->progs.fentry_tcp_retransmit_skb;
-		break;
 	case BL_MODE_KPROBE:
-		p[(*n)++] = skel->progs.kprobe_unix_stream_connect;
-		p[(*n)++] = skel->progs.kretprobe_unix_stream_connect;
-		p[(*n)++] = skel->progs.kprobe_unix_wait_for_peer;
-		p[(*n)++] = skel->progs.kretprobe_unix_wait_for_peer;
-		p[(*n)++] = skel->progs.kprobe_tcp_conn_request;
-		p[(*n)++] = skel->progs.kretprobe_tcp_conn_request;
-		p[(*n)++] = skel->progs.kprobe_tcp_v4_syn_recv_sock;
-		p[(*n)++] = skel->progs.kretprobe_tcp_v4_syn_recv_sock;
-		if (v6) {
-			p[(*n)++] = skel->progs.kprobe_tcp_v6_syn_recv_sock;
-			p[(*n)++] = skel->progs.kretprobe_tcp_v6_syn_recv_sock;
+		for (i = 0; i < ARRAY_SIZE(probe_targets); i++) {
+			if (probe_targets[i].v6 && !v6)
+				continue;
+			add_prog(skel, fentry ? "fentry" : "kprobe", probe_targets[i].func, p, n);
+			if (probe_targets[i].ret)
+				add_prog(skel, fentry ? "fexit" : "kretprobe", probe_targets[i].func, p, n);
 		}
-		p[(*n)++] = skel->progs.kprobe_tcp_connect;
-		p[(*n)++] = skel->progs.kprobe_tcp_retransmit_skb;
 		break;
 	default:
 		p[(*n)++] = skel->progs.tp_sys_enter_connect;
