@@ -359,7 +359,7 @@ static void add_prog(struct backlog_bpf *skel, const char *prefix, const char *f
 	p[*n] = bpf_object__find_program_by_name(skel->obj, name);
 	if (p[*n])
 		(*n)++;
-	else	/* a name out of step with backlog.bpf.c: say so, the mode then fails to attach */
+	else	/* a name out of step with backlog.bpf.c: say so rather than watch less */
 		fprintf(stderr, "udsprobe: internal error: no BPF program %s in backlog.bpf.c\n", name);
 }
 
