@@ -6,7 +6,7 @@
  * Boundaries along one message's path, in causal order. The stage "ending at"
  * boundary b runs from the previous boundary the message stamped up to b; a
  * boundary not seen (not attachable in this mode, or skipped by this message)
- * merges its stage into the next one. User space names the stages (stages.c).
+ * merges its stage into the next one. User space names the stages (user/stage_table.c).
  */
 enum boundary {
 	B_SEND_ENTER,		/* sender: send syscall entry (message start) */

@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "attach.h"
+#include "tracer.h"
 #include "workload.h"
 
 #define MAX_SIZES 16
@@ -23,37 +24,6 @@ struct compare_opts {
 	enum attach_mode attach;
 	bool quiet;
 	int verbose;
-};
-
-#define MAX_STAGES 64
-#define STAGE_NAME_LEN 96
-
-/* One stage of the message path, exclusive (self) time. */
-struct stage_stat {
-	char name[STAGE_NAME_LEN];	/* folded path below the transport: "send;sock" or
-					 * "send;sock;tcp_sendmsg_locked" (function level) */
-	double ns_per_msg;		/* mean over attributed messages, as traced */
-	double corrected_ns_per_msg;	/* minus its probe hits x calibrated probe cost */
-	uint64_t count;			/* messages with this stage */
-	uint64_t p50_ns, p99_ns;	/* from the in-kernel log2 histogram */
-	bool extra;			/* per connection (conn;*), outside the message sum */
-};
-
-/* What tracing one run saw. */
-struct trace_result {
-	bool valid;
-	struct wl_result traced;	/* the workload's own numbers while traced */
-	uint64_t messages;		/* messages attributed end to end */
-	int n_stages;
-	struct stage_stat stages[MAX_STAGES];
-	double stage_sum_ns;		/* sum of ns_per_msg over stages */
-	double latency_ns;		/* traced end-to-end latency per message (mean) */
-	double coverage;		/* stage_sum_ns / latency_ns */
-	double overhead_ns;		/* traced - untraced latency per message */
-	double overhead_pct;
-	double corrected_sum_ns;	/* sum of corrected_ns_per_msg */
-	double probe_hits_per_msg;
-	uint64_t misses, out_of_order;	/* from the BPF .bss counters */
 };
 
 /* One transport's numbers for one (mode, size, placement). */

@@ -2,8 +2,8 @@
 /*
  * The tracer: chooses the attach mode, enables that mode's programs in
  * stages.bpf.c, registers each run's tasks, and turns the in-kernel sums into
- * named stages. Stage names come from one table (boundaries[]) so the three
- * attach modes and both transports line up.
+ * named stages. What ends each stage and how it is named is the stage table's
+ * (stage_table.c), so the three attach modes and both transports line up.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -19,80 +19,6 @@
 #include "tracer.h"
 #include "stages.skel.h"
 #include "util.h"
-
-/* What marks each boundary, and the name of the stage that ends there. */
-struct bdesc {
-	const char *stage[TR__COUNT];	/* stage ending here; NULL: not on this transport's path */
-	const char *func[TR__COUNT];	/* fentry/kprobe mode: function marking it */
-	const char *tp[TR__COUNT];	/* tracepoint mode: tracepoint marking it */
-	const char *leaf[TR__COUNT];	/* function-level leaf of the stage ending here */
-	bool always;			/* syscalls, scheduler, computed: every mode */
-	const char *doc;
-};
-
-#define BOTH(x) { x, x }
-static const struct bdesc boundaries[B__COUNT] = {
-	[B_SEND_ENTER] = { .always = true, .doc = "send syscall entry (message starts)" },
-	[B_PROTO] = { BOTH("send;syscall"), { "unix_stream_sendmsg", "tcp_sendmsg" },
-		      { NULL, "tcp_sendmsg_locked" }, .doc = "syscall entry to the protocol's sendmsg" },
-	[B_U_ALLOC] = { { "send;sock" }, { "sock_alloc_send_pskb" }, .leaf = { "unix_stream_sendmsg" },
-			.doc = "unix_stream_sendmsg up to skb allocation" },
-	[B_U_COPY] = { { "send;sock" }, { "skb_copy_datagram_from_iter" },
-		       .leaf = { "sock_alloc_send_pskb" }, .doc = "skb allocation" },
-	[B_U_QUEUE] = { { "send;sock" }, { "skb_queue_tail" }, .leaf = { "skb_copy_datagram_from_iter" },
-			.doc = "copy from user into the skb" },
-	[B_T_LOCKED] = { { NULL, "send;sock" }, { NULL, "tcp_sendmsg_locked" },
-			 .leaf = { NULL, "tcp_sendmsg" }, .doc = "tcp_sendmsg: lock_sock" },
-	[B_T_XMIT] = { { NULL, "send;sock" }, { NULL, "tcp_write_xmit" },
-		       .leaf = { NULL, "tcp_sendmsg_locked" }, .doc = "tcp_sendmsg_locked: copy, segment, push" },
-	[B_T_TRANSMIT] = { { NULL, "send;tcp_ip_out" }, { NULL, "__tcp_transmit_skb" },
-			   .leaf = { NULL, "tcp_write_xmit" }, .doc = "tcp_write_xmit" },
-	[B_T_IPQ] = { { NULL, "send;tcp_ip_out" }, { NULL, "__ip_queue_xmit" },
-		      .leaf = { NULL, "__tcp_transmit_skb" }, .doc = "build the TCP header, clone" },
-	[B_T_IPOUT2] = { { NULL, "send;tcp_ip_out" }, { NULL, "ip_finish_output2" },
-			 .leaf = { NULL, "__ip_queue_xmit" }, .doc = "IP output: route, header, netfilter" },
-	[B_DEV_QUEUE] = { { NULL, "send;tcp_ip_out" }, { NULL, "__dev_queue_xmit" },
-			  { NULL, "net_dev_queue" }, .leaf = { NULL, "ip_finish_output2" },
-			  .doc = "neighbour output to the device queue" },
-	[B_T_LOXMIT] = { { NULL, "send;dev_xmit" }, { NULL, "loopback_xmit" },
-			 .leaf = { NULL, "__dev_queue_xmit" }, .doc = "qdisc bypass to the driver" },
-	[B_T_NETIF_RX] = { { NULL, "send;dev_xmit" }, { NULL, "__netif_rx" },
-			   .leaf = { NULL, "loopback_xmit" }, .doc = "loopback: orphan skb, hand to rx" },
-	[B_SOFTIRQ] = { { NULL, "send;dev_xmit" }, { NULL, "net_rx_action" }, { NULL, "softirq_entry" },
-			.leaf = { NULL, "__netif_rx" }, .doc = "enqueue_to_backlog, raise and enter NET_RX" },
-	[B_T_BACKLOG] = { { NULL, "rx_softirq;backlog" }, { NULL, "process_backlog" },
-			  .leaf = { NULL, "net_rx_action" }, .doc = "softirq: poll list" },
-	[B_NETIF_RECEIVE] = { { NULL, "rx_softirq;backlog" }, { NULL, "__netif_receive_skb" },
-			      .leaf = { NULL, "process_backlog" },
-			      .doc = "dequeue from the CPU backlog" },
-	[B_T_IP_RCV] = { { NULL, "rx_softirq;backlog" }, { NULL, "ip_rcv" }, { NULL, "netif_receive_skb" },
-			 .leaf = { NULL, "__netif_receive_skb" }, .doc = "protocol demux" },
-	[B_T_IP_LOCAL] = { { NULL, "rx_softirq;ip_tcp_in" }, { NULL, "ip_local_deliver" },
-			   .leaf = { NULL, "ip_rcv" }, .doc = "IP receive, route input" },
-	[B_T_TCP_V4_RCV] = { { NULL, "rx_softirq;ip_tcp_in" }, { NULL, "tcp_v4_rcv" },
-			     .leaf = { NULL, "ip_local_deliver" }, .doc = "local delivery" },
-	[B_T_ESTABLISHED] = { { NULL, "rx_softirq;ip_tcp_in" }, { NULL, "tcp_rcv_established" },
-			      .leaf = { NULL, "tcp_v4_rcv" }, .doc = "socket lookup, checks" },
-	[B_DATA_READY] = { { "send;sock", "rx_softirq;ip_tcp_in" }, BOTH("sock_def_readable"),
-			   BOTH("sk_data_ready"), { "skb_queue_tail", "tcp_rcv_established" },
-			   .doc = "queue on the receiver (TCP: ACK processing, queue)" },
-	[B_WAKE_END] = { BOTH("deliver;enqueue_wakeup"), BOTH("sock_def_readable"),
-			 { "sock_send_length", "softirq_exit" }, BOTH("sock_def_readable"),
-			 .doc = "data-ready callback, receiver wakeup" },
-	[B_SEND_EXIT] = { BOTH("send;return"), .always = true,
-			  .doc = "rest of the send syscall (release_sock, softirq exit)" },
-	[B_RUN] = { BOTH("sched;wait_cpu"), .always = true,
-		    .doc = "from the later of send return and data ready/receiver runnable to the "
-			   "receiver running" },
-	[B_COPY_START] = { BOTH("recv;copy"), BOTH("skb_copy_datagram_iter"),
-			   .leaf = { "unix_stream_read_generic", "tcp_recvmsg_locked" },
-			   .doc = "receiver: back from schedule, lock, find the skb" },
-	[B_COPY_DONE] = { BOTH("recv;copy"), BOTH("skb_copy_datagram_iter"),
-			  { "consume_skb", "tcp_rcv_space_adjust" }, BOTH("skb_copy_datagram_iter"),
-			  .doc = "copy to user" },
-	[B_RECV_EXIT] = { BOTH("recv;return"), .always = true,
-			  .doc = "consume skb, write-space wakeup, syscall return" },
-};
 
 struct tracer {
 	struct stages_bpf *skel;
@@ -164,8 +90,8 @@ static void compute_availability(struct tracer *tr)
 
 	for (b = 0; b < B__COUNT; b++) {
 		for (t = 0; t < TR__COUNT; t++) {
-			const struct bdesc *d = &boundaries[b];
-			const char *marker = tr->mode == ATTACH_TRACEPOINT ? d->tp[t] : d->func[t];
+			const struct stage_boundary *d = stage_boundary(b);
+			const char *marker = stage_marker(b, t, tr->mode == ATTACH_TRACEPOINT);
 
 			if (b == B_SEND_ENTER || (d->stage[t] && d->always)) {
 				tr->avail[t][b] = true;
@@ -184,8 +110,8 @@ static void compute_availability(struct tracer *tr)
 	tr->missing[0] = 0;
 	for (t = 0; t < TR__COUNT; t++)
 		for (b = 0; b < B__COUNT; b++) {
-			const struct bdesc *d = &boundaries[b];
-			const char *marker = tr->mode == ATTACH_TRACEPOINT ? d->tp[t] : d->func[t];
+			const struct stage_boundary *d = stage_boundary(b);
+			const char *marker = stage_marker(b, t, tr->mode == ATTACH_TRACEPOINT);
 
 			if (d->stage[t] && marker && !tr->avail[t][b] && n < sizeof(tr->missing))
 				n += snprintf(tr->missing + n, sizeof(tr->missing) - n, "%s%s %s",
@@ -329,10 +255,9 @@ static bool prog_on_path(const struct tracer *tr, const struct bpf_program *prog
 	if (common_prog(name) || !strcmp(name, "tp_sock_recv_length"))
 		return true;
 	for (b = 0; b < B__COUNT; b++) {
-		const struct bdesc *d = &boundaries[b];
-		const char *marker = tr->mode == ATTACH_TRACEPOINT ? d->tp[t] : d->func[t];
+		const char *marker = stage_marker(b, t, tr->mode == ATTACH_TRACEPOINT);
 
-		if (d->stage[t] && marker && !strcmp(marker, target))
+		if (stage_boundary(b)->stage[t] && marker && !strcmp(marker, target))
 			return true;
 	}
 	return false;
@@ -494,46 +419,6 @@ fail:
 
 /* ---- naming and collection ------------------------------------------------- */
 
-/* "a;b" + "a;c" -> "a;b+c": the stage ending at `last`, absorbing those since `prev`. */
-static void stage_name(const struct tracer *tr, enum transport t, int prev, int last, bool per_call,
-		       char *out, size_t len)
-{
-	const struct bdesc *d = &boundaries[last];
-	char parent[STAGE_NAME_LEN] = "", leaves[STAGE_NAME_LEN] = "";
-	const char *seen_leaf = NULL;
-	size_t n = 0;
-	int b, on_path = 0;
-
-	if (per_call && last == B_RUN) {
-		snprintf(out, len, "recv;wait");
-		return;
-	}
-	for (b = prev + 1; b <= last; b++)
-		on_path += boundaries[b].stage[t] != NULL;
-	if (on_path == 1) {
-		if (tr->mode != ATTACH_TRACEPOINT && d->leaf[t] && !per_call)
-			snprintf(out, len, "%s;%s", d->stage[t], d->leaf[t]);
-		else
-			snprintf(out, len, "%s", d->stage[t]);
-		return;
-	}
-	for (b = prev + 1; b <= last; b++) {
-		const char *s = boundaries[b].stage[t], *semi;
-
-		if (!s)
-			continue;
-		semi = strrchr(s, ';');
-		if (!parent[0])
-			snprintf(parent, sizeof(parent), "%.*s", (int)(semi - s), s);
-		if (seen_leaf && !strcmp(seen_leaf, semi + 1))
-			continue;
-		n += snprintf(leaves + n, n < sizeof(leaves) ? sizeof(leaves) - n : 0, "%s%s",
-			      n ? "+" : "", semi + 1);
-		seen_leaf = semi + 1;
-	}
-	snprintf(out, len, "%s;%s", parent, leaves);
-}
-
 /* Both tasks' accumulators of one stage, summed. */
 static void read_slot(struct tracer *tr, __u32 stage, struct stage_acc *sum)
 {
@@ -618,7 +503,7 @@ int tracer_collect(struct tracer *tr, const struct wl_config *cfg, double probe_
 			continue;	/* per-call receive side is wait, copy, return */
 		if (per_call && b == B_RUN)
 			prev = B_SEND_EXIT;
-		stage_name(tr, t, prev, b, per_call, name, sizeof(name));
+		stage_name(t, prev, b, per_call, tr->mode != ATTACH_TRACEPOINT, name, sizeof(name));
 		read_slot(tr, base + b, &acc);
 		add_stage(res, name, &acc, per_call ? (b <= B_SEND_EXIT ? send_calls.count : recv_calls.count) :
 			  total.count, probe_cost_ns, false);
@@ -637,44 +522,4 @@ int tracer_collect(struct tracer *tr, const struct wl_config *cfg, double probe_
 	}
 	res->valid = res->messages > 0;
 	return 0;
-}
-
-void stages_list(FILE *f)
-{
-	int b, t;
-
-	fprintf(f, "Stages, in message order. A message runs from the sender's send() entry to the\n"
-		   "receiver's recv() return; its stages partition that time. Each stage ends at a\n"
-		   "boundary: a function entry in fentry/kprobe mode (which names the stage down to\n"
-		   "the function, a third frame), a tracepoint in tracepoint mode. A boundary the\n"
-		   "mode cannot see merges its stage into the next one (shown as \"a;b+c\").\n");
-	for (t = 0; t < TR__COUNT; t++) {
-		fprintf(f, "\n%s path                                  fentry/kprobe ends at       tracepoint ends at\n",
-			t == TR_UNIX ? "AF_UNIX" : "TCP loopback");
-		for (b = B_SEND_ENTER + 1; b < B__COUNT; b++) {
-			const struct bdesc *d = &boundaries[b];
-			char name[STAGE_NAME_LEN];
-
-			if (!d->stage[t])
-				continue;
-			snprintf(name, sizeof(name), "%s%s%s", d->stage[t], d->leaf[t] ? ";" : "",
-				 d->leaf[t] ? d->leaf[t] : "");
-			char func[64];
-
-			/* fexit/kretprobe marks these two */
-			snprintf(func, sizeof(func), "%s%s", d->always ? "(syscall/scheduler)" : d->func[t],
-				 b == B_WAKE_END || b == B_COPY_DONE ? " ret" : "");
-			fprintf(f, "  %-44s %-27s %s\n      %s\n", name, func,
-				d->always ? "(syscall/scheduler)" : d->tp[t] ? d->tp[t] : "- (merged into next)",
-				d->doc);
-		}
-	}
-	fprintf(f, "\nstream mode attributes per call instead: send-side stages per send(), and\n"
-		   "recv;wait (recv entry to running), recv;copy, recv;return per recv().\n"
-		   "connect mode adds per-connection stages outside the message sum:\n"
-		   "conn;connect (client connect() duration) and conn;accept (client connect() entry\n"
-		   "to the server's accept() return).\n"
-		   "pingpong adds app;gap: from a task's recv() return to its next send() entry (the\n"
-		   "application, plus udsprobe's own bookkeeping at recv exit), so that the stages\n"
-		   "add up to the one-way latency (a round trip is two messages and two gaps).\n");
 }

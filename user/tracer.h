@@ -3,10 +3,43 @@
 #define UDSPROBE_TRACER_H
 
 #include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "attach.h"
-#include "compare.h"
+#include "stage_table.h"	/* STAGE_NAME_LEN, stages_list() */
+#include "workload.h"
+
+#define MAX_STAGES 64
+
+/* One stage of the message path, exclusive (self) time. */
+struct stage_stat {
+	char name[STAGE_NAME_LEN];	/* folded path below the transport: "send;sock" or
+					 * "send;sock;tcp_sendmsg_locked" (function level) */
+	double ns_per_msg;		/* mean over attributed messages, as traced */
+	double corrected_ns_per_msg;	/* minus its probe hits x calibrated probe cost */
+	uint64_t count;			/* messages with this stage */
+	uint64_t p50_ns, p99_ns;	/* from the in-kernel log2 histogram */
+	bool extra;			/* per connection (conn;*), outside the message sum */
+};
+
+/* What tracing one run saw. */
+struct trace_result {
+	bool valid;
+	struct wl_result traced;	/* the workload's own numbers while traced */
+	uint64_t messages;		/* messages attributed end to end */
+	int n_stages;
+	struct stage_stat stages[MAX_STAGES];
+	double stage_sum_ns;		/* sum of ns_per_msg over stages */
+	double latency_ns;		/* traced end-to-end latency per message (mean) */
+	double coverage;		/* stage_sum_ns / latency_ns */
+	double overhead_ns;		/* traced - untraced latency per message */
+	double overhead_pct;
+	double corrected_sum_ns;	/* sum of corrected_ns_per_msg */
+	double probe_hits_per_msg;
+	uint64_t misses, out_of_order;	/* from the BPF .bss counters */
+};
 
 struct tracer;
 
@@ -34,8 +67,5 @@ void tracer_measure(struct tracer *tr, bool on);
 /* Read the run's stages into res (names, ns/msg, counts, percentiles, hits). */
 int tracer_collect(struct tracer *tr, const struct wl_config *cfg, double probe_cost_ns,
 		   struct trace_result *res);
-
-/* --list-stages */
-void stages_list(FILE *f);
 
 #endif

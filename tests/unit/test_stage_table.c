@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: GPL-2.0
+/* user/stage_table.c: the boundary table, stage naming per mode, --list-stages. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "stage_table.h"
+#include "unit.h"
+
+static const char *name(enum transport t, int prev, int last, bool per_call, bool func)
+{
+	static char buf[STAGE_NAME_LEN];
+
+	stage_name(t, prev, last, per_call, func, buf, sizeof(buf));
+	return buf;
+}
+
+TEST(stage_table_every_stage_has_a_marker_or_is_always_seen)
+{
+	int b, t;
+
+	for (b = B_SEND_ENTER + 1; b < B__COUNT; b++) {
+		const struct stage_boundary *d = stage_boundary(b);
+
+		REQUIRE(d);
+		CHECK(d->doc && *d->doc);
+		for (t = 0; t < TR__COUNT; t++) {
+			if (!d->stage[t] || d->always)
+				continue;
+			/* fentry/kprobe see every boundary; tracepoint mode may merge some */
+			if (!stage_marker(b, t, false))
+				unit_fail(__FILE__, __LINE__, "boundary %d on %s has no function", b,
+					  transport_names[t]);
+			CHECK(strchr(d->stage[t], ';') != NULL);	/* "phase;stage" */
+		}
+	}
+	CHECK(stage_boundary(-1) == NULL);
+	CHECK(stage_boundary(B__COUNT) == NULL);
+	CHECK(stage_marker(B__COUNT, TR_TCP, true) == NULL);
+}
+
+TEST(stage_table_markers_per_mode)
+{
+	CHECK_STR(stage_marker(B_PROTO, TR_TCP, false), "tcp_sendmsg");
+	CHECK_STR(stage_marker(B_PROTO, TR_TCP, true), "tcp_sendmsg_locked");
+	CHECK(stage_marker(B_PROTO, TR_UNIX, true) == NULL);	/* no tracepoint there */
+	CHECK_STR(stage_marker(B_WAKE_END, TR_UNIX, true), "sock_send_length");
+	CHECK_STR(stage_marker(B_WAKE_END, TR_TCP, true), "softirq_exit");
+	CHECK(stage_boundary(B_T_XMIT)->stage[TR_UNIX] == NULL);	/* TCP only */
+}
+
+TEST(stage_table_names_one_boundary)
+{
+	CHECK_STR(name(TR_TCP, B_SEND_ENTER, B_PROTO, false, false), "send;syscall");
+	CHECK_STR(name(TR_TCP, B_SEND_ENTER, B_PROTO, false, true), "send;syscall");	/* no leaf */
+	CHECK_STR(name(TR_TCP, B_PROTO, B_T_LOCKED, false, true), "send;sock;tcp_sendmsg");
+	CHECK_STR(name(TR_TCP, B_PROTO, B_T_LOCKED, false, false), "send;sock");
+	CHECK_STR(name(TR_UNIX, B_PROTO, B_U_ALLOC, false, true), "send;sock;unix_stream_sendmsg");
+	/* boundaries of the other transport in between do not count */
+	CHECK_STR(name(TR_UNIX, B_U_QUEUE, B_DATA_READY, false, true), "send;sock;skb_queue_tail");
+	CHECK_STR(name(TR_TCP, B_COPY_START, B_COPY_DONE, false, true),
+		  "recv;copy;skb_copy_datagram_iter");
+	CHECK_STR(name(TR_TCP, B_COPY_DONE, B_RECV_EXIT, false, true), "recv;return");
+}
+
+TEST(stage_table_names_merged_stages)
+{
+	/* 6.18 tracepoint mode: UDS has no tracepoint at unix_stream_sendmsg */
+	CHECK_STR(name(TR_UNIX, B_SEND_ENTER, B_DATA_READY, false, false), "send;syscall+sock");
+	/* ... and TCP none between tcp_sendmsg_locked and net_dev_queue */
+	CHECK_STR(name(TR_TCP, B_PROTO, B_DEV_QUEUE, false, false), "send;sock+tcp_ip_out");
+	/* a repeated leaf appears once */
+	CHECK_STR(name(TR_TCP, B_T_LOCKED, B_T_TRANSMIT, false, true), "send;sock+tcp_ip_out");
+	/* merged names never carry a function leaf */
+	CHECK_STR(name(TR_TCP, B_SEND_ENTER, B_T_LOCKED, false, true), "send;syscall+sock");
+}
+
+TEST(stage_table_names_per_call)
+{
+	CHECK_STR(name(TR_UNIX, B_SEND_EXIT, B_RUN, true, true), "recv;wait");
+	CHECK_STR(name(TR_TCP, B_SEND_EXIT, B_RUN, true, false), "recv;wait");
+	CHECK_STR(name(TR_TCP, B_PROTO, B_T_LOCKED, true, true), "send;sock");	/* no leaf per call */
+	CHECK_STR(name(TR_TCP, B_SEND_EXIT, B_RUN, false, false), "sched;wait_cpu");
+}
+
+TEST(stage_table_list_names_every_stage)
+{
+	char *buf = NULL, line[STAGE_NAME_LEN * 2];
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	int b, t;
+
+	REQUIRE(f);
+	stages_list(f);
+	REQUIRE(!fclose(f));
+	CHECK(strstr(buf, "\nAF_UNIX path ") != NULL);
+	CHECK(strstr(buf, "\nTCP loopback path ") != NULL);
+	CHECK(strstr(buf, "recv;wait") && strstr(buf, "conn;connect") && strstr(buf, "app;gap"));
+	for (t = 0; t < TR__COUNT; t++)
+		for (b = B_SEND_ENTER + 1; b < B__COUNT; b++) {
+			const struct stage_boundary *d = stage_boundary(b);
+
+			if (!d->stage[t])
+				continue;
+			snprintf(line, sizeof(line), "  %s%s%s ", d->stage[t], d->leaf[t] ? ";" : "",
+				 d->leaf[t] ? d->leaf[t] : "");
+			if (!strstr(buf, line))
+				unit_fail(__FILE__, __LINE__, "--list-stages lacks '%s'", line);
+			if (!strstr(buf, d->doc))
+				unit_fail(__FILE__, __LINE__, "--list-stages lacks '%s'", d->doc);
+		}
+	/* the tracepoint column: the marker, or that the stage merges into the next */
+	CHECK(strstr(buf, "sock_send_length") != NULL);
+	CHECK(strstr(buf, "- (merged into next)") != NULL);
+	free(buf);
+}

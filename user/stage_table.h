@@ -1,0 +1,43 @@
+/*
+ * The stage table: which boundary ends which stage on each transport, what marks it in each
+ * attach mode, how merged stages are named, and the --list-stages text. Pure data and string
+ * work, no BPF: the tracer (tracer.c) and the unit tests use it.
+ */
+#ifndef UDSPROBE_STAGE_TABLE_H
+#define UDSPROBE_STAGE_TABLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <linux/types.h>	/* stages.h uses __u32/__u64 and includes nothing */
+
+#include "stages.h"	/* enum boundary, shared with stages.bpf.c */
+#include "workload.h"	/* enum transport */
+
+#define STAGE_NAME_LEN 96
+
+/* What marks each boundary, and the name of the stage that ends there. */
+struct stage_boundary {
+	const char *stage[TR__COUNT];	/* stage ending here; NULL: not on this transport's path */
+	const char *func[TR__COUNT];	/* fentry/kprobe mode: function marking it */
+	const char *tp[TR__COUNT];	/* tracepoint mode: tracepoint marking it */
+	const char *leaf[TR__COUNT];	/* function-level leaf of the stage ending here */
+	bool always;			/* syscalls, scheduler, computed: every mode */
+	const char *doc;
+};
+
+/* Boundary b (enum boundary, 0 .. B__COUNT-1). */
+const struct stage_boundary *stage_boundary(int b);
+/* The function (tracepoint == false) or tracepoint marking b on t, or NULL. */
+const char *stage_marker(int b, enum transport t, bool tracepoint);
+/*
+ * Name of the stage ending at boundary last on t, absorbing the boundaries after prev that
+ * the mode cannot see: "send;syscall", "send;syscall+sock" (merged), with function_level
+ * "send;sock;tcp_sendmsg" (the leaf function). per_call: stream mode's per-call attribution.
+ */
+void stage_name(enum transport t, int prev, int last, bool per_call, bool function_level,
+		char *out, size_t len);
+/* --list-stages */
+void stages_list(FILE *f);
+
+#endif
