@@ -239,7 +239,7 @@ static void stage_table(FILE *f, const struct comparison *cmp, const struct pair
 {
 	const struct trace_result *r[TR__COUNT] = { &pr->tr[TR_UNIX].trace, &pr->tr[TR_TCP].trace };
 	struct srow *rows = calloc(MAX_STAGES * 2, sizeof(*rows));
-	char a[32], b[32], c[32];
+	char a[32], b[32], c[32], d[32];
 	int i, m, k, tr, n;
 
 	if (!rows)
@@ -323,7 +323,7 @@ extras:
 			r[TR_UNIX]->probe_hits_per_msg, r[TR_TCP]->probe_hits_per_msg,
 			fmt_dur(t->sum[TR_UNIX], true, b, sizeof(b)),
 			fmt_dur(t->sum[TR_TCP], true, c, sizeof(c)),
-			fmt_dur(fabs(t->sum[TR_TCP] - t->sum[TR_UNIX]), true, a, sizeof(a)));
+			fmt_dur(fabs(t->sum[TR_TCP] - t->sum[TR_UNIX]), true, d, sizeof(d)));
 		if (pr->mode == WL_PINGPONG && pr->tr[TR_UNIX].untraced.has_latency &&
 		    pr->tr[TR_TCP].untraced.has_latency)
 			fprintf(f, "; without any probes the mean one-way latencies were %s and %s",

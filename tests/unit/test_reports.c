@@ -721,3 +721,25 @@ TEST(reports_caveat_when_the_run_is_not_fit_for_a_slide)
 	free(out);
 	synth_free(c);
 }
+
+/* Issue 9 item 5: two durations formatted into one buffer inside one call printed the probe
+ * cost as "a difference of 44 ns". The sentence must carry the corrected sums' difference. */
+TEST(reports_md_corrected_difference_is_the_difference)
+{
+	struct comparison *c = synth(1, true, true, false);
+	struct stree *t = calloc(1, sizeof(*t));
+	char want[96], d[32], *buf = NULL;
+	size_t len = 0;
+
+	REQUIRE(t);
+	stree_build(&c->pairs[0], true, t);
+	snprintf(want, sizeof(want), "a difference of **%s**",
+		 fmt_dur(fabs(t->sum[TR_TCP] - t->sum[TR_UNIX]), true, d, sizeof(d)));
+	CAPTURE(buf, len, md_write(c, cap_f));
+	CHECK(strstr(buf, want) != NULL);
+	CHECK(strstr(buf, "a difference of **40 ns**") == NULL);	/* the probe cost */
+	CHECK(strstr(buf, "Every probe costs about 40 ns") != NULL);
+	free(buf);
+	free(t);
+	synth_free(c);
+}
