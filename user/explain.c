@@ -59,11 +59,13 @@ static void explain_untraced(const struct pair_result *pr, FILE *f)
 		if (u->latency.p50 < t->latency.p50)
 			fprintf(f, "UDS delivers a %llu B message in %s (median one-way), TCP in %s: UDS takes "
 				"%.0f%% less time.\n", (unsigned long long)pr->msg_size,
-				fmt_ns(u->latency.p50, a, sizeof(a)), fmt_ns(t->latency.p50, b, sizeof(b)),
+				fmt_dur(u->latency.p50, false, a, sizeof(a)),
+				fmt_dur(t->latency.p50, false, b, sizeof(b)),
 				100.0 * (1 - (double)u->latency.p50 / t->latency.p50));
 		else
 			fprintf(f, "UDS does not win here: median one-way %s vs TCP %s.\n",
-				fmt_ns(u->latency.p50, a, sizeof(a)), fmt_ns(t->latency.p50, b, sizeof(b)));
+				fmt_dur(u->latency.p50, false, a, sizeof(a)),
+				fmt_dur(t->latency.p50, false, b, sizeof(b)));
 		break;
 	case WL_STREAM:
 		fprintf(f, "Streaming %llu B messages, UDS moves %.2fx TCP's messages per second%s.\n",
@@ -103,17 +105,19 @@ void explain_pair(const struct comparison *cmp, const struct pair_result *pr, FI
 	if (pr->mode == WL_STREAM) {
 		fprintf(f, "Per send() call, TCP spends %s in stages UDS does not have (TCP/IP output, "
 			"loopback device, receive softirq); per call the send side costs UDS %s and TCP %s.\n",
-			fmt_ns(tcp_only, a, sizeof(a)), fmt_ns(stage_sum(u, "send;") + stage_sum(u, "deliver;"), b, sizeof(b)),
-			fmt_ns(stage_sum(t, "send;") + stage_sum(t, "deliver;") + stage_sum(t, "rx_softirq;"), c, sizeof(c)));
+			fmt_dur(tcp_only, false, a, sizeof(a)),
+			fmt_dur(stage_sum(u, "send;") + stage_sum(u, "deliver;"), false, b, sizeof(b)),
+			fmt_dur(stage_sum(t, "send;") + stage_sum(t, "deliver;") + stage_sum(t, "rx_softirq;"),
+				false, c, sizeof(c)));
 		return;
 	}
 	fprintf(f, "Traced, a message costs UDS %s and TCP %s from send() entry to recv() return "
-		"(difference %s).\n", fmt_ns(msg_u, a, sizeof(a)), fmt_ns(msg_t, b, sizeof(b)),
-		fmt_ns(diff, c, sizeof(c)));
+		"(difference %s).\n", fmt_dur(msg_u, false, a, sizeof(a)),
+		fmt_dur(msg_t, false, b, sizeof(b)), fmt_dur(diff, false, c, sizeof(c)));
 	if (tcp_only > 0)
 		fprintf(f, "TCP pays %s per message in stages UDS does not have: TCP/IP output, the "
 			"loopback device and the NET_RX softirq that runs IP and TCP input in the sender's "
-			"context%s. That is %.0f%% of the difference.\n", fmt_ns(tcp_only, a, sizeof(a)),
+			"context%s. That is %.0f%% of the difference.\n", fmt_dur(tcp_only, false, a, sizeof(a)),
 			cmp->stage_granularity && !strcmp(cmp->stage_granularity, "tracepoint") ?
 			" (in tracepoint mode the send;sock+tcp_ip_out stage also holds TCP's copy from user)" : "",
 			diff > 0 ? 100.0 * tcp_only / diff : 0.0);
@@ -143,16 +147,16 @@ void explain_pair(const struct comparison *cmp, const struct pair_result *pr, FI
 		fprintf(f, "UDS does not win on this placement (cpu=%s): ", place_names[pr->place]);
 	if (big_u && big_t && !strcmp(big_u->name, "sched;wait_cpu") && !strcmp(big_t->name, "sched;wait_cpu"))
 		fprintf(f, "waiting for the CPU is the largest stage for both (UDS %s, TCP %s): %s\n",
-			fmt_ns(sched_u, a, sizeof(a)), fmt_ns(sched_t, b, sizeof(b)),
+			fmt_dur(sched_u, false, a, sizeof(a)), fmt_dur(sched_t, false, b, sizeof(b)),
 			pr->place == CPU_SPLIT ? "a cross-CPU wakeup (an IPI, expensive in a VM) costs more "
 			"than the whole protocol stack." :
 			"the receiver runs only once the sender yields the CPU, and other work on that CPU "
 			"adds to it.");
 	else if (diff <= 0 && big_t)
 		fprintf(f, "TCP's largest stage is %s (%s).\n", big_t->name,
-			fmt_ns(big_t->ns_per_msg, a, sizeof(a)));
+			fmt_dur(big_t->ns_per_msg, false, a, sizeof(a)));
 	if (pr->mode == WL_CONNECT)
 		fprintf(f, "Per connection, connect() takes UDS %s and TCP %s.\n",
-			fmt_ns(stage_ns(u, "conn;connect"), a, sizeof(a)),
-			fmt_ns(stage_ns(t, "conn;connect"), b, sizeof(b)));
+			fmt_dur(stage_ns(u, "conn;connect"), false, a, sizeof(a)),
+			fmt_dur(stage_ns(t, "conn;connect"), false, b, sizeof(b)));
 }

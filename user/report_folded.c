@@ -69,25 +69,6 @@ const char *pair_caveat(const struct comparison *cmp, const struct pair_result *
 	return buf;
 }
 
-const char *fmt_dur(double ns, bool utf8, char *buf, size_t len)
-{
-	const char *us = utf8 ? "\u00b5s" : "us";
-
-	if (ns < 0)
-		ns = 0;
-	if (ns < 999.5)
-		snprintf(buf, len, "%.0f ns", ns);
-	else if (ns < 9999.5)
-		snprintf(buf, len, "%.2f %s", ns / 1e3, us);
-	else if (ns < 999999.5)
-		snprintf(buf, len, "%.1f %s", ns / 1e3, us);
-	else if (ns < 1e9)
-		snprintf(buf, len, "%.2f ms", ns / 1e6);
-	else
-		snprintf(buf, len, "%.2f s", ns / 1e9);
-	return buf;
-}
-
 void pair_tag(const struct pair_result *pr, bool file_name, char *buf, size_t len)
 {
 	if (file_name)

@@ -10,8 +10,8 @@ static void row_ns(FILE *f, const char *label, uint64_t u, uint64_t t)
 {
 	char a[32], b[32];
 
-	fprintf(f, "  %-22s %12s %12s %9.2f\n", label, fmt_ns(u, a, sizeof(a)), fmt_ns(t, b, sizeof(b)),
-		t ? (double)u / t : 0.0);
+	fprintf(f, "  %-22s %12s %12s %9.2f\n", label, fmt_dur(u, false, a, sizeof(a)),
+		fmt_dur(t, false, b, sizeof(b)), t ? (double)u / t : 0.0);
 }
 
 static void row_rate(FILE *f, const char *label, double u, double t)
@@ -94,8 +94,8 @@ static void stage_table(FILE *f, const struct comparison *cmp, const struct pair
 			t->coverage);
 	fprintf(f, "  probe overhead (traced - untraced per %s): unix %s (%+.0f%%), tcp %s (%+.0f%%)\n",
 		pr->mode == WL_PINGPONG ? "message" : pr->mode == WL_STREAM ? "message" : "connection",
-		fmt_ns(u->overhead_ns, a, sizeof(a)), u->overhead_pct, fmt_ns(t->overhead_ns, b, sizeof(b)),
-		t->overhead_pct);
+		fmt_dur(u->overhead_ns, false, a, sizeof(a)), u->overhead_pct,
+		fmt_dur(t->overhead_ns, false, b, sizeof(b)), t->overhead_pct);
 	if (pr->mode == WL_PINGPONG)
 		fprintf(f, "  corrected total vs untraced mean: unix %+.0f%%, tcp %+.0f%%\n",
 			100.0 * (u->corrected_sum_ns / MAX(pr->tr[TR_UNIX].untraced.latency.mean, 1) - 1),

@@ -76,8 +76,6 @@ const char *no_stages_reason(const struct comparison *cmp);
  * probe-cost correction pushed stages below zero...), or "" when there is none. */
 const char *pair_caveat(const struct comparison *cmp, const struct pair_result *pr, char *buf,
 			size_t len);
-/* "1.93 µs" / "812 ns"; utf8=false writes "us". */
-const char *fmt_dur(double ns, bool utf8, char *buf, size_t len);
 
 /* ---- folded stacks (report_folded.c) ---- */
 

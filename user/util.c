@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,16 +89,22 @@ int split_list(char *s, char **items, int max_items)
 	return n;
 }
 
-const char *fmt_ns(double ns, char *buf, size_t len)
+const char *fmt_dur(double ns, bool utf8, char *buf, size_t len)
 {
-	if (ns < 1000)
-		snprintf(buf, len, "%.0f ns", ns);
-	else if (ns < 1e6)
-		snprintf(buf, len, "%.2f us", ns / 1e3);
-	else if (ns < 1e9)
-		snprintf(buf, len, "%.2f ms", ns / 1e6);
+	const char *us = utf8 ? "\u00b5s" : "us", *sign = ns <= -0.5 ? "-" : "";
+	double a = fabs(ns);
+
+	/* each unit up to where its rounding would print 1000 of it */
+	if (a < 999.5)
+		snprintf(buf, len, "%s%.0f ns", sign, a);
+	else if (a < 9999.5)
+		snprintf(buf, len, "%s%.2f %s", sign, a / 1e3, us);
+	else if (a < 999999.5)
+		snprintf(buf, len, "%s%.1f %s", sign, a / 1e3, us);
+	else if (a < 999995000)
+		snprintf(buf, len, "%s%.2f ms", sign, a / 1e6);
 	else
-		snprintf(buf, len, "%.2f s", ns / 1e9);
+		snprintf(buf, len, "%s%.2f s", sign, a / 1e9);
 	return buf;
 }
 

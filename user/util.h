@@ -32,8 +32,12 @@ int split_list(char *s, char **items, int max_items);
 
 /* A rate with a k/M/G suffix: "1.23 M". */
 const char *fmt_rate(double v, char *buf, size_t len);
-/* Format n ns as "1.23 µs" style into buf. */
-const char *fmt_ns(double ns, char *buf, size_t len);
+/*
+ * The one duration format of every report: "812 ns", "1.93 us", "12.3 us", "4.57 ms", "1.20 s"
+ * (three significant digits from 1 us on; 999.7 ns is "1.00 us", never "1000 ns"). utf8
+ * writes "\u00b5s" for "us"; a negative value keeps its sign ("-15.9 us"). Returns buf.
+ */
+const char *fmt_dur(double ns, bool utf8, char *buf, size_t len);
 
 /* Kernel release ("6.18.44-...") and whether BTF for it is present. */
 const char *kernel_release(void);

@@ -229,18 +229,29 @@ TEST(util_split_list)
 	CHECK_INT(split_list(buf, items, 4), -E2BIG);
 }
 
-TEST(util_fmt_ns)
+TEST(util_fmt_dur)
 {
 	char buf[32];
 
-	CHECK_STR(fmt_ns(0, buf, sizeof(buf)), "0 ns");
-	CHECK_STR(fmt_ns(999, buf, sizeof(buf)), "999 ns");
-	CHECK_STR(fmt_ns(1000, buf, sizeof(buf)), "1.00 us");
-	CHECK_STR(fmt_ns(1460, buf, sizeof(buf)), "1.46 us");
-	CHECK_STR(fmt_ns(1e6, buf, sizeof(buf)), "1.00 ms");
-	CHECK_STR(fmt_ns(2.5e9, buf, sizeof(buf)), "2.50 s");
+	CHECK_STR(fmt_dur(0, false, buf, sizeof(buf)), "0 ns");
+	CHECK_STR(fmt_dur(999, false, buf, sizeof(buf)), "999 ns");
+	CHECK_STR(fmt_dur(1000, false, buf, sizeof(buf)), "1.00 us");
+	CHECK_STR(fmt_dur(1460, false, buf, sizeof(buf)), "1.46 us");
+	CHECK_STR(fmt_dur(1460, true, buf, sizeof(buf)), "1.46 \u00b5s");
+	CHECK_STR(fmt_dur(12345, false, buf, sizeof(buf)), "12.3 us");
+	CHECK_STR(fmt_dur(1e6, false, buf, sizeof(buf)), "1.00 ms");
+	CHECK_STR(fmt_dur(2.5e9, false, buf, sizeof(buf)), "2.50 s");
+	/* rounding never prints 1000 of a unit */
+	CHECK_STR(fmt_dur(999.7, false, buf, sizeof(buf)), "1.00 us");
+	CHECK_STR(fmt_dur(9999.7, false, buf, sizeof(buf)), "10.0 us");
+	CHECK_STR(fmt_dur(999999.7, false, buf, sizeof(buf)), "1.00 ms");
+	CHECK_STR(fmt_dur(999996000, false, buf, sizeof(buf)), "1.00 s");
+	/* signed: an overhead or a difference may be negative; no "-0 ns" */
+	CHECK_STR(fmt_dur(-15871, false, buf, sizeof(buf)), "-15.9 us");
+	CHECK_STR(fmt_dur(-812, true, buf, sizeof(buf)), "-812 ns");
+	CHECK_STR(fmt_dur(-0.3, false, buf, sizeof(buf)), "0 ns");
 	/* truncates, never overflows */
-	CHECK_STR(fmt_ns(1460, buf, 4), "1.4");
+	CHECK_STR(fmt_dur(1460, false, buf, 4), "1.4");
 }
 
 TEST(util_allowed_cpus)
