@@ -4,7 +4,6 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include <stdio.h>
 
 #include "attach.h"
 #include "tracer.h"
@@ -59,11 +58,5 @@ uint64_t default_warmup(enum wl_mode mode, uint64_t count);
 /* 0, -EINTR on Ctrl-C, other -errno on failure (message printed). */
 int compare_run(const struct compare_opts *opts, struct comparison *cmp);
 void comparison_free(struct comparison *cmp);
-
-/* Plain-language explanation of one pair's difference, generated from its numbers. */
-void explain_pair(const struct comparison *cmp, const struct pair_result *pr, FILE *f);
-
-void report_text(const struct comparison *cmp, FILE *f);
-int report_json(const struct comparison *cmp, const char *path);
 
 #endif

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "compare.h"
+#include "explain.h"
 #include "util.h"
 
 /* Stages on TCP's network path: UDS hands the skb straight to the peer's queue. */

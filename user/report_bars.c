@@ -11,6 +11,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "report_common.h"
 #include "reports.h"
 #include "util.h"
 

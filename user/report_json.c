@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "compare.h"
 #include "json_writer.h"
+#include "reports.h"
 #include "util.h"
 
 static void latency(struct jw *w, const char *key, const struct wl_latency *l)

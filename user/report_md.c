@@ -13,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "explain.h"
+#include "report_common.h"
 #include "reports.h"
 #include "util.h"
 

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "report_common.h"
 #include "reports.h"
 #include "util.h"
 

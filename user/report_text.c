@@ -3,7 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "compare.h"
+#include "explain.h"
+#include "reports.h"
 #include "util.h"
 
 static void row_ns(FILE *f, const char *label, uint64_t u, uint64_t t)

@@ -19,6 +19,7 @@
 
 #include "compare.h"
 #include "json_read.h"
+#include "report_common.h"
 #include "reports.h"
 #include "unit.h"
 #include "util.h"

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "report_common.h"
 #include "reports.h"
 #include "unit.h"
 #include "util.h"

@@ -1,0 +1,12 @@
+/* The plain-language explanation under each comparison (explain.c). */
+#ifndef UDSPROBE_EXPLAIN_H
+#define UDSPROBE_EXPLAIN_H
+
+#include <stdio.h>
+
+#include "compare.h"
+
+/* Plain-language explanation of one pair's difference, generated from its numbers. */
+void explain_pair(const struct comparison *cmp, const struct pair_result *pr, FILE *f);
+
+#endif
