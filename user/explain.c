@@ -30,12 +30,9 @@ static double stage_sum(const struct trace_result *t, const char *prefix)
 
 static double stage_ns(const struct trace_result *t, const char *name)
 {
-	int i;
+	const struct stage_stat *s = trace_stage(t, name);
 
-	for (i = 0; i < t->n_stages; i++)
-		if (!strcmp(t->stages[i].name, name))
-			return t->stages[i].ns_per_msg;
-	return 0;
+	return s ? s->ns_per_msg : 0;
 }
 
 static const struct stage_stat *largest_stage(const struct trace_result *t)

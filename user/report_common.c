@@ -367,3 +367,74 @@ int stree_rows(const struct stree *t, struct srow *rows, int max)
 				 t->node[rows[r].member[0]].path);
 	return nrows;
 }
+
+const char *place_words(const struct pair_result *pr, bool cpus, char *buf, size_t len)
+{
+	const struct wl_result *u = &pr->tr[TR_UNIX].untraced;
+	int n;
+
+	switch (pr->place) {
+	case CPU_SAME:
+		n = snprintf(buf, len, "client and server pinned to one CPU");
+		if (cpus && n >= 0 && (size_t)n < len)
+			snprintf(buf + n, len - n, " (CPU%d)", u->client_cpu);
+		break;
+	case CPU_SPLIT:
+		if (cpus)
+			snprintf(buf, len, "client on CPU%d, server on CPU%d", u->client_cpu,
+				 u->server_cpu);
+		else
+			snprintf(buf, len, "client and server on different CPUs");
+		break;
+	default:
+		snprintf(buf, len, "CPU placement left to the scheduler");
+	}
+	return buf;
+}
+
+const char *mode_count_noun(enum wl_mode mode)
+{
+	return mode == WL_PINGPONG ? "round trips" : mode == WL_STREAM ? "messages" : "connections";
+}
+
+static double lat_p50(const struct wl_result *r) { return r->latency.p50; }
+static double lat_p90(const struct wl_result *r) { return r->latency.p90; }
+static double lat_p99(const struct wl_result *r) { return r->latency.p99; }
+static double lat_mean(const struct wl_result *r) { return r->latency.mean; }
+static double msgs_rate(const struct wl_result *r) { return r->msgs_per_sec; }
+static double bytes_rate(const struct wl_result *r) { return r->bytes_per_sec; }
+static double conns_rate(const struct wl_result *r) { return r->conns_per_sec; }
+
+static const struct metric_row pingpong_rows[] = {
+	{ "one-way p50", "one-way latency p50", "", false, lat_p50 },
+	{ "one-way p90", "one-way latency p90", "", false, lat_p90 },
+	{ "one-way p99", "one-way latency p99", "", false, lat_p99 },
+	{ "one-way mean", "one-way latency mean", "", false, lat_mean },
+};
+static const struct metric_row stream_rows[] = {
+	{ "msgs/s", "messages per second", "", true, msgs_rate },
+	{ "bytes/s", "bytes per second", "B", true, bytes_rate },
+};
+static const struct metric_row connect_rows[] = {
+	{ "conns/s", "connections per second", "", true, conns_rate },
+	{ "connection p50", "connection time p50", "", false, lat_p50 },
+	{ "connection p99", "connection time p99", "", false, lat_p99 },
+};
+
+int metric_rows(enum wl_mode mode, const struct metric_row **rows)
+{
+	switch (mode) {
+	case WL_PINGPONG:
+		*rows = pingpong_rows;
+		return ARRAY_SIZE(pingpong_rows);
+	case WL_STREAM:
+		*rows = stream_rows;
+		return ARRAY_SIZE(stream_rows);
+	case WL_CONNECT:
+		*rows = connect_rows;
+		return ARRAY_SIZE(connect_rows);
+	default:
+		*rows = NULL;
+		return 0;
+	}
+}

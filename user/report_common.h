@@ -75,4 +75,23 @@ const char *no_stages_reason(const struct comparison *cmp);
 const char *pair_caveat(const struct comparison *cmp, const struct pair_result *pr, char *buf,
 			size_t len);
 
+/*
+ * The placement in words: "client and server pinned to one CPU", "... on different CPUs",
+ * "CPU placement left to the scheduler"; cpus: name the CPUs the workload ran on.
+ */
+const char *place_words(const struct pair_result *pr, bool cpus, char *buf, size_t len);
+/* What a run of this mode counts: "round trips", "messages", "connections". */
+const char *mode_count_noun(enum wl_mode mode);
+
+/* One number of the workload's own results, as the text report and report.md show it. */
+struct metric_row {
+	const char *label;		/* text report: "one-way p50" */
+	const char *md_label;		/* report.md: "one-way latency p50" */
+	const char *md_unit;		/* report.md, after a rate: "B" makes "109.19 MB" */
+	bool rate;			/* a rate (higher is better), else a duration (lower) */
+	double (*value)(const struct wl_result *r);
+};
+/* The rows of one mode, in report order; returns how many (*rows NULL for none). */
+int metric_rows(enum wl_mode mode, const struct metric_row **rows);
+
 #endif

@@ -18,23 +18,6 @@
 #include "reports.h"
 #include "util.h"
 
-static const char *place_words(const struct pair_result *pr, char *buf, size_t len)
-{
-	const struct wl_result *u = &pr->tr[TR_UNIX].untraced;
-
-	switch (pr->place) {
-	case CPU_SAME:
-		snprintf(buf, len, "client and server pinned to one CPU (CPU%d)", u->client_cpu);
-		break;
-	case CPU_SPLIT:
-		snprintf(buf, len, "client on CPU%d, server on CPU%d", u->client_cpu, u->server_cpu);
-		break;
-	default:
-		snprintf(buf, len, "placement left to the scheduler");
-	}
-	return buf;
-}
-
 /* "UDS 1.42× faster" from a lower-is-better (lat) or higher-is-better pair of numbers. */
 static const char *verdict(double u, double t, bool lower_better, char *buf, size_t len)
 {
@@ -54,7 +37,7 @@ static const char *verdict(double u, double t, bool lower_better, char *buf, siz
 	return buf;
 }
 
-static void row_ns(FILE *f, const char *label, uint64_t u, uint64_t t)
+static void row_ns(FILE *f, const char *label, double u, double t)
 {
 	char a[32], b[32], c[48];
 
@@ -92,31 +75,20 @@ static void headline(FILE *f, const struct pair_result *pr)
 static void workload_table(FILE *f, const struct pair_result *pr)
 {
 	const struct wl_result *u = &pr->tr[TR_UNIX].untraced, *t = &pr->tr[TR_TCP].untraced;
+	const struct metric_row *rows;
 	char a[32], b[32];
+	int i;
 
 	fprintf(f, "| measured without tracing | UDS | TCP | comparison |\n|---|---:|---:|---|\n");
-	switch (pr->mode) {
-	case WL_PINGPONG:
-		row_ns(f, "one-way latency p50", u->latency.p50, t->latency.p50);
-		row_ns(f, "one-way latency p90", u->latency.p90, t->latency.p90);
-		row_ns(f, "one-way latency p99", u->latency.p99, t->latency.p99);
-		row_ns(f, "one-way latency mean", u->latency.mean, t->latency.mean);
-		break;
-	case WL_STREAM:
-		row_rate(f, "messages per second", u->msgs_per_sec, t->msgs_per_sec, "");
-		row_rate(f, "bytes per second", u->bytes_per_sec, t->bytes_per_sec, "B");
-		break;
-	case WL_CONNECT:
-		row_rate(f, "connections per second", u->conns_per_sec, t->conns_per_sec, "");
-		row_ns(f, "connection time p50", u->latency.p50, t->latency.p50);
-		row_ns(f, "connection time p99", u->latency.p99, t->latency.p99);
-		break;
-	default:
-		break;
+	for (i = 0; i < metric_rows(pr->mode, &rows); i++) {
+		const struct metric_row *m = &rows[i];
+
+		if (m->rate)
+			row_rate(f, m->md_label, m->value(u), m->value(t), m->md_unit);
+		else
+			row_ns(f, m->md_label, m->value(u), m->value(t));
 	}
-	fprintf(f, "| %s | %s | %s | |\n\n",
-		pr->mode == WL_PINGPONG ? "round trips measured" :
-		pr->mode == WL_STREAM ? "messages measured" : "connections measured",
+	fprintf(f, "| %s measured | %s | %s | |\n\n", mode_count_noun(pr->mode),
 		fmt_rate(u->count, a, sizeof(a)), fmt_rate(t->count, b, sizeof(b)));
 }
 
@@ -379,7 +351,7 @@ static void env_table(FILE *f, const struct comparison *cmp)
 		if (i && cmp->pairs[i].place == cmp->pairs[i - 1].place)
 			continue;
 		fprintf(f, "%s %s: %s", i ? ";" : "", place_names[cmp->pairs[i].place],
-			place_words(&cmp->pairs[i], buf, sizeof(buf)));
+			place_words(&cmp->pairs[i], true, buf, sizeof(buf)));
 	}
 	fprintf(f, " |\n");
 	if (cmp->attach_mode) {
@@ -526,7 +498,7 @@ void md_write(const struct comparison *cmp, FILE *f)
 		fputs("## ", f);
 		pair_heading(f, pr, buf, sizeof(buf));
 		fprintf(f, "\n\n%s. %s. %llu-byte messages.\n\n", mode_words(pr->mode),
-			place_words(pr, buf, sizeof(buf)), (unsigned long long)pr->msg_size);
+			place_words(pr, true, buf, sizeof(buf)), (unsigned long long)pr->msg_size);
 		if (*pair_caveat(cmp, pr, caveat, sizeof(caveat)))
 			fprintf(f, "> **Caution:** %s.\n\n", caveat);
 		fprintf(f, "### The workload's own numbers\n\n");

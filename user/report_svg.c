@@ -166,15 +166,6 @@ static double nice_step(double max)
 	return step;
 }
 
-static const char *place_words(enum cpu_place p)
-{
-	switch (p) {
-	case CPU_SAME: return "client and server pinned to one CPU";
-	case CPU_SPLIT: return "client and server on different CPUs";
-	default: return "CPU placement left to the scheduler";
-	}
-}
-
 /* ---- the flame view ---- */
 
 struct layout {
@@ -574,7 +565,7 @@ static double pair_section(FILE *f, const struct comparison *cmp, const struct p
 {
 	struct stree *t = calloc(1, sizeof(*t));
 	double max, scale;
-	char head[400], caveat[240], a[32], b[32];
+	char head[400], caveat[240], place[64], a[32], b[32];
 	int tr, n;
 
 	if (!t)
@@ -583,7 +574,7 @@ static double pair_section(FILE *f, const struct comparison *cmp, const struct p
 	max = MAX(t->sum[TR_UNIX], t->sum[TR_TCP]);
 	scale = max > 0 ? PW / max : 0;
 	snprintf(head, sizeof(head), "%s, %llu-byte messages, %s", mode_names[pr->mode],
-		 (unsigned long long)pr->msg_size, place_words(pr->place));
+		 (unsigned long long)pr->msg_size, place_words(pr, false, place, sizeof(place)));
 	text(f, 24, y + 28, 28, NULL, "font-weight=\"bold\"", head);
 	y += 58;
 	if (*pair_caveat(cmp, pr, caveat, sizeof(caveat))) {

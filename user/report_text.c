@@ -4,23 +4,19 @@
 #include <string.h>
 
 #include "explain.h"
+#include "report_common.h"
 #include "reports.h"
 #include "util.h"
 
-static void row_ns(FILE *f, const char *label, uint64_t u, uint64_t t)
+static void metric_row(FILE *f, const struct metric_row *m, const struct pair_result *pr)
 {
+	double u = m->value(&pr->tr[TR_UNIX].untraced), t = m->value(&pr->tr[TR_TCP].untraced);
 	char a[32], b[32];
 
-	fprintf(f, "  %-22s %12s %12s %9.2f\n", label, fmt_dur(u, false, a, sizeof(a)),
-		fmt_dur(t, false, b, sizeof(b)), t ? (double)u / t : 0.0);
-}
-
-static void row_rate(FILE *f, const char *label, double u, double t)
-{
-	char a[32], b[32];
-
-	fprintf(f, "  %-22s %12s %12s %9.2f\n", label, fmt_rate(u, a, sizeof(a)),
-		fmt_rate(t, b, sizeof(b)), t > 0 ? u / t : 0.0);
+	fprintf(f, "  %-22s %12s %12s %9.2f\n", m->label,
+		m->rate ? fmt_rate(u, a, sizeof(a)) : fmt_dur(u, false, a, sizeof(a)),
+		m->rate ? fmt_rate(t, b, sizeof(b)) : fmt_dur(t, false, b, sizeof(b)),
+		t > 0 ? u / t : 0.0);
 }
 
 static void placement(FILE *f, const struct pair_result *pr)
@@ -29,17 +25,6 @@ static void placement(FILE *f, const struct pair_result *pr)
 
 	fprintf(f, "cpu=%s (client CPU%d, server CPU%d)", place_names[pr->place], u->client_cpu,
 		u->server_cpu);
-}
-
-/* Row order: TCP's stage order (the longer path), UDS-only stages where they fall. */
-static const struct stage_stat *find_stage(const struct trace_result *t, const char *name)
-{
-	int i;
-
-	for (i = 0; i < t->n_stages; i++)
-		if (!strcmp(t->stages[i].name, name))
-			return &t->stages[i];
-	return NULL;
 }
 
 static void stage_row(FILE *f, const char *name, const struct stage_stat *u, const struct stage_stat *t)
@@ -65,14 +50,15 @@ static void stage_table(FILE *f, const struct comparison *cmp, const struct pair
 		pr->mode == WL_STREAM ? "send()/recv() call" : "message", cmp->attach_mode,
 		cmp->stage_granularity);
 	fprintf(f, "  %-40s %9s %9s %9s\n", "stage", "unix", "tcp", "tcp-unix");
-	/* walk TCP's stages; before each, print UDS stages not printed that precede a shared one */
+	/* row order: TCP's stage order (the longer path), UDS-only stages where they fall;
+	 * walk TCP's stages; before each, print UDS stages not printed that precede a shared one */
 	for (i = 0; i < t->n_stages; i++) {
-		const struct stage_stat *us = find_stage(u, t->stages[i].name);
+		const struct stage_stat *us = trace_stage(u, t->stages[i].name);
 
 		if (us) {
 			k = us - u->stages;
 			for (j = 0; j < k; j++)
-				if (!printed[j] && !find_stage(t, u->stages[j].name)) {
+				if (!printed[j] && !trace_stage(t, u->stages[j].name)) {
 					stage_row(f, u->stages[j].name, &u->stages[j], NULL);
 					printed[j] = true;
 				}
@@ -111,7 +97,8 @@ static void stage_table(FILE *f, const struct comparison *cmp, const struct pair
 
 void report_text(const struct comparison *cmp, FILE *f)
 {
-	int i;
+	const struct metric_row *rows;
+	int i, m;
 
 	fprintf(f, "udsprobe %s: AF_UNIX stream vs TCP 127.0.0.1 (TCP_NODELAY on)\n", UDSPROBE_VERSION);
 	fprintf(f, "kernel %s, %d CPUs (%s), attach mode: %s\n", kernel_release(), cmp->n_cpus,
@@ -130,30 +117,11 @@ void report_text(const struct comparison *cmp, FILE *f)
 
 		fprintf(f, "\n%s %llu B, %llu/%llu %s, ", mode_names[pr->mode],
 			(unsigned long long)pr->msg_size, (unsigned long long)u->count,
-			(unsigned long long)t->count,
-			pr->mode == WL_PINGPONG ? "round trips" :
-			pr->mode == WL_STREAM ? "messages" : "connections");
+			(unsigned long long)t->count, mode_count_noun(pr->mode));
 		placement(f, pr);
 		fprintf(f, "\n  %-22s %12s %12s %9s\n", "", "unix", "tcp", "ratio");
-		switch (pr->mode) {
-		case WL_PINGPONG:
-			row_ns(f, "one-way p50", u->latency.p50, t->latency.p50);
-			row_ns(f, "one-way p90", u->latency.p90, t->latency.p90);
-			row_ns(f, "one-way p99", u->latency.p99, t->latency.p99);
-			row_ns(f, "one-way mean", u->latency.mean, t->latency.mean);
-			break;
-		case WL_STREAM:
-			row_rate(f, "msgs/s", u->msgs_per_sec, t->msgs_per_sec);
-			row_rate(f, "bytes/s", u->bytes_per_sec, t->bytes_per_sec);
-			break;
-		case WL_CONNECT:
-			row_rate(f, "conns/s", u->conns_per_sec, t->conns_per_sec);
-			row_ns(f, "connection p50", u->latency.p50, t->latency.p50);
-			row_ns(f, "connection p99", u->latency.p99, t->latency.p99);
-			break;
-		default:
-			break;
-		}
+		for (m = 0; m < metric_rows(pr->mode, &rows); m++)
+			metric_row(f, &rows[m], pr);
 		if (pr->tr[TR_UNIX].trace.valid && pr->tr[TR_TCP].trace.valid)
 			stage_table(f, cmp, pr);
 		fprintf(f, "\n");

@@ -477,6 +477,16 @@ static void add_stage(struct trace_result *res, const char *name, const struct s
 	}
 }
 
+const struct stage_stat *trace_stage(const struct trace_result *r, const char *name)
+{
+	int i;
+
+	for (i = 0; i < r->n_stages; i++)
+		if (!strcmp(r->stages[i].name, name))
+			return &r->stages[i];
+	return NULL;
+}
+
 int tracer_collect(struct tracer *tr, const struct wl_config *cfg, double probe_cost_ns,
 		   struct trace_result *res)
 {

@@ -41,6 +41,9 @@ struct trace_result {
 	uint64_t misses, out_of_order;	/* from the BPF .bss counters */
 };
 
+/* The stage of r named name, or NULL. */
+const struct stage_stat *trace_stage(const struct trace_result *r, const char *name);
+
 struct tracer;
 
 /* Detect, choose the mode, load. 0 or -errno (message printed). */

@@ -744,3 +744,67 @@ TEST(reports_md_corrected_difference_is_the_difference)
 	free(t);
 	synth_free(c);
 }
+
+TEST(reports_place_words_one_wording)
+{
+	struct comparison *c = synth(1, true, true, false);
+	struct pair_result *pr = &c->pairs[0];
+	char buf[96];
+
+	pr->tr[TR_UNIX].untraced.client_cpu = 1;
+	pr->tr[TR_UNIX].untraced.server_cpu = 0;
+	CHECK_STR(place_words(pr, true, buf, sizeof(buf)), "client and server pinned to one CPU (CPU1)");
+	CHECK_STR(place_words(pr, false, buf, sizeof(buf)), "client and server pinned to one CPU");
+	pr->place = CPU_SPLIT;
+	CHECK_STR(place_words(pr, true, buf, sizeof(buf)), "client on CPU1, server on CPU0");
+	CHECK_STR(place_words(pr, false, buf, sizeof(buf)), "client and server on different CPUs");
+	pr->place = CPU_NONE;
+	CHECK_STR(place_words(pr, true, buf, sizeof(buf)), "CPU placement left to the scheduler");
+	CHECK_STR(place_words(pr, false, buf, sizeof(buf)), "CPU placement left to the scheduler");
+	pr->place = CPU_SAME;
+	CHECK_STR(place_words(pr, true, buf, 11), "client and");	/* truncates */
+	synth_free(c);
+}
+
+/* Text and report.md render the same rows of the workload's numbers, in the same order. */
+TEST(reports_metric_rows_per_mode)
+{
+	struct wl_result r = { .latency = { .p50 = 1, .p90 = 2, .p99 = 3, .mean = 4 },
+			       .msgs_per_sec = 5, .bytes_per_sec = 6, .conns_per_sec = 7 };
+	const struct metric_row *m;
+	int n, i;
+
+	CHECK_INT(metric_rows(WL_PINGPONG, &m), 4);
+	for (i = 0; i < 4; i++) {
+		CHECK(!m[i].rate);
+		CHECK_DBL(m[i].value(&r), i + 1, 0);
+	}
+	CHECK_STR(m[0].label, "one-way p50");
+	CHECK_STR(m[3].md_label, "one-way latency mean");
+	n = metric_rows(WL_STREAM, &m);
+	REQUIRE(n == 2);
+	CHECK(m[0].rate && m[1].rate);
+	CHECK_DBL(m[1].value(&r), 6, 0);
+	CHECK_STR(m[1].md_unit, "B");
+	n = metric_rows(WL_CONNECT, &m);
+	REQUIRE(n == 3);
+	CHECK(m[0].rate && !m[1].rate && !m[2].rate);
+	CHECK_DBL(m[0].value(&r), 7, 0);
+	CHECK_DBL(m[2].value(&r), 3, 0);
+	CHECK_INT(metric_rows(WL__COUNT, &m), 0);
+	CHECK(m == NULL);
+	CHECK_STR(mode_count_noun(WL_PINGPONG), "round trips");
+	CHECK_STR(mode_count_noun(WL_CONNECT), "connections");
+}
+
+TEST(reports_trace_stage_finds_by_name)
+{
+	struct comparison *c = synth(1, true, true, false);
+	const struct trace_result *t = &c->pairs[0].tr[TR_TCP].trace;
+
+	REQUIRE(trace_stage(t, "send;dev_xmit"));
+	CHECK_DBL(trace_stage(t, "send;dev_xmit")->ns_per_msg, 250, 0);
+	CHECK(trace_stage(&c->pairs[0].tr[TR_UNIX].trace, "send;dev_xmit") == NULL);
+	CHECK(trace_stage(t, "send") == NULL);	/* whole names only */
+	synth_free(c);
+}
