@@ -208,12 +208,70 @@ static void extra_rows(FILE *f, const struct pair_result *pr, const struct stree
 	}
 }
 
+/* The sum of the stages, and for pingpong the traced latency they cover. */
+static void total_rows(FILE *f, const struct pair_result *pr, const struct stree *t)
+{
+	const struct trace_result *r[TR__COUNT] = { &pr->tr[TR_UNIX].trace, &pr->tr[TR_TCP].trace };
+	char a[32];
+	int tr;
+
+	fprintf(f, "| **all stages** | sum of the stages above |");
+	for (tr = 0; tr < TR__COUNT; tr++)
+		fprintf(f, " **%s** |", t->has[tr] ? fmt_dur(t->sum[tr], true, a, sizeof(a)) : "n/a");
+	if (t->has[TR_UNIX] && t->has[TR_TCP])
+		fprintf(f, " **%s%s** |", t->sum[TR_TCP] >= t->sum[TR_UNIX] ? "+" : "\u2212",
+			fmt_dur(fabs(t->sum[TR_TCP] - t->sum[TR_UNIX]), true, a, sizeof(a)));
+	else
+		fputs(" |", f);
+	end_row(f, t, t->has[TR_UNIX], t->raw_sum[TR_UNIX], t->has[TR_TCP], t->raw_sum[TR_TCP]);
+	if (r[TR_UNIX]->latency_ns <= 0 && r[TR_TCP]->latency_ns <= 0)
+		return;	/* per-call modes: no end-to-end latency to compare with */
+	fprintf(f, "| traced latency | send() entry to recv() return, measured end to end, "
+		"probes included |%s", t->corrected ? " | | |" : "");
+	for (tr = 0; tr < TR__COUNT; tr++)
+		fprintf(f, " %s |", t->has[tr] ? fmt_dur(r[tr]->latency_ns, true, a, sizeof(a)) : "n/a");
+	fputs(t->corrected ? "\n" : " |\n", f);
+	fprintf(f, "| coverage | share of the traced latency the stages account for |%s",
+		t->corrected ? " | | |" : "");
+	for (tr = 0; tr < TR__COUNT; tr++)
+		if (t->has[tr])
+			fprintf(f, " %.0f%% |", 100 * r[tr]->coverage);
+		else
+			fputs(" n/a |", f);
+	fputs(t->corrected ? "\n" : " |\n", f);
+}
+
+/* Why the tables show times with the probe cost removed, in numbers. */
+static void corrected_note(FILE *f, const struct comparison *cmp, const struct pair_result *pr,
+			   const struct stree *t)
+{
+	const struct trace_result *r[TR__COUNT] = { &pr->tr[TR_UNIX].trace, &pr->tr[TR_TCP].trace };
+	char a[32], b[32], c[32], d[32];
+
+	if (!t->corrected || !t->has[TR_UNIX] || !t->has[TR_TCP])
+		return;
+	fprintf(f, "Every probe costs about %s, and a traced stage includes the probes that "
+		"fired in it (%.1f per message on UDS, %.1f on TCP: TCP's longer path has more "
+		"of them). Removing that cost, the stages sum to **%s** on UDS and **%s** on "
+		"TCP, a difference of **%s**", fmt_dur(cmp->probe_cost_ns, true, a, sizeof(a)),
+		r[TR_UNIX]->probe_hits_per_msg, r[TR_TCP]->probe_hits_per_msg,
+		fmt_dur(t->sum[TR_UNIX], true, b, sizeof(b)),
+		fmt_dur(t->sum[TR_TCP], true, c, sizeof(c)),
+		fmt_dur(fabs(t->sum[TR_TCP] - t->sum[TR_UNIX]), true, d, sizeof(d)));
+	if (pr->mode == WL_PINGPONG && pr->tr[TR_UNIX].untraced.has_latency &&
+	    pr->tr[TR_TCP].untraced.has_latency)
+		fprintf(f, "; without any probes the mean one-way latencies were %s and %s",
+			fmt_dur(pr->tr[TR_UNIX].untraced.latency.mean, true, b, sizeof(b)),
+			fmt_dur(pr->tr[TR_TCP].untraced.latency.mean, true, c, sizeof(c)));
+	fprintf(f, ". As traced, the difference would look like %s: that is why the tables "
+		"and pictures show the corrected times.\n\n",
+		fmt_dur(fabs(t->raw_sum[TR_TCP] - t->raw_sum[TR_UNIX]), true, a, sizeof(a)));
+}
+
 static void stage_table(FILE *f, const struct comparison *cmp, const struct pair_result *pr,
 			const struct stree *t)
 {
-	const struct trace_result *r[TR__COUNT] = { &pr->tr[TR_UNIX].trace, &pr->tr[TR_TCP].trace };
 	struct srow *rows = calloc(MAX_STAGES * 2, sizeof(*rows));
-	char a[32], b[32], c[32], d[32];
 	int i, m, k, tr, n;
 
 	if (!rows)
@@ -261,52 +319,10 @@ static void stage_table(FILE *f, const struct comparison *cmp, const struct pair
 		}
 	}
 	free(rows);
-	fprintf(f, "| **all stages** | sum of the stages above |");
-	for (tr = 0; tr < TR__COUNT; tr++)
-		fprintf(f, " **%s** |", t->has[tr] ? fmt_dur(t->sum[tr], true, a, sizeof(a)) : "n/a");
-	if (t->has[TR_UNIX] && t->has[TR_TCP])
-		fprintf(f, " **%s%s** |", t->sum[TR_TCP] >= t->sum[TR_UNIX] ? "+" : "\u2212",
-			fmt_dur(fabs(t->sum[TR_TCP] - t->sum[TR_UNIX]), true, a, sizeof(a)));
-	else
-		fputs(" |", f);
-	end_row(f, t, t->has[TR_UNIX], t->raw_sum[TR_UNIX], t->has[TR_TCP], t->raw_sum[TR_TCP]);
-	if (r[TR_UNIX]->latency_ns <= 0 && r[TR_TCP]->latency_ns <= 0)
-		goto extras;	/* per-call modes: no end-to-end latency to compare with */
-	fprintf(f, "| traced latency | send() entry to recv() return, measured end to end, "
-		"probes included |%s", t->corrected ? " | | |" : "");
-	for (tr = 0; tr < TR__COUNT; tr++)
-		fprintf(f, " %s |", t->has[tr] ? fmt_dur(r[tr]->latency_ns, true, a, sizeof(a)) : "n/a");
-	fputs(t->corrected ? "\n" : " |\n", f);
-	fprintf(f, "| coverage | share of the traced latency the stages account for |%s",
-		t->corrected ? " | | |" : "");
-	for (tr = 0; tr < TR__COUNT; tr++)
-		if (t->has[tr])
-			fprintf(f, " %.0f%% |", 100 * r[tr]->coverage);
-		else
-			fputs(" n/a |", f);
-	fputs(t->corrected ? "\n" : " |\n", f);
-extras:
+	total_rows(f, pr, t);
 	extra_rows(f, pr, t);
 	fputc('\n', f);
-
-	if (t->corrected && t->has[TR_UNIX] && t->has[TR_TCP]) {
-		fprintf(f, "Every probe costs about %s, and a traced stage includes the probes that "
-			"fired in it (%.1f per message on UDS, %.1f on TCP: TCP's longer path has more "
-			"of them). Removing that cost, the stages sum to **%s** on UDS and **%s** on "
-			"TCP, a difference of **%s**", fmt_dur(cmp->probe_cost_ns, true, a, sizeof(a)),
-			r[TR_UNIX]->probe_hits_per_msg, r[TR_TCP]->probe_hits_per_msg,
-			fmt_dur(t->sum[TR_UNIX], true, b, sizeof(b)),
-			fmt_dur(t->sum[TR_TCP], true, c, sizeof(c)),
-			fmt_dur(fabs(t->sum[TR_TCP] - t->sum[TR_UNIX]), true, d, sizeof(d)));
-		if (pr->mode == WL_PINGPONG && pr->tr[TR_UNIX].untraced.has_latency &&
-		    pr->tr[TR_TCP].untraced.has_latency)
-			fprintf(f, "; without any probes the mean one-way latencies were %s and %s",
-				fmt_dur(pr->tr[TR_UNIX].untraced.latency.mean, true, b, sizeof(b)),
-				fmt_dur(pr->tr[TR_TCP].untraced.latency.mean, true, c, sizeof(c)));
-		fprintf(f, ". As traced, the difference would look like %s: that is why the tables "
-			"and pictures show the corrected times.\n\n",
-			fmt_dur(fabs(t->raw_sum[TR_TCP] - t->raw_sum[TR_UNIX]), true, a, sizeof(a)));
-	}
+	corrected_note(f, cmp, pr, t);
 }
 
 static void trust(FILE *f, const struct pair_result *pr)
@@ -445,12 +461,11 @@ static void glossary(FILE *f, const struct comparison *cmp)
 		"the probe between them is not available in this attach mode or kernel.\n\n");
 }
 
-void md_write(const struct comparison *cmp, FILE *f)
+/* Title, what this is, and a note when there are no stages at all. */
+static void intro(FILE *f, const struct comparison *cmp, bool staged)
 {
-	bool staged = comparison_has_stages(cmp);
-	char buf[160], tag[64], when[64], caveat[240];
+	char when[64];
 	time_t now = time(NULL);
-	int i;
 
 	strftime(when, sizeof(when), "%Y-%m-%d %H:%M UTC", gmtime(&now));
 	fprintf(f, "# Unix domain socket vs TCP loopback: where a message's time goes\n\n");
@@ -467,6 +482,13 @@ void md_write(const struct comparison *cmp, FILE *f)
 		fprintf(f, "> **No stage breakdown in this report:** %s. It holds the workload's "
 			"own measurements only; run `sudo udsprobe --compare --out DIR` (without "
 			"`--no-trace`) for the stages and the pictures.\n\n", no_stages_reason(cmp));
+}
+
+/* One headline row per run, and the stages' sum when both transports have stages. */
+static void summary(FILE *f, const struct comparison *cmp)
+{
+	char buf[160];
+	int i;
 
 	fprintf(f, "## Summary\n\n| run | UDS | TCP | comparison |\n|---|---:|---:|---|\n");
 	for (i = 0; i < cmp->n_pairs; i++) {
@@ -489,45 +511,58 @@ void md_write(const struct comparison *cmp, FILE *f)
 		free(t);
 	}
 	fputc('\n', f);
-	env_table(f, cmp);
+}
 
-	for (i = 0; i < cmp->n_pairs; i++) {
-		const struct pair_result *pr = &cmp->pairs[i];
-		struct stree *t;
+/* One run: the workload's numbers, the pictures, the stage table, why, how far to trust it. */
+static void pair_section(FILE *f, const struct comparison *cmp, const struct pair_result *pr)
+{
+	char buf[160], tag[64], caveat[240];
+	struct stree *t;
 
-		fputs("## ", f);
-		pair_heading(f, pr, buf, sizeof(buf));
-		fprintf(f, "\n\n%s. %s. %llu-byte messages.\n\n", mode_words(pr->mode),
-			place_words(pr, true, buf, sizeof(buf)), (unsigned long long)pr->msg_size);
-		if (*pair_caveat(cmp, pr, caveat, sizeof(caveat)))
-			fprintf(f, "> **Caution:** %s.\n\n", caveat);
-		fprintf(f, "### The workload's own numbers\n\n");
-		workload_table(f, pr);
-		if (!pair_has_stages(pr)) {
-			fprintf(f, "No stage breakdown for this run: %s.\n\n", no_stages_reason(cmp));
-			continue;
-		}
-		t = calloc(1, sizeof(*t));
-		if (!t)
-			continue;
-		stree_build(pr, show_corrected(cmp), t);
-		pair_tag(pr, true, tag, sizeof(tag));
-		fprintf(f, "### Where the time goes\n\n");
-		fprintf(f, "Both transports on one scale: the longer bar is the slower transport. "
-			"Each box is a stage, its width the stage's mean time per message; a box's "
-			"children (below it) split it further. Open the SVG in a browser to hover "
-			"(numbers) and click (zoom).\n\n");
-		fprintf(f, "![UDS and TCP stage breakdown on one scale](flame-%s.svg)\n\n", tag);
-		fprintf(f, "The same stages as a difference: orange bars are stages where TCP "
-			"spends more time than UDS, blue bars where it spends less.\n\n");
-		fprintf(f, "![TCP minus UDS per stage](diff-%s.svg)\n\n", tag);
-		stage_table(f, cmp, pr, t);
-		fprintf(f, "### Why\n\n");
-		explain_pair(cmp, pr, f);
-		fputc('\n', f);
-		trust(f, pr);
-		free(t);
+	fputs("## ", f);
+	pair_heading(f, pr, buf, sizeof(buf));
+	fprintf(f, "\n\n%s. %s. %llu-byte messages.\n\n", mode_words(pr->mode),
+		place_words(pr, true, buf, sizeof(buf)), (unsigned long long)pr->msg_size);
+	if (*pair_caveat(cmp, pr, caveat, sizeof(caveat)))
+		fprintf(f, "> **Caution:** %s.\n\n", caveat);
+	fprintf(f, "### The workload's own numbers\n\n");
+	workload_table(f, pr);
+	if (!pair_has_stages(pr)) {
+		fprintf(f, "No stage breakdown for this run: %s.\n\n", no_stages_reason(cmp));
+		return;
 	}
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return;
+	stree_build(pr, show_corrected(cmp), t);
+	pair_tag(pr, true, tag, sizeof(tag));
+	fprintf(f, "### Where the time goes\n\n");
+	fprintf(f, "Both transports on one scale: the longer bar is the slower transport. "
+		"Each box is a stage, its width the stage's mean time per message; a box's "
+		"children (below it) split it further. Open the SVG in a browser to hover "
+		"(numbers) and click (zoom).\n\n");
+	fprintf(f, "![UDS and TCP stage breakdown on one scale](flame-%s.svg)\n\n", tag);
+	fprintf(f, "The same stages as a difference: orange bars are stages where TCP "
+		"spends more time than UDS, blue bars where it spends less.\n\n");
+	fprintf(f, "![TCP minus UDS per stage](diff-%s.svg)\n\n", tag);
+	stage_table(f, cmp, pr, t);
+	fprintf(f, "### Why\n\n");
+	explain_pair(cmp, pr, f);
+	fputc('\n', f);
+	trust(f, pr);
+	free(t);
+}
+
+void md_write(const struct comparison *cmp, FILE *f)
+{
+	bool staged = comparison_has_stages(cmp);
+	int i;
+
+	intro(f, cmp, staged);
+	summary(f, cmp);
+	env_table(f, cmp);
+	for (i = 0; i < cmp->n_pairs; i++)
+		pair_section(f, cmp, &cmp->pairs[i]);
 
 	fprintf(f, "## How to read this\n\n");
 	fprintf(f, "- **Stage**: a contiguous slice of a message's trip through the kernel, "

@@ -560,38 +560,13 @@ static const char zoom_js[] =
 "});\n"
 "]]></script>\n";
 
-static double pair_section(FILE *f, const struct comparison *cmp, const struct pair_result *pr,
-			   unsigned views, double y)
+/* Under a run: messages, coverage and probe overhead per transport. Returns the new y. */
+static double trust_lines(FILE *f, const struct comparison *cmp, const struct pair_result *pr,
+			  const struct stree *t, double y)
 {
-	struct stree *t = calloc(1, sizeof(*t));
-	double max, scale;
-	char head[400], caveat[240], place[64], a[32], b[32];
+	char head[400], a[32], b[32];
 	int tr, n;
 
-	if (!t)
-		return y;
-	stree_build(pr, show_corrected(cmp), t);
-	max = MAX(t->sum[TR_UNIX], t->sum[TR_TCP]);
-	scale = max > 0 ? PW / max : 0;
-	snprintf(head, sizeof(head), "%s, %llu-byte messages, %s", mode_names[pr->mode],
-		 (unsigned long long)pr->msg_size, place_words(pr, false, place, sizeof(place)));
-	text(f, 24, y + 28, 28, NULL, "font-weight=\"bold\"", head);
-	y += 58;
-	if (*pair_caveat(cmp, pr, caveat, sizeof(caveat))) {
-		char line[sizeof(caveat) + 16];
-
-		char fitted[sizeof(line)];
-
-		snprintf(line, sizeof(line), "\u26a0 Caution: %s.", caveat);
-		fit(line, W - 40, 19 * 1.08, fitted, sizeof(fitted));	/* bold is wider */
-		text(f, 24, y + 4, 19, NULL, "fill=\"#b00\" font-weight=\"bold\"", fitted);
-		y += 34;
-	}
-	if (views & SVG_FLAME)
-		y = flame_view(f, cmp, pr, t, y) + 24;
-	if (views & SVG_DIFF)
-		y = diff_view(f, t, y + 10, scale) + 10;
-	/* how much to trust it */
 	for (tr = 0; tr < TR__COUNT; tr++) {
 		const struct trace_result *r = &pr->tr[tr].trace;
 
@@ -623,6 +598,39 @@ static double pair_section(FILE *f, const struct comparison *cmp, const struct p
 		text(f, 24, y + 18, 17, NULL, "fill=\"#555\"", head);
 		y += 26;
 	}
+	return y;
+}
+
+static double pair_section(FILE *f, const struct comparison *cmp, const struct pair_result *pr,
+			   unsigned views, double y)
+{
+	struct stree *t = calloc(1, sizeof(*t));
+	double max, scale;
+	char head[400], caveat[240], place[64], a[32];
+	int tr;
+
+	if (!t)
+		return y;
+	stree_build(pr, show_corrected(cmp), t);
+	max = MAX(t->sum[TR_UNIX], t->sum[TR_TCP]);
+	scale = max > 0 ? PW / max : 0;
+	snprintf(head, sizeof(head), "%s, %llu-byte messages, %s", mode_names[pr->mode],
+		 (unsigned long long)pr->msg_size, place_words(pr, false, place, sizeof(place)));
+	text(f, 24, y + 28, 28, NULL, "font-weight=\"bold\"", head);
+	y += 58;
+	if (*pair_caveat(cmp, pr, caveat, sizeof(caveat))) {
+		char line[sizeof(caveat) + 16], fitted[sizeof(line)];
+
+		snprintf(line, sizeof(line), "\u26a0 Caution: %s.", caveat);
+		fit(line, W - 40, 19 * 1.08, fitted, sizeof(fitted));	/* bold is wider */
+		text(f, 24, y + 4, 19, NULL, "fill=\"#b00\" font-weight=\"bold\"", fitted);
+		y += 34;
+	}
+	if (views & SVG_FLAME)
+		y = flame_view(f, cmp, pr, t, y) + 24;
+	if (views & SVG_DIFF)
+		y = diff_view(f, t, y + 10, scale) + 10;
+	y = trust_lines(f, cmp, pr, t, y);
 	/* per-connection stages (connect mode) are not part of a message: named, not drawn */
 	for (tr = 0; tr < TR__COUNT; tr++) {
 		const struct trace_result *r = &pr->tr[tr].trace;
@@ -638,7 +646,6 @@ static double pair_section(FILE *f, const struct comparison *cmp, const struct p
 			y += 26;
 		}
 	}
-	(void)b;
 	free(t);
 	return y + 10;
 }
