@@ -154,7 +154,8 @@ static __always_inline void attribute(int slot, int rslot, const __u32 first, co
 		if (t < prev)
 			t = prev;
 		hits = m->cpu[b] == prev_cpu && m->hits[b] >= prev_hits ? m->hits[b] - prev_hits : 1;
-		account(slot, b, t - prev, hits);
+		/* a deferred NET_RX softirq: the wait for it is its own stage, not the device's */
+		account(slot, b == B_SOFTIRQ && m->softirq_deferred ? C_SOFTIRQ_DEFERRED : b, t - prev, hits);
 		prev = t;
 		prev_hits = m->hits[b];
 		prev_cpu = m->cpu[b];
@@ -235,7 +236,16 @@ static __always_inline void on_sender_boundary(__u32 b)
 		stamp(m, b, cpu);
 }
 
-/* Receive-side TCP boundaries: follow the segment's skb, whatever task runs the softirq. */
+static __always_inline bool in_flight(const struct msg_state *m)
+{
+	return m->t[B_SEND_ENTER] && !m->t[B_RECV_EXIT];
+}
+
+/*
+ * Receive-side TCP boundaries: follow the segment's skb, whatever task runs the softirq.
+ * skb addresses are recycled, and a finished message keeps its key until its sender's next
+ * send: only a message still in flight may match.
+ */
 static __always_inline void on_skb_boundary(__u32 b, void *skb)
 {
 	__u32 cpu = count_hit();
@@ -243,10 +253,35 @@ static __always_inline void on_skb_boundary(__u32 b, void *skb)
 
 	if (!key)
 		return;
-	if (msgs[0].skb == key)
+	if (msgs[0].skb == key && in_flight(&msgs[0]))
 		stamp(&msgs[0], b, cpu);
-	else if (msgs[1].skb == key)
+	else if (msgs[1].skb == key && in_flight(&msgs[1]))
 		stamp(&msgs[1], b, cpu);
+}
+
+/*
+ * The in-flight TCP message that has crossed `need` (on this CPU, unless any_cpu) but not
+ * `unset` nor `before`. For receive-path boundaries without an skb argument that run outside
+ * the sender's send: the NET_RX softirq deferred to ksoftirqd (or to a later irq exit) runs
+ * the segment's receive, and a receiver that owned its socket runs tcp_rcv_established and
+ * the data-ready callback from release_sock.
+ */
+static __always_inline struct msg_state *rx_msg(__u32 need, __u32 unset, __u32 before, __u32 cpu,
+						bool any_cpu)
+{
+	__u32 i;
+
+	if (transport != TRANSPORT_TCP || attribution != ATTR_MESSAGE)
+		return NULL;
+#pragma unroll
+	for (i = 0; i < NR_SLOTS; i++) {
+		struct msg_state *m = &msgs[i];
+
+		if (in_flight(m) && m->t[need] && !m->t[unset] && !m->t[before] &&
+		    (any_cpu || m->cpu[need] == cpu))
+			return m;
+	}
+	return NULL;
 }
 
 static __always_inline void on_dev_queue(void *skb)
@@ -260,14 +295,41 @@ static __always_inline void on_dev_queue(void *skb)
 	m->skb = (__u64)skb;
 }
 
-/* The first NET_RX softirq after our segment was queued, in the sender's context. */
-static __always_inline void on_softirq(__u32 b)
+/*
+ * The first NET_RX softirq after our segment was queued: normally at the end of
+ * __dev_queue_xmit, in the sender's send. When ksoftirqd already runs on that CPU the kernel
+ * leaves the softirq to it (or a later irq exit runs it): the segment waits on the CPU's
+ * backlog meanwhile, and that wait is the C_SOFTIRQ_DEFERRED stage.
+ */
+static __always_inline void on_softirq(void)
 {
 	__u32 cpu = count_hit();
 	struct msg_state *m = sending_msg();
 
-	if (m && m->t[B_DEV_QUEUE] && (b != B_WAKE_END || m->t[B_DATA_READY]))
-		stamp(m, b, cpu);
+	if (m && m->t[B_DEV_QUEUE]) {
+		stamp(m, B_SOFTIRQ, cpu);
+		return;
+	}
+	m = rx_msg(B_DEV_QUEUE, B_SOFTIRQ, B_T_IP_RCV, cpu, false);
+	if (m) {
+		m->softirq_deferred = 1;
+		stamp(m, B_SOFTIRQ, cpu);
+	}
+}
+
+/* process_backlog: in whichever context ran the NET_RX softirq that found our segment. */
+static __always_inline void on_backlog(void)
+{
+	__u32 cpu = count_hit();
+	struct msg_state *m = sending_msg();
+
+	if (m && m->t[B_SOFTIRQ]) {
+		stamp(m, B_T_BACKLOG, cpu);
+		return;
+	}
+	m = rx_msg(B_SOFTIRQ, B_T_BACKLOG, B_T_IP_RCV, cpu, false);
+	if (m)
+		stamp(m, B_T_BACKLOG, cpu);
 }
 
 static __always_inline void on_data_ready(const struct sock *sk)
@@ -275,6 +337,9 @@ static __always_inline void on_data_ready(const struct sock *sk)
 	__u32 cpu = count_hit();
 	struct msg_state *m = sending_msg();
 
+	/* TCP outside the send: deferred softirq, or the receiver's release_sock */
+	if (!m)
+		m = rx_msg(B_T_IP_RCV, B_DATA_READY, B_RECV_EXIT, cpu, true);
 	if (!m || m->t[B_DATA_READY])
 		return;
 	stamp(m, B_DATA_READY, cpu);
@@ -286,7 +351,14 @@ static __always_inline void on_wake_end(__u32 for_transport)
 	__u32 cpu = count_hit();
 	struct msg_state *m = sending_msg();
 
-	if (!m || transport != for_transport)
+	if (transport != for_transport)
+		return;
+	/* TCP outside the send: the same callback's return, on the CPU that called it */
+	if (!m)
+		m = rx_msg(B_DATA_READY, B_WAKE_END, B_RECV_EXIT, cpu, false);
+	if (!m && !bpf_core_type_exists(btf_trace_sk_data_ready))
+		m = rx_msg(B_T_IP_RCV, B_WAKE_END, B_RECV_EXIT, cpu, false);
+	if (!m)
 		return;
 	/*
 	 * Kernels without the sock:sk_data_ready tracepoint (6.1) never stamp
@@ -560,7 +632,7 @@ SEC("?tp_btf/softirq_entry")
 int BPF_PROG(tp_softirq_entry, unsigned int vec)
 {
 	if (vec == NET_RX_SOFTIRQ_VEC)
-		on_softirq(B_SOFTIRQ);
+		on_softirq();
 	return 0;
 }
 
@@ -644,7 +716,6 @@ SENDER_PROBE(__ip_queue_xmit, B_T_IPQ)
 SENDER_PROBE(ip_finish_output2, B_T_IPOUT2)
 SENDER_PROBE(loopback_xmit, B_T_LOXMIT)
 SENDER_PROBE(__netif_rx, B_T_NETIF_RX)
-SENDER_PROBE(process_backlog, B_T_BACKLOG)
 SKB_PROBE(__netif_receive_skb, B_NETIF_RECEIVE)
 SKB_PROBE(ip_rcv, B_T_IP_RCV)
 SKB_PROBE(ip_local_deliver, B_T_IP_LOCAL)
@@ -656,9 +727,13 @@ SEC("?kprobe/__dev_queue_xmit")
 int BPF_KPROBE(kp___dev_queue_xmit, struct sk_buff *skb) { on_dev_queue(skb); return 0; }
 
 SEC("?fentry/net_rx_action")
-int BPF_PROG(fe_net_rx_action) { on_softirq(B_SOFTIRQ); return 0; }
+int BPF_PROG(fe_net_rx_action) { on_softirq(); return 0; }
 SEC("?kprobe/net_rx_action")
-int BPF_KPROBE(kp_net_rx_action) { on_softirq(B_SOFTIRQ); return 0; }
+int BPF_KPROBE(kp_net_rx_action) { on_softirq(); return 0; }
+SEC("?fentry/process_backlog")
+int BPF_PROG(fe_process_backlog) { on_backlog(); return 0; }
+SEC("?kprobe/process_backlog")
+int BPF_KPROBE(kp_process_backlog) { on_backlog(); return 0; }
 
 SEC("?fentry/tcp_rcv_established")
 int BPF_PROG(fe_tcp_rcv_established, struct sock *sk, struct sk_buff *skb)

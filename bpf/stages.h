@@ -45,6 +45,7 @@ enum conn_stage {
 	C_ACCEPT,		/* client connect() entry to server accept() return */
 	C_TOTAL,		/* message total: send entry to recv exit */
 	C_GAP,			/* pingpong: the sender's previous recv exit to this send entry */
+	C_SOFTIRQ_DEFERRED,	/* TCP: instead of B_SOFTIRQ's stage when NET_RX ran outside the send */
 	SLOT__COUNT,
 };
 
@@ -99,6 +100,8 @@ struct msg_state {
 	__u64 gap_ns;		/* C_GAP of this message, 0 if none */
 	__u64 gap_book_ns;
 	__u64 gap_hits;
+	__u32 softirq_deferred;	/* NET_RX ran outside the sender's send (ksoftirqd, later irq exit) */
+	__u32 pad;
 };
 
 #endif

@@ -92,6 +92,8 @@ static const struct {
 				  "(checks, ACK processing, queueing); TCP only" },
 	{ "deliver", "handing the data to the receiving socket" },
 	{ "deliver;enqueue_wakeup", "queue the data on the receiving socket and wake the receiver" },
+	{ "rx_softirq;deferred", "TCP: the NET_RX softirq ran outside the send (ksoftirqd, or a later "
+				"interrupt exit): the segment waited on the CPU backlog until then" },
 	{ "sched", "the scheduler" },
 	{ "sched;wait_cpu", "receiver has data and is runnable, waiting to be switched in" },
 	{ "recv", "the receiver's recv() syscall" },

@@ -35,6 +35,7 @@ static void trace(struct jw *w, const struct trace_result *t)
 	jw_double(w, "probe_hits_per_msg", t->probe_hits_per_msg);
 	jw_u64(w, "misses", t->misses);
 	jw_u64(w, "out_of_order", t->out_of_order);
+	jw_u64(w, "kernel_misses", t->kernel_misses);
 	jw_arr_begin(w, "stages");
 	for (i = 0; i < t->n_stages; i++) {
 		const struct stage_stat *s = &t->stages[i];

@@ -93,6 +93,10 @@ static void stage_table(FILE *f, const struct comparison *cmp, const struct pair
 		(unsigned long long)u->misses, (unsigned long long)t->misses,
 		(unsigned long long)u->out_of_order, (unsigned long long)t->out_of_order,
 		u->probe_hits_per_msg, t->probe_hits_per_msg);
+	if (u->kernel_misses || t->kernel_misses)
+		fprintf(f, "  program runs the kernel skipped (nested BPF on one CPU): unix %llu, tcp %llu; "
+			"stages that missed them merge into the next\n",
+			(unsigned long long)u->kernel_misses, (unsigned long long)t->kernel_misses);
 }
 
 void report_text(const struct comparison *cmp, FILE *f)

@@ -159,6 +159,10 @@ void stages_list(FILE *f)
 		   "connect mode adds per-connection stages outside the message sum:\n"
 		   "conn;connect (client connect() duration) and conn;accept (client connect() entry\n"
 		   "to the server's accept() return).\n"
+		   "TCP messages whose NET_RX softirq did not run at the end of the send (ksoftirqd was\n"
+		   "already running on that CPU, or a later irq exit ran it) have rx_softirq;deferred\n"
+		   "instead of the stage ending at the softirq: from the enqueue on the CPU backlog\n"
+		   "until the softirq runs, the sender's return included; shown when it happened.\n"
 		   "pingpong adds app;gap: from a task's recv() return to its next send() entry (the\n"
 		   "application, plus udsprobe's own bookkeeping at recv exit), so that the stages\n"
 		   "add up to the one-way latency (a round trip is two messages and two gaps).\n");

@@ -15,6 +15,9 @@
 #include "workload.h"	/* enum transport */
 
 #define STAGE_NAME_LEN 96
+/* TCP: the wait for a NET_RX softirq that ran outside the send (ksoftirqd, a later irq exit);
+ * replaces the stage ending at the softirq for those messages (function modes add ";wait"). */
+#define SOFTIRQ_DEFERRED_STAGE "rx_softirq;deferred"
 
 /* What marks each boundary, and the name of the stage that ends there. */
 struct stage_boundary {

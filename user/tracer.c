@@ -31,6 +31,7 @@ struct tracer {
 	struct bpf_link *links[128];
 	int n_links;
 	int verbose;
+	uint64_t missed_at_begin;	/* kernel_missed() when the run began */
 };
 
 static bool is_prog(const char *name, const char *prefix)
@@ -325,9 +326,33 @@ static void set_tasks(struct tracer *tr, pid_t client, pid_t server, enum transp
 	__sync_synchronize();
 }
 
+/*
+ * Runs of our programs the kernel skipped (bpf_prog_info.recursion_misses): a program that
+ * would nest in another BPF program on the same CPU does not run. Counted for fentry/fexit
+ * since 5.12 and tp_btf since 6.2; kprobe skips only since 6.7 (older kernels lose them
+ * uncounted, and the stage counts show it).
+ */
+static uint64_t kernel_missed(const struct tracer *tr)
+{
+	struct bpf_program *prog;
+	uint64_t sum = 0;
+
+	bpf_object__for_each_program(prog, tr->skel->obj) {
+		struct bpf_prog_info info;
+		__u32 len = sizeof(info);
+		int fd = bpf_program__fd(prog);
+
+		memset(&info, 0, sizeof(info));
+		if (fd >= 0 && !bpf_obj_get_info_by_fd(fd, &info, &len))
+			sum += info.recursion_misses;
+	}
+	return sum;
+}
+
 int tracer_begin_run(struct tracer *tr, const struct wl_config *cfg, pid_t client, pid_t server)
 {
 	reset_state(tr);
+	tr->missed_at_begin = kernel_missed(tr);
 	tr->skel->bss->attribution = cfg->mode == WL_STREAM ? ATTR_PER_CALL : ATTR_MESSAGE;
 	set_tasks(tr, client, server, cfg->transport);
 	return 0;
@@ -505,6 +530,7 @@ int tracer_collect(struct tracer *tr, const struct wl_config *cfg, double probe_
 	res->messages = per_call ? send_calls.count : total.count;
 	res->misses = tr->skel->bss->msgs_unmatched;
 	res->out_of_order = tr->skel->bss->msgs_overwritten + tr->skel->bss->msgs_wrong_sock;
+	res->kernel_misses = kernel_missed(tr) - tr->missed_at_begin;
 
 	for (b = B_SEND_ENTER + 1; b < B__COUNT; b++) {
 		if (!tr->avail[t][b])
@@ -518,6 +544,13 @@ int tracer_collect(struct tracer *tr, const struct wl_config *cfg, double probe_
 		add_stage(res, name, &acc, per_call ? (b <= B_SEND_EXIT ? send_calls.count : recv_calls.count) :
 			  total.count, probe_cost_ns, false);
 		prev = b;
+		if (b == B_SOFTIRQ && !per_call) {
+			/* messages whose NET_RX softirq ran outside the send: shown only when seen */
+			read_slot(tr, base + C_SOFTIRQ_DEFERRED, &acc);
+			if (acc.count)
+				add_stage(res, tr->mode != ATTACH_TRACEPOINT ? SOFTIRQ_DEFERRED_STAGE ";wait" :
+					  SOFTIRQ_DEFERRED_STAGE, &acc, total.count, probe_cost_ns, false);
+		}
 	}
 	if (cfg->mode == WL_CONNECT) {
 		read_slot(tr, base + C_CONNECT, &acc);

@@ -39,6 +39,7 @@ struct trace_result {
 	double corrected_sum_ns;	/* sum of corrected_ns_per_msg */
 	double probe_hits_per_msg;
 	uint64_t misses, out_of_order;	/* from the BPF .bss counters */
+	uint64_t kernel_misses;		/* program runs the kernel skipped (recursion_misses) */
 };
 
 /* The stage of r named name, or NULL. */

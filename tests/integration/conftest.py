@@ -186,3 +186,24 @@ def spawn(udsprobe):
             except ProcessLookupError:
                 pass
             p.wait()
+
+
+DEFERRED_SOFTIRQ = "rx_softirq;deferred"
+
+
+def partition_counts(stages):
+    """[(name, count)] of the message stages, each counting the messages that crossed it. A
+    TCP message whose NET_RX softirq ran outside the send (ksoftirqd, a later irq exit) has
+    rx_softirq;deferred instead of the stage ending at the softirq (the row just before it):
+    for those two, the sum is what crossed the boundary."""
+    out = []
+    for s in stages:
+        if s.get("per_connection"):
+            continue
+        if s["name"].startswith(DEFERRED_SOFTIRQ):
+            assert out, "rx_softirq;deferred cannot be the first stage"
+            name, count = out[-1]
+            out[-1] = (f"{name} (+deferred)", count + s["count"])
+            continue
+        out.append((s["name"], s["count"]))
+    return out

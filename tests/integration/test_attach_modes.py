@@ -26,7 +26,7 @@ import time
 
 import pytest
 
-from conftest import proc_tree, wait_for
+from conftest import DEFERRED_SOFTIRQ, partition_counts, proc_tree, wait_for
 
 MODES = ("fentry", "kprobe", "tracepoint")
 COMMON_TPS = {"sys_enter", "sys_exit", "sched_switch"}  # attached in every mode
@@ -313,12 +313,14 @@ def test_stage_granularity_matches_mode(check, mode, traced):
     for t, r in by_transport.items():
         names = [s["name"] for s in r["stages"]]
         deep = [n for n in names if n.count(";") >= 2]
-        # every message crosses every boundary the mode sees: a stage that counted fewer
-        # messages has a probe that did not fire (or read the wrong argument)
-        for s in r["stages"]:
-            want = r["messages"] - 1 if s["name"] == "app;gap" else r["messages"]
-            assert s["count"] >= max(1, 0.99 * want), (
-                f"{t}: stage {s['name']} counted {s['count']} of {r['messages']} messages in "
+        # every message crosses every boundary the mode sees, whichever context ran it: a
+        # stage that counted fewer messages has a probe that did not fire (the kernel's own
+        # miss counters say if it skipped one) or a path udsprobe does not follow
+        assert r["kernel_misses"] == 0, f"{t}: the kernel skipped {r['kernel_misses']} program runs"
+        for name, count in partition_counts(r["stages"]):
+            want = r["messages"] - 1 if name == "app;gap" else r["messages"]
+            assert count == want, (
+                f"{t}: stage {name} counted {count} of {r['messages']} messages in "
                 f"{mode} mode: {[(x['name'], x['count']) for x in r['stages']]}")
         if mode == "tracepoint":
             assert doc["stage_granularity"] == "tracepoint"
@@ -328,6 +330,9 @@ def test_stage_granularity_matches_mode(check, mode, traced):
         assert FUNC_STAGE[t] in names, f"{t}: no {FUNC_STAGE[t]} stage in {mode} mode: {names}"
         for n in names:
             if n.split("+")[0] in ALWAYS_STAGES:
+                continue
+            if n.startswith(DEFERRED_SOFTIRQ):
+                assert n == DEFERRED_SOFTIRQ + ";wait", n
                 continue
             assert n.count(";") == 2, f"{t}: stage {n!r} is not function-level in {mode} mode: {names}"
             assert re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", n.split(";")[2]), f"{t}: odd leaf in {n!r}"
