@@ -26,7 +26,8 @@
 #                             "SPEC=MODE[,MODE] ..." (those in a second boot). Multi-threaded TCG
 #                             (qemu 7.2) hangs the guest now and then while udsprobe attaches and
 #                             detaches (see tests/vm/qemu-tcg-single.sh); single is as fast here.
-#   UDSPROBE_VM_TIMEOUT       per guest, boot included (default 420 s); PYTEST_TIMEOUT per mode (240)
+#   UDSPROBE_VM_TIMEOUT       per guest, boot included (default 90 s + PYTEST_TIMEOUT per mode the
+#                             boot runs: each mode is bounded by its own pytest timeout, 240 s)
 #   UDSPROBE_VM_RESULTS       results dir (default .output/vm/matrix): check.txt, junit XML per mode
 set -uo pipefail
 
@@ -36,7 +37,8 @@ PROG=tests/vm/run-matrix.sh
 PYTHON=${PYTHON:-/usr/bin/python3}
 KERNELS=("$@")
 [ ${#KERNELS[@]} -gt 0 ] || read -r -a KERNELS <<<"${UDSPROBE_VM_KERNELS:-debian-6.1 debian-6.12}"
-VM_TIMEOUT=${UDSPROBE_VM_TIMEOUT:-420}
+VM_TIMEOUT=${UDSPROBE_VM_TIMEOUT:-}
+PYTEST_TIMEOUT=${PYTEST_TIMEOUT:-240}
 BACKLOG=${UDSPROBE_VM_BACKLOG:-debian-6.1=kprobe debian-6.12=fentry}
 SINGLE_TCG=${UDSPROBE_VM_SINGLE_TCG:-all}
 RESULTS=${UDSPROBE_VM_RESULTS:-$REPO/.output/vm/matrix}
@@ -151,10 +153,13 @@ for spec in "${KERNELS[@]}"; do
 		[ -n "$bmodes" ] || continue
 		qemu=()
 		[ $boot = single ] && qemu=(env QEMU="$REPO/tests/vm/qemu-tcg-single.sh")
-		echo "-- boot ($boot-threaded TCG) for:$bmodes"
+		# a loaded host slows TCG: each mode has its own pytest bound, the boot the sum
+		nmodes=$(wc -w <<<"$bmodes")
+		guest_timeout=${VM_TIMEOUT:-$((90 + nmodes * PYTEST_TIMEOUT))}
+		echo "-- boot ($boot-threaded TCG) for:$bmodes (timeout ${guest_timeout}s)"
 		t0=$(now)
-		"${qemu[@]}" scripts/vm-run.sh -k "$kdir" -t "$VM_TIMEOUT" \
-			-e UDSPROBE_EXPECT_MODES="$expect" -e PYTEST_TIMEOUT="${PYTEST_TIMEOUT:-240}" \
+		"${qemu[@]}" scripts/vm-run.sh -k "$kdir" -t "$guest_timeout" \
+			-e UDSPROBE_EXPECT_MODES="$expect" -e PYTEST_TIMEOUT="$PYTEST_TIMEOUT" \
 			-e UDSPROBE_VM_MODES="${bmodes# }" \
 			-- tests/vm/guest-suite.sh "$res" "${files[@]}"
 		vrc=$?
@@ -163,7 +168,7 @@ for spec in "${KERNELS[@]}"; do
 		[ "$vrc" -eq 0 ] || boot_failed+=" $bmodes"
 		case $vrc in
 		0) ;;
-		124) row "$label" "${bmodes# }" 0 1 0 "$took" "TIMEOUT: guest killed after ${VM_TIMEOUT}s (vm-run.sh 124)" ;;
+		124) row "$label" "${bmodes# }" 0 1 0 "$took" "TIMEOUT: guest killed after ${guest_timeout}s (vm-run.sh 124)" ;;
 		125) row "$label" "${bmodes# }" 0 1 0 "$took" "VM FAILURE (vm-run.sh 125, reason above)" ;;
 		*) row "$label" "${bmodes# }" 0 1 0 "$took" "guest suite failed (exit $vrc; udsprobe --check failed?)" ;;
 		esac
