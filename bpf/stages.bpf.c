@@ -175,6 +175,12 @@ __noinline int attribute_send_call(int slot)
 	return 0;
 }
 
+__noinline int attribute_first_chunk(int slot)
+{
+	attribute(slot & 1, slot & 1, B_SEND_ENTER, B_DATA_READY);
+	return 0;
+}
+
 /* The message the current task is sending (NULL outside its send syscall). */
 static __always_inline struct msg_state *sending_msg(void)
 {
@@ -260,15 +266,16 @@ static __always_inline void on_skb_boundary(__u32 b, void *skb)
 }
 
 /*
- * The in-flight TCP message that has crossed `need` (on this CPU, unless any_cpu) but not
- * `unset` nor `before`. For receive-path boundaries without an skb argument that run outside
+ * The in-flight TCP message that has crossed `need` on this CPU (or anywhere, when
+ * receiver_ok and its receiver runs this) but not `unset` nor `before`. For receive-path boundaries without an skb argument that run outside
  * the sender's send: the NET_RX softirq deferred to ksoftirqd (or to a later irq exit) runs
  * the segment's receive, and a receiver that owned its socket runs tcp_rcv_established and
  * the data-ready callback from release_sock.
  */
 static __always_inline struct msg_state *rx_msg(__u32 need, __u32 unset, __u32 before, __u32 cpu,
-						bool any_cpu)
+						bool receiver_ok)
 {
+	int cur = current_slot();
 	__u32 i;
 
 	if (transport != TRANSPORT_TCP || attribution != ATTR_MESSAGE)
@@ -278,7 +285,7 @@ static __always_inline struct msg_state *rx_msg(__u32 need, __u32 unset, __u32 b
 		struct msg_state *m = &msgs[i];
 
 		if (in_flight(m) && m->t[need] && !m->t[unset] && !m->t[before] &&
-		    (any_cpu || m->cpu[need] == cpu))
+		    (m->cpu[need] == cpu || (receiver_ok && cur == (int)i)))
 			return m;
 	}
 	return NULL;
@@ -340,10 +347,20 @@ static __always_inline void on_data_ready(const struct sock *sk)
 	/* TCP outside the send: deferred softirq, or the receiver's release_sock */
 	if (!m)
 		m = rx_msg(B_T_IP_RCV, B_DATA_READY, B_RECV_EXIT, cpu, true);
-	if (!m || m->t[B_DATA_READY])
+	/* a later chunk (skb, segment) of a message already signalled */
+	if (!m)
+		m = rx_msg(B_DATA_READY, B_RECV_EXIT, B_RECV_EXIT, cpu, true);
+	if (!m)
 		return;
+	if (m->t[B_DATA_READY]) {
+		if (m->rsk == (__u64)sk)
+			m->chunks++;
+		return;
+	}
+	m->chunks = 1;
 	stamp(m, B_DATA_READY, cpu);
 	m->rsk = (__u64)sk;
+	m->slice_t = m->t[B_DATA_READY];
 }
 
 static __always_inline void on_wake_end(__u32 for_transport)
@@ -370,6 +387,45 @@ static __always_inline void on_wake_end(__u32 for_transport)
 	if (m->t[B_DATA_READY] ||
 	    (!bpf_core_type_exists(btf_trace_sk_data_ready) && m->t[B_T_IP_RCV]))
 		stamp(m, B_WAKE_END, cpu);
+}
+
+/*
+ * Bulk slicing of a message sent in several chunks: from its first data-ready on, credit the
+ * time since the last slice boundary to what ran then. The sender's send() comes first (it
+ * must queue the last byte), then the receiver's recv() (copying what is queued); when
+ * neither runs, the sender asleep in send() waits for buffer space, else both wait for the
+ * scheduler. Boundaries: sched_switch of either task, the sender's send() exit, recv() exit.
+ */
+static __always_inline void bulk_tick(int r, __u64 now)
+{
+	struct msg_state *m = &msgs[r & 1];
+	const struct task_info *snd = &tasks[(r ^ 1) & 1], *rcv = &tasks[r & 1];
+	__u32 k;
+
+	if (!m->slice_t || !in_flight(m) || now < m->slice_t)
+		return;
+	if (snd->in_send && snd->on_cpu)
+		k = 0;
+	else if (rcv->in_recv && rcv->on_cpu)
+		k = 1;
+	else if (snd->in_send && snd->blocked)
+		k = 2;
+	else
+		k = 3;
+	m->bulk[k & (NR_BULK - 1)] += now - m->slice_t;
+	m->slice_t = now;
+}
+
+/* task_struct::state became __state in 5.14 */
+struct task_struct___pre514 {
+	long state;
+} __attribute__((preserve_access_index));
+
+static __always_inline bool asleep(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->__state))
+		return BPF_CORE_READ(t, __state) != 0;
+	return BPF_CORE_READ((struct task_struct___pre514 *)t, state) != 0;
 }
 
 /* The receiver is switched in: the latest switch before it copies is when it ran. */
@@ -431,11 +487,27 @@ static __always_inline void on_recv_sock(const struct sock *sk)
 		__sync_fetch_and_add(&msgs_wrong_sock, 1);
 }
 
+/* A message in several chunks: boundaries up to its first data-ready, then the slices. */
+static __always_inline void finish_bulk(int s, __u64 now)
+{
+	struct msg_state *m = &msgs[s & 1];
+	__u32 k;
+
+	m->t[B_RECV_EXIT] = 0;	/* still in flight for the last tick */
+	bulk_tick(s, now);
+	m->t[B_RECV_EXIT] = now;
+	attribute_first_chunk(s);
+#pragma unroll
+	for (k = 0; k < NR_BULK; k++)
+		account(s, C_BULK_SEND_COPY + k, m->bulk[k], 0);
+}
+
 /* The receiver's recv() returned data: the message is complete. */
 static __always_inline void finish_message(int s, struct task_info *ti, __u32 cpu)
 {
 	struct msg_state *m = &msgs[s & 1];
 	__u64 now = bpf_ktime_get_ns(), run;
+	__u32 run_b;
 
 	if (!m->t[B_SEND_ENTER] || m->t[B_RECV_EXIT]) {
 		if (tracing)
@@ -443,14 +515,24 @@ static __always_inline void finish_message(int s, struct task_info *ti, __u32 cp
 		return;
 	}
 	stamp_at(m, B_RECV_EXIT, now, cpu);
-	/* runs = max(data ready, switched in, entered recv) */
+	if (m->chunks > 1 && m->slice_t) {
+		finish_bulk(s, now);
+		goto done;
+	}
+	/* runs = max(data ready, switched in, entered recv); its CPU and hit count go with it */
 	run = m->t[B_DATA_READY] ? m->t[B_DATA_READY] : m->t[B_SEND_ENTER];
+	run_b = m->t[B_DATA_READY] ? B_DATA_READY : B_SEND_ENTER;
 	if (ti->recv_enter > run)
 		run = ti->recv_enter;
 	if (m->t[B_RUN] < run) {
 		m->t[B_RUN] = run;
-		m->cpu[B_RUN] = cpu;
-		m->hits[B_RUN] = m->hits[B_DATA_READY];
+		if (run == ti->recv_enter) {
+			m->cpu[B_RUN] = ti->recv_enter_cpu;
+			m->hits[B_RUN] = ti->recv_enter_hits;
+		} else {
+			m->cpu[B_RUN] = m->cpu[run_b & (B__COUNT - 1)];
+			m->hits[B_RUN] = m->hits[run_b & (B__COUNT - 1)];
+		}
 	}
 	/* sender time after the receiver started running is off the critical path */
 	if (m->t[B_SEND_EXIT] > m->t[B_RUN]) {
@@ -459,6 +541,7 @@ static __always_inline void finish_message(int s, struct task_info *ti, __u32 cp
 		m->hits[B_SEND_EXIT] = m->hits[B_RUN];
 	}
 	attribute_message(s);
+done:
 	account(s, C_TOTAL, now - m->t[B_SEND_ENTER], 0);
 	if (m->gap_ns)
 		account_book(s, C_GAP, m->gap_ns, m->gap_hits, m->gap_book_ns);
@@ -517,11 +600,14 @@ static __always_inline void on_sys_enter(long nr)
 		return;
 	ti = &tasks[s & 1];
 	ti->cur_syscall = nr;
+	ti->on_cpu = 1;
 	if (is_send(nr)) {
 		on_send_enter(s, cpu);
 	} else if (is_recv(nr)) {
 		ti->in_recv = 1;
 		ti->recv_enter = bpf_ktime_get_ns();
+		ti->recv_enter_cpu = cpu;
+		ti->recv_enter_hits = cpu_hits[cpu & (MAX_CPUS - 1)];
 		ti->switch_in = 0;
 		ti->copy_done = 0;
 	} else if (nr == NR_connect && tracing) {
@@ -542,6 +628,7 @@ static __always_inline void on_sys_exit(long ret)
 	nr = ti->cur_syscall;
 	if (is_send(nr) && ti->in_send) {
 		stamp(&msgs[(s ^ 1) & 1], B_SEND_EXIT, cpu);
+		bulk_tick(s ^ 1, msgs[(s ^ 1) & 1].t[B_SEND_EXIT]);
 		if (attribution == ATTR_PER_CALL)
 			finish_send_call(s);
 		ti->in_send = 0;
@@ -599,8 +686,23 @@ SEC("?tp_btf/sched_switch")
 int BPF_PROG(tp_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
 	__u32 cpu = count_hit();
+	int p = slot_of(prev->pid), n = slot_of(next->pid);
+	__u64 now;
 
-	on_switch_in(next->pid, cpu);
+	if (p < 0 && n < 0)
+		return 0;
+	now = bpf_ktime_get_ns();
+	bulk_tick(0, now);
+	bulk_tick(1, now);
+	if (p >= 0) {
+		tasks[p & 1].on_cpu = 0;
+		tasks[p & 1].blocked = !preempt && asleep(prev);
+	}
+	if (n >= 0) {
+		tasks[n & 1].on_cpu = 1;
+		tasks[n & 1].blocked = 0;
+		on_switch_in(next->pid, cpu);
+	}
 	return 0;
 }
 

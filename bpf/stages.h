@@ -46,6 +46,15 @@ enum conn_stage {
 	C_TOTAL,		/* message total: send entry to recv exit */
 	C_GAP,			/* pingpong: the sender's previous recv exit to this send entry */
 	C_SOFTIRQ_DEFERRED,	/* TCP: instead of B_SOFTIRQ's stage when NET_RX ran outside the send */
+	/*
+	 * A message delivered in several chunks (UDS skbs, TCP segments): from its first
+	 * data-ready to the receiver's recv() return, sender and receiver take turns, so the
+	 * time is sliced by who runs then (enum bulk_slice) instead of by boundaries.
+	 */
+	C_BULK_SEND_COPY,
+	C_BULK_RECV_COPY,
+	C_BULK_WAIT_SPACE,
+	C_BULK_WAIT_CPU,
 	SLOT__COUNT,
 };
 
@@ -58,7 +67,8 @@ enum attribution {
 };
 
 #define HIST_SLOTS 32
-#define SLOT_STRIDE 32		/* >= SLOT__COUNT, a power of two the verifier can mask */
+#define SLOT_STRIDE 64		/* >= SLOT__COUNT, a power of two the verifier can mask */
+#define NR_BULK 4		/* C_BULK_SEND_COPY .. C_BULK_WAIT_CPU */
 #define MAX_CPUS 512
 /* The workload's two tasks: slot 0 client, slot 1 server; each sends to the other. */
 #define NR_SLOTS 2
@@ -76,7 +86,7 @@ struct task_info {
 	__u32 cur_syscall;
 	__u32 in_send;
 	__u32 in_recv;
-	__u32 pad;
+	__u32 on_cpu;		/* switched in (sched_switch), for bulk slicing */
 	__u64 recv_enter;
 	__u64 switch_in;
 	__u64 copy_done;
@@ -87,7 +97,10 @@ struct task_info {
 	__u64 book_ns;		/* bookkeeping done after recv_exit (attribution) */
 	__u64 recv_exit_hits;
 	__u32 recv_exit_cpu;
-	__u32 pad2;
+	__u32 blocked;		/* switched out asleep (not preempted) */
+	__u64 recv_enter_hits;
+	__u32 recv_enter_cpu;
+	__u32 pad;
 };
 
 /* One message's boundary stamps. */
@@ -101,7 +114,9 @@ struct msg_state {
 	__u64 gap_book_ns;
 	__u64 gap_hits;
 	__u32 softirq_deferred;	/* NET_RX ran outside the sender's send (ksoftirqd, later irq exit) */
-	__u32 pad;
+	__u32 chunks;		/* data-ready callbacks for this message (skbs or segments queued) */
+	__u64 slice_t;		/* bulk slicing: time of the last slice boundary, 0 = not started */
+	__u64 bulk[NR_BULK];	/* ns per slice kind since the first data-ready */
 };
 
 #endif

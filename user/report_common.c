@@ -94,6 +94,15 @@ static const struct {
 	{ "deliver;enqueue_wakeup", "queue the data on the receiving socket and wake the receiver" },
 	{ "rx_softirq;deferred", "TCP: the NET_RX softirq ran outside the send (ksoftirqd, or a later "
 				"interrupt exit): the segment waited on the CPU backlog until then" },
+	{ "bulk", "a message sent in several chunks (skbs, segments), after its first chunk was "
+		 "queued: sender and receiver take turns" },
+	{ "bulk;send_copy", "the sender's send() runs: copying the rest of the message into skbs or "
+			    "segments (TCP: with their output and receive softirq)" },
+	{ "bulk;recv_copy", "the sender is not running and the receiver's recv() runs: copying queued "
+			    "chunks to user memory, freeing them (TCP: sending window updates)" },
+	{ "bulk;wait_space", "the sender sleeps in send() for send-buffer space and the receiver is "
+			     "not running yet (being woken, waiting for a CPU)" },
+	{ "bulk;wait_cpu", "neither task runs its side: the scheduler, wakeups, other work" },
 	{ "sched", "the scheduler" },
 	{ "sched;wait_cpu", "receiver has data and is runnable, waiting to be switched in" },
 	{ "recv", "the receiver's recv() syscall" },

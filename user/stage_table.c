@@ -163,6 +163,12 @@ void stages_list(FILE *f)
 		   "already running on that CPU, or a later irq exit ran it) have rx_softirq;deferred\n"
 		   "instead of the stage ending at the softirq: from the enqueue on the CPU backlog\n"
 		   "until the softirq runs, the sender's return included; shown when it happened.\n"
+		   "A message delivered in several chunks (UDS skbs, TCP segments: large sizes) keeps\n"
+		   "the stages up to its first data-ready; from there to the recv() return its time is\n"
+		   "sliced by who runs: bulk;send_copy (the sender's send() runs), bulk;recv_copy (the\n"
+		   "receiver's recv() runs while the sender does not), bulk;wait_space (the sender\n"
+		   "sleeps for send-buffer space, the receiver is not running yet), bulk;wait_cpu\n"
+		   "(neither runs); shown when it happened.\n"
 		   "pingpong adds app;gap: from a task's recv() return to its next send() entry (the\n"
 		   "application, plus udsprobe's own bookkeeping at recv exit), so that the stages\n"
 		   "add up to the one-way latency (a round trip is two messages and two gaps).\n");

@@ -512,6 +512,35 @@ const struct stage_stat *trace_stage(const struct trace_result *r, const char *n
 	return NULL;
 }
 
+static bool has_bulk(struct tracer *tr)
+{
+	struct stage_acc acc;
+
+	read_slot(tr, C_BULK_SEND_COPY, &acc);
+	return acc.count > 0;
+}
+
+/*
+ * Messages delivered in several chunks are sliced by who runs after their first data-ready
+ * (bpf/stages.h, C_BULK_*); their later boundary stages are not counted. Shown when seen.
+ */
+static void add_bulk_stages(struct tracer *tr, struct trace_result *res, uint64_t per,
+			    double probe_cost_ns)
+{
+	static const char *const names[NR_BULK] = {
+		"bulk;send_copy", "bulk;recv_copy", "bulk;wait_space", "bulk;wait_cpu",
+	};
+	struct stage_acc acc;
+	int k;
+
+	if (!has_bulk(tr))
+		return;
+	for (k = 0; k < NR_BULK; k++) {
+		read_slot(tr, C_BULK_SEND_COPY + k, &acc);
+		add_stage(res, names[k], &acc, per, probe_cost_ns, false);
+	}
+}
+
 int tracer_collect(struct tracer *tr, const struct wl_config *cfg, double probe_cost_ns,
 		   struct trace_result *res)
 {
@@ -531,6 +560,8 @@ int tracer_collect(struct tracer *tr, const struct wl_config *cfg, double probe_
 	res->misses = tr->skel->bss->msgs_unmatched;
 	res->out_of_order = tr->skel->bss->msgs_overwritten + tr->skel->bss->msgs_wrong_sock;
 	res->kernel_misses = kernel_missed(tr) - tr->missed_at_begin;
+	read_slot(tr, C_BULK_SEND_COPY, &acc);
+	res->bulk_messages = per_call ? 0 : acc.count;
 
 	for (b = B_SEND_ENTER + 1; b < B__COUNT; b++) {
 		if (!tr->avail[t][b])
@@ -541,9 +572,15 @@ int tracer_collect(struct tracer *tr, const struct wl_config *cfg, double probe_
 			prev = B_SEND_EXIT;
 		stage_name(t, prev, b, per_call, tr->mode != ATTACH_TRACEPOINT, name, sizeof(name));
 		read_slot(tr, base + b, &acc);
+		if (!acc.count && b > B_DATA_READY && has_bulk(tr)) {
+			prev = b;	/* every message was sliced here */
+			continue;
+		}
 		add_stage(res, name, &acc, per_call ? (b <= B_SEND_EXIT ? send_calls.count : recv_calls.count) :
 			  total.count, probe_cost_ns, false);
 		prev = b;
+		if (b == B_DATA_READY && !per_call)
+			add_bulk_stages(tr, res, total.count, probe_cost_ns);
 		if (b == B_SOFTIRQ && !per_call) {
 			/* messages whose NET_RX softirq ran outside the send: shown only when seen */
 			read_slot(tr, base + C_SOFTIRQ_DEFERRED, &acc);

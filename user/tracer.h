@@ -40,6 +40,7 @@ struct trace_result {
 	double probe_hits_per_msg;
 	uint64_t misses, out_of_order;	/* from the BPF .bss counters */
 	uint64_t kernel_misses;		/* program runs the kernel skipped (recursion_misses) */
+	uint64_t bulk_messages;		/* messages in several chunks, sliced (bulk;*) */
 };
 
 /* The stage of r named name, or NULL. */

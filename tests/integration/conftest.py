@@ -191,14 +191,23 @@ def spawn(udsprobe):
 DEFERRED_SOFTIRQ = "rx_softirq;deferred"
 
 
-def partition_counts(stages):
+def partition_counts(stages, bulk_messages=0):
     """[(name, count)] of the message stages, each counting the messages that crossed it. A
     TCP message whose NET_RX softirq ran outside the send (ksoftirqd, a later irq exit) has
     rx_softirq;deferred instead of the stage ending at the softirq (the row just before it):
-    for those two, the sum is what crossed the boundary."""
-    out = []
+    for those two, the sum is what crossed the boundary. A message in several chunks is
+    sliced after its first data-ready (bulk;* rows, each counting every such message) and
+    skips the boundary rows that follow them: those count it back here."""
+    out, after_bulk = [], False
     for s in stages:
         if s.get("per_connection"):
+            continue
+        if s["name"].startswith("bulk;"):
+            assert s["count"] == bulk_messages, (s, bulk_messages)
+            after_bulk = True
+            continue
+        if after_bulk and s["name"] != "app;gap":
+            out.append((s["name"], s["count"] + bulk_messages))
             continue
         if s["name"].startswith(DEFERRED_SOFTIRQ):
             assert out, "rx_softirq;deferred cannot be the first stage"

@@ -82,7 +82,7 @@ def test_every_message_attributed(pingpong):
         assert r["misses"] == 0, tr
         assert r["out_of_order"] == 0, tr
         assert r["kernel_misses"] == 0, (tr, r["kernel_misses"])
-        for name, count in partition_counts(r["stages"]):
+        for name, count in partition_counts(r["stages"], r["bulk_messages"]):
             # the first measured send has no earlier traced recv, so no gap before it
             want = 2 * COUNT - 1 if name == "app;gap" else 2 * COUNT
             assert count == want, (tr, name, count, r["stages"])
@@ -217,3 +217,31 @@ def test_nothing_left_behind(spawn, attach_mode, how):
             assert p.returncode == 1
             assert "interrupted" in p.stderr.read()
     assert_clean(p.pid, dirs_before)
+
+
+LARGE_COUNT = {"64K": 30 if IN_VM else 2000, "1M": 8 if IN_VM else 150}
+
+
+@pytest.mark.parametrize("size", sorted(LARGE_COUNT))
+def test_large_messages_hold_their_copy_time(run_json, attach_mode, size):
+    """A 64 KiB or 1 MiB message crosses the stack in several skbs (UDS) or segments (TCP)
+    while sender and receiver take turns: its time must land where the work is (the copies,
+    the waits for buffer space), not in the stage that merely spans the overlap."""
+    data, _ = traced(run_json, attach_mode, "--mode", "pingpong", "--size", size,
+                     "--count", LARGE_COUNT[size])
+    for tr, r in by_transport(data, "pingpong").items():
+        stages = message_stages(r)
+        total = sum(s["ns_per_msg"] for s in stages)
+        assert r["misses"] == 0 and r["out_of_order"] == 0 and r["kernel_misses"] == 0, (tr, r)
+        assert 0.98 <= r["coverage"] <= 1.02, (tr, r["coverage"])
+        for name, count in partition_counts(r["stages"], r["bulk_messages"]):
+            want = r["messages"] - 1 if name == "app;gap" else r["messages"]
+            assert count == want, (tr, name, count, r["stages"])
+        assert all(s["ns_per_msg"] >= 0 and s["corrected_ns_per_msg"] >= 0 for s in stages), stages
+        copy = sum(s["ns_per_msg"] for s in stages if "copy" in s["name"])
+        wake = sum(s["ns_per_msg"] for s in stages if s["name"].startswith("deliver;enqueue_wakeup"))
+        if size == "1M":
+            # 1 MiB is many skbs / segments on both transports (and a full send buffer)
+            assert r["bulk_messages"] == r["messages"], (tr, r["bulk_messages"], r["messages"])
+            assert copy >= 0.25 * total, (tr, copy, total, stages)
+            assert wake <= 0.25 * total, (tr, wake, total, stages)
