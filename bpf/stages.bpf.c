@@ -49,6 +49,8 @@ __u64 msgs_unmatched;		/* recv returned data with no message in flight */
 __u64 msgs_overwritten;		/* a send started before the previous message was received */
 __u64 msgs_wrong_sock;		/* data-ready socket != the socket that received it */
 __u64 calib_hits;
+/* No data-ready boundary for this transport in this mode (6.1 tracepoints): slice from send entry */
+__u32 slice_from_send;
 long calib_nr;			/* the syscall the calibration loop makes */
 __u64 cpu_hits[MAX_CPUS];	/* every program run, per CPU: probe-cost correction */
 
@@ -209,6 +211,8 @@ static __always_inline void on_send_enter(int s, __u32 cpu)
 	__builtin_memset(m, 0, sizeof(*m));
 	tasks[s & 1].in_send = 1;
 	stamp(m, B_SEND_ENTER, cpu);
+	if (slice_from_send && attribution == ATTR_MESSAGE)
+		m->slice_t = m->t[B_SEND_ENTER];
 	if (ti->recv_exit && attribution == ATTR_MESSAGE) {
 		m->gap_ns = m->t[B_SEND_ENTER] - ti->recv_exit;
 		m->gap_hits = ti->recv_exit_cpu == cpu ? m->hits[B_SEND_ENTER] - ti->recv_exit_hits : 1;
@@ -469,6 +473,8 @@ static __always_inline void on_copy(__u32 b, bool last_wins, __u32 for_transport
 	m = &msgs[s & 1];
 	if (!m->t[B_SEND_ENTER] || m->t[B_RECV_EXIT])
 		return;
+	if (b == B_COPY_DONE)
+		m->copies++;
 	if (last_wins)
 		m->t[b] = 0;
 	stamp_at(m, b, now, cpu);
@@ -496,7 +502,8 @@ static __always_inline void finish_bulk(int s, __u64 now)
 	m->t[B_RECV_EXIT] = 0;	/* still in flight for the last tick */
 	bulk_tick(s, now);
 	m->t[B_RECV_EXIT] = now;
-	attribute_first_chunk(s);
+	if (!slice_from_send)
+		attribute_first_chunk(s);
 #pragma unroll
 	for (k = 0; k < NR_BULK; k++)
 		account(s, C_BULK_SEND_COPY + k, m->bulk[k], 0);
@@ -515,7 +522,9 @@ static __always_inline void finish_message(int s, struct task_info *ti, __u32 cp
 		return;
 	}
 	stamp_at(m, B_RECV_EXIT, now, cpu);
-	if (m->chunks > 1 && m->slice_t) {
+	/* several chunks: seen at data-ready, else by the copies or a sender that had to wait */
+	if (m->slice_t && (m->chunks > 1 ||
+			   (slice_from_send && (m->sender_slept || m->copies > 1)))) {
 		finish_bulk(s, now);
 		goto done;
 	}
@@ -697,6 +706,8 @@ int BPF_PROG(tp_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	if (p >= 0) {
 		tasks[p & 1].on_cpu = 0;
 		tasks[p & 1].blocked = !preempt && asleep(prev);
+		if (tasks[p & 1].blocked && tasks[p & 1].in_send && in_flight(&msgs[(p ^ 1) & 1]))
+			msgs[(p ^ 1) & 1].sender_slept = 1;
 	}
 	if (n >= 0) {
 		tasks[n & 1].on_cpu = 1;

@@ -115,6 +115,8 @@ struct msg_state {
 	__u64 gap_hits;
 	__u32 softirq_deferred;	/* NET_RX ran outside the sender's send (ksoftirqd, later irq exit) */
 	__u32 chunks;		/* data-ready callbacks for this message (skbs or segments queued) */
+	__u32 copies;		/* skbs the receiver copied (tracepoint mode: consumed) */
+	__u32 sender_slept;	/* the sender slept inside this send() (send buffer full) */
 	__u64 slice_t;		/* bulk slicing: time of the last slice boundary, 0 = not started */
 	__u64 bulk[NR_BULK];	/* ns per slice kind since the first data-ready */
 };

@@ -321,6 +321,7 @@ static void set_tasks(struct tracer *tr, pid_t client, pid_t server, enum transp
 	struct stages_bpf__bss *bss = tr->skel->bss;
 
 	bss->transport = t == TR_UNIX ? TRANSPORT_UNIX : TRANSPORT_TCP;
+	bss->slice_from_send = !tr->avail[t][B_DATA_READY];
 	bss->task_tid[0] = client;
 	bss->task_tid[1] = server;
 	__sync_synchronize();
@@ -563,6 +564,9 @@ int tracer_collect(struct tracer *tr, const struct wl_config *cfg, double probe_
 	read_slot(tr, C_BULK_SEND_COPY, &acc);
 	res->bulk_messages = per_call ? 0 : acc.count;
 
+	/* without a data-ready boundary, messages in several chunks are sliced from send() entry */
+	if (!per_call && !tr->avail[t][B_DATA_READY])
+		add_bulk_stages(tr, res, total.count, probe_cost_ns);
 	for (b = B_SEND_ENTER + 1; b < B__COUNT; b++) {
 		if (!tr->avail[t][b])
 			continue;
@@ -572,7 +576,7 @@ int tracer_collect(struct tracer *tr, const struct wl_config *cfg, double probe_
 			prev = B_SEND_EXIT;
 		stage_name(t, prev, b, per_call, tr->mode != ATTACH_TRACEPOINT, name, sizeof(name));
 		read_slot(tr, base + b, &acc);
-		if (!acc.count && b > B_DATA_READY && has_bulk(tr)) {
+		if (!acc.count && (b > B_DATA_READY || !tr->avail[t][B_DATA_READY]) && has_bulk(tr)) {
 			prev = b;	/* every message was sliced here */
 			continue;
 		}
