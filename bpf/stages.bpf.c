@@ -507,6 +507,8 @@ static __always_inline void finish_bulk(int s, __u64 now)
 #pragma unroll
 	for (k = 0; k < NR_BULK; k++)
 		account(s, C_BULK_SEND_COPY + k, m->bulk[k], 0);
+	account(s, C_CHUNKS, m->chunks > 1 ? m->chunks : m->copies, 0);
+	account(s, C_SLEEPS, m->sender_slept, 0);
 }
 
 /* The receiver's recv() returned data: the message is complete. */
@@ -707,7 +709,7 @@ int BPF_PROG(tp_sched_switch, bool preempt, struct task_struct *prev, struct tas
 		tasks[p & 1].on_cpu = 0;
 		tasks[p & 1].blocked = !preempt && asleep(prev);
 		if (tasks[p & 1].blocked && tasks[p & 1].in_send && in_flight(&msgs[(p ^ 1) & 1]))
-			msgs[(p ^ 1) & 1].sender_slept = 1;
+			msgs[(p ^ 1) & 1].sender_slept++;
 	}
 	if (n >= 0) {
 		tasks[n & 1].on_cpu = 1;

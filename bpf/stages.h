@@ -55,6 +55,8 @@ enum conn_stage {
 	C_BULK_RECV_COPY,
 	C_BULK_WAIT_SPACE,
 	C_BULK_WAIT_CPU,
+	C_CHUNKS,		/* per sliced message: sum_ns holds its chunks (skbs/segments) */
+	C_SLEEPS,		/* per sliced message: sum_ns holds the sender's sleeps in send() */
 	SLOT__COUNT,
 };
 
@@ -116,7 +118,7 @@ struct msg_state {
 	__u32 softirq_deferred;	/* NET_RX ran outside the sender's send (ksoftirqd, later irq exit) */
 	__u32 chunks;		/* data-ready callbacks for this message (skbs or segments queued) */
 	__u32 copies;		/* skbs the receiver copied (tracepoint mode: consumed) */
-	__u32 sender_slept;	/* the sender slept inside this send() (send buffer full) */
+	__u32 sender_slept;	/* times the sender slept inside this send() (send buffer full) */
 	__u64 slice_t;		/* bulk slicing: time of the last slice boundary, 0 = not started */
 	__u64 bulk[NR_BULK];	/* ns per slice kind since the first data-ready */
 };

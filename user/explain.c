@@ -5,6 +5,7 @@
  * has, and what share of the difference they explain. It says so when UDS
  * does not win, and why, rather than telling the expected story.
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -81,6 +82,80 @@ static void explain_untraced(const struct pair_result *pr, FILE *f)
 	}
 }
 
+/* The copy stages: payload copies are in stages whose names say "copy". */
+static double copy_ns(const struct trace_result *t)
+{
+	double sum = 0;
+	int i;
+
+	for (i = 0; i < t->n_stages; i++)
+		if (!t->stages[i].extra && strstr(t->stages[i].name, "copy"))
+			sum += t->stages[i].ns_per_msg;
+	return sum;
+}
+
+/* Large messages: how each transport cut them up, who waited, what the copies cost. */
+static void explain_chunks(const struct pair_result *pr, const struct trace_result *u,
+			   const struct trace_result *t, FILE *f)
+{
+	char a[32], b[32], c[32], d[32];
+
+	if (!u->bulk_messages && !t->bulk_messages)
+		return;
+	fprintf(f, "A %llu B message crosses in several pieces: %.1f skbs on UDS (at most ~36 KiB each) "
+		"and %.1f segments on TCP (up to 64 KiB with GSO) per message; the sender slept %.1f "
+		"(UDS) and %.1f (TCP) times per message waiting for send-buffer space while the receiver "
+		"copied. Payload copies take UDS %s of its %s and TCP %s of its %s.\n",
+		(unsigned long long)pr->msg_size, u->chunks_per_msg, t->chunks_per_msg,
+		u->sleeps_per_msg, t->sleeps_per_msg,
+		fmt_dur(copy_ns(u), false, a, sizeof(a)),
+		fmt_dur(u->stage_sum_ns - stage_ns(u, "app;gap"), false, b, sizeof(b)),
+		fmt_dur(copy_ns(t), false, c, sizeof(c)),
+		fmt_dur(t->stage_sum_ns - stage_ns(t, "app;gap"), false, d, sizeof(d)));
+}
+
+/* The one stage that moves the difference most, whichever way it goes. */
+static void explain_largest_difference(const struct trace_result *u, const struct trace_result *t,
+				       FILE *f)
+{
+	const char *name = NULL;
+	double best = 0;
+	char a[32];
+	int i;
+
+	for (i = 0; i < t->n_stages; i++) {
+		double d;
+
+		if (t->stages[i].extra || !strcmp(t->stages[i].name, "app;gap"))
+			continue;
+		d = t->stages[i].ns_per_msg - stage_ns(u, t->stages[i].name);
+		if (fabs(d) > fabs(best)) {
+			best = d;
+			name = t->stages[i].name;
+		}
+	}
+	for (i = 0; i < u->n_stages; i++) {
+		double d;
+
+		if (u->stages[i].extra || !strcmp(u->stages[i].name, "app;gap") ||
+		    trace_stage(t, u->stages[i].name))
+			continue;
+		d = -u->stages[i].ns_per_msg;
+		if (fabs(d) > fabs(best)) {
+			best = d;
+			name = u->stages[i].name;
+		}
+	}
+	if (!name)
+		return;
+	if (!trace_stage(u, name) || !trace_stage(t, name))
+		fprintf(f, "The largest single difference is %s: %s per message that only %s has.\n",
+			name, fmt_dur(fabs(best), false, a, sizeof(a)), best > 0 ? "TCP" : "UDS");
+	else
+		fprintf(f, "The largest single difference is %s: %s %s on TCP than on UDS.\n", name,
+			fmt_dur(fabs(best), false, a, sizeof(a)), best > 0 ? "longer" : "shorter");
+}
+
 void explain_pair(const struct comparison *cmp, const struct pair_result *pr, FILE *f)
 {
 	const struct trace_result *u = &pr->tr[TR_UNIX].trace, *t = &pr->tr[TR_TCP].trace;
@@ -136,6 +211,8 @@ void explain_pair(const struct comparison *cmp, const struct pair_result *pr, FI
 				strstr(list, "recv;return") ? "; on UDS, consuming the skb also runs "
 				"unix_write_space, which wakes the peer" : "");
 	}
+	explain_chunks(pr, u, t, f);
+	explain_largest_difference(u, t, f);
 	sched_u = stage_sum(u, "sched;");
 	sched_t = stage_sum(t, "sched;");
 	big_u = largest_stage(u);

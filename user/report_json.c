@@ -37,6 +37,10 @@ static void trace(struct jw *w, const struct trace_result *t)
 	jw_u64(w, "out_of_order", t->out_of_order);
 	jw_u64(w, "kernel_misses", t->kernel_misses);
 	jw_u64(w, "bulk_messages", t->bulk_messages);
+	if (t->bulk_messages) {
+		jw_double(w, "chunks_per_msg", t->chunks_per_msg);
+		jw_double(w, "sender_sleeps_per_msg", t->sleeps_per_msg);
+	}
 	jw_arr_begin(w, "stages");
 	for (i = 0; i < t->n_stages; i++) {
 		const struct stage_stat *s = &t->stages[i];

@@ -563,6 +563,10 @@ int tracer_collect(struct tracer *tr, const struct wl_config *cfg, double probe_
 	res->kernel_misses = kernel_missed(tr) - tr->missed_at_begin;
 	read_slot(tr, C_BULK_SEND_COPY, &acc);
 	res->bulk_messages = per_call ? 0 : acc.count;
+	read_slot(tr, C_CHUNKS, &acc);
+	res->chunks_per_msg = acc.count ? (double)acc.sum_ns / acc.count : 0;
+	read_slot(tr, C_SLEEPS, &acc);
+	res->sleeps_per_msg = acc.count ? (double)acc.sum_ns / acc.count : 0;
 
 	/* without a data-ready boundary, messages in several chunks are sliced from send() entry */
 	if (!per_call && !tr->avail[t][B_DATA_READY])
