@@ -60,12 +60,17 @@ struct msg_state msgs[NR_SLOTS];
 /* Written only by the task of that slot, so plain adds do not race. */
 struct stage_acc stats[NR_SLOTS * SLOT_STRIDE];	/* [slot][stage] */
 
-static __always_inline __u32 count_hit(void)
+static __always_inline __u32 count_hits(__u64 weight)
 {
 	__u32 cpu = bpf_get_smp_processor_id();
 
-	cpu_hits[cpu & (MAX_CPUS - 1)]++;
+	cpu_hits[cpu & (MAX_CPUS - 1)] += weight;
 	return cpu;
+}
+
+static __always_inline __u32 count_hit(void)
+{
+	return count_hits(1);
 }
 
 /* Slot of the current task, or -1 if it is not one of ours. */
@@ -124,7 +129,8 @@ __noinline int account_book(int slot, __u32 stage, __u64 ns, __u64 hits, __u64 b
 	acc = &stats[idx];
 	acc->sum_ns += ns;
 	acc->count++;
-	acc->hits += hits;
+	acc->hits += (__u32)hits + (hits >> 32);
+	acc->sys_hits += hits >> 32;
 	acc->book_ns += book_ns;
 	acc->hist[log2_slot(ns) & (HIST_SLOTS - 1)]++;
 	return 0;
@@ -603,7 +609,7 @@ static __always_inline bool is_recv(__u32 nr)
 
 static __always_inline void on_sys_enter(long nr)
 {
-	__u32 cpu = count_hit();
+	__u32 cpu = count_hits(SYS_HIT);
 	int s = current_slot();
 	struct task_info *ti;
 
@@ -629,7 +635,7 @@ static __always_inline void on_sys_enter(long nr)
 
 static __always_inline void on_sys_exit(long ret)
 {
-	__u32 cpu = count_hit(), nr;
+	__u32 cpu = count_hits(SYS_HIT), nr;
 	int s = current_slot();
 	struct task_info *ti;
 

@@ -75,10 +75,18 @@ enum attribution {
 /* The workload's two tasks: slot 0 client, slot 1 server; each sends to the other. */
 #define NR_SLOTS 2
 
+/*
+ * Probe hits are counted per CPU in one packed u64: syscall-tracepoint hits (which also turn
+ * on the kernel's syscall-tracing slow path, a cost of their own) in the high half, every
+ * other hit in the low half, so one subtraction gives both kinds for an interval.
+ */
+#define SYS_HIT (1ull << 32)
+
 struct stage_acc {
 	__u64 sum_ns;
 	__u64 count;
 	__u64 hits;		/* probe hits inside the stage, for overhead correction */
+	__u64 sys_hits;		/* of which syscall-tracepoint hits (counted apart, cost apart) */
 	__u64 book_ns;		/* measured udsprobe bookkeeping inside the stage */
 	__u64 hist[HIST_SLOTS];	/* log2(ns) */
 };

@@ -36,6 +36,8 @@ static void trace(struct jw *w, const struct trace_result *t)
 	jw_u64(w, "misses", t->misses);
 	jw_u64(w, "out_of_order", t->out_of_order);
 	jw_u64(w, "kernel_misses", t->kernel_misses);
+	jw_double(w, "syscall_hit_ns", t->syscall_hit_ns);
+	jw_double(w, "calibrated_probe_ns", t->stage_sum_ns - t->corrected_sum_ns);
 	jw_u64(w, "bulk_messages", t->bulk_messages);
 	if (t->bulk_messages) {
 		jw_double(w, "chunks_per_msg", t->chunks_per_msg);

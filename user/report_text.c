@@ -39,12 +39,28 @@ static void stage_row(FILE *f, const char *name, const struct stage_stat *u, con
 	fprintf(f, "  %-40s %9s %9s %9s\n", name, a, b, d);
 }
 
+
+/* How the calibrated probe cost compares with the measured (traced - untraced) overhead. */
+static const char *agreement(const struct trace_result *u, const struct trace_result *t, char *buf,
+			     size_t len)
+{
+	double pu = u->stage_sum_ns - u->corrected_sum_ns, pt = t->stage_sum_ns - t->corrected_sum_ns;
+
+	if (u->overhead_ns <= 0 || t->overhead_ns <= 0)
+		snprintf(buf, len, "measured overhead not positive: run-to-run noise exceeds the probe "
+			 "cost, compare with --repeat");
+	else
+		snprintf(buf, len, "%.0f%% and %.0f%% of the measured overhead", 100.0 * pu / u->overhead_ns,
+			 100.0 * pt / t->overhead_ns);
+	return buf;
+}
+
 static void stage_table(FILE *f, const struct comparison *cmp, const struct pair_result *pr)
 {
 	const struct trace_result *u = &pr->tr[TR_UNIX].trace, *t = &pr->tr[TR_TCP].trace;
 	bool printed[MAX_STAGES] = { false };
 	int i, j, k;
-	char a[32], b[32];
+	char a[32], b[32], c[160];
 
 	fprintf(f, "\n  where the time goes, ns per %s (%s mode, %s granularity)\n",
 		pr->mode == WL_STREAM ? "send()/recv() call" : "message", cmp->attach_mode,
@@ -83,6 +99,12 @@ static void stage_table(FILE *f, const struct comparison *cmp, const struct pair
 		pr->mode == WL_PINGPONG ? "message" : pr->mode == WL_STREAM ? "message" : "connection",
 		fmt_dur(u->overhead_ns, false, a, sizeof(a)), u->overhead_pct,
 		fmt_dur(t->overhead_ns, false, b, sizeof(b)), t->overhead_pct);
+	/* the calibration's prediction next to the measured overhead: how far to trust "corrected" */
+	fprintf(f, "  calibrated probe cost per %s: unix %s, tcp %s (%s)\n",
+		pr->mode == WL_CONNECT ? "connection" : "message",
+		fmt_dur(u->stage_sum_ns - u->corrected_sum_ns, false, a, sizeof(a)),
+		fmt_dur(t->stage_sum_ns - t->corrected_sum_ns, false, b, sizeof(b)),
+		agreement(u, t, c, sizeof(c)));
 	if (pr->mode == WL_PINGPONG)
 		fprintf(f, "  corrected total vs untraced mean: unix %+.0f%%, tcp %+.0f%%\n",
 			100.0 * (u->corrected_sum_ns / MAX(pr->tr[TR_UNIX].untraced.latency.mean, 1) - 1),
@@ -109,8 +131,10 @@ void report_text(const struct comparison *cmp, FILE *f)
 		cmp->cpu_model, cmp->attach_mode ? cmp->attach_mode : "none (untraced)");
 	if (cmp->attach_mode) {
 		fprintf(f, "why this mode: %s\n", cmp->attach_reason);
-		fprintf(f, "probe cost %.0f ns per hit (calibrated); attach %.0f ms, detach %.0f ms%s%s\n",
-			cmp->probe_cost_ns, cmp->attach_ns / 1e6, cmp->detach_ns / 1e6,
+		fprintf(f, "probe cost %.0f ns per hit, %.0f ns per syscall-tracepoint hit (calibrated); "
+			"attach %.0f ms, detach %.0f ms%s%s\n", cmp->probe_cost_ns,
+			cmp->n_pairs ? cmp->pairs[0].tr[TR_UNIX].trace.syscall_hit_ns : 0.0,
+			cmp->attach_ns / 1e6, cmp->detach_ns / 1e6,
 			cmp->missing && *cmp->missing ? "; not visible here: " : "",
 			cmp->missing && *cmp->missing ? cmp->missing : "");
 	}

@@ -32,6 +32,7 @@ struct tracer {
 	int n_links;
 	int verbose;
 	uint64_t missed_at_begin;	/* kernel_missed() when the run began */
+	double syscall_hit_ns;		/* calibrated cost of one syscall-tracepoint hit */
 };
 
 static bool is_prog(const char *name, const char *prefix)
@@ -389,54 +390,100 @@ static double time_syscall_loop(long nr, int calls)
 	return (double)(now_ns() - t0) / calls;
 }
 
-double tracer_calibrate(struct tracer *tr)
+/* Median of the paired differences of alternating timed loops (drift hits a pair alike). */
+static double paired_median(const double *plain, double *traced, int n)
 {
-	enum { ROUNDS = 9, CALLS = 50000 };
-	struct bpf_program *prog = bpf_object__find_program_by_name(tr->skel->obj,
-								     calib_prog_name(tr->mode));
-	double plain[ROUNDS], traced[ROUNDS];
-	struct bpf_link *link;
-	pid_t self = syscall(SYS_gettid);
 	int i;
 
-	uint64_t hits;
+	for (i = 0; i < n; i++)
+		traced[i] -= plain[i];
+	qsort(traced, n, sizeof(double), cmp_double);
+	return traced[n / 2];
+}
 
-	if (!prog || !tr->calib_func)
+/*
+ * Time CALLS syscalls per round, alternating without and with `extra` attached, on top of
+ * whatever is attached already; the median paired difference per call.
+ */
+static double time_with_and_without(struct tracer *tr, struct bpf_program *const *extra, int n_extra)
+{
+	enum { ROUNDS = 9, CALLS = 40000 };
+	double plain[ROUNDS], traced[ROUNDS];
+	struct bpf_link *links[4];
+	int i, j;
+
+	for (i = 0; i < ROUNDS; i++) {
+		plain[i] = time_syscall_loop(tr->calib_nr, CALLS);
+		for (j = 0; j < n_extra; j++) {
+			links[j] = attach_prog(tr, extra[j]);
+			if (libbpf_get_error(links[j])) {
+				while (j--)
+					bpf_link__destroy(links[j]);
+				return -1;
+			}
+		}
+		traced[i] = time_syscall_loop(tr->calib_nr, CALLS);
+		for (j = 0; j < n_extra; j++)
+			bpf_link__destroy(links[j]);
+	}
+	return paired_median(plain, traced, ROUNDS);
+}
+
+/*
+ * Two kinds of probe hits cost differently. A syscall-tracepoint hit also switches every
+ * task's syscalls to the kernel's tracing slow path: measured as the cost per syscall of
+ * attaching sys_enter + sys_exit, halved per hit. Any other hit (tp_btf, fentry, kprobe) is
+ * measured on top of that, as one more program on the same syscall: the calibration probe.
+ * Returns the other-hit cost; the syscall-hit cost stays with the tracer for the correction.
+ */
+double tracer_calibrate(struct tracer *tr)
+{
+	struct bpf_program *calib = bpf_object__find_program_by_name(tr->skel->obj,
+								      calib_prog_name(tr->mode));
+	struct bpf_program *sys[2] = { tr->skel->progs.tp_sys_enter, tr->skel->progs.tp_sys_exit };
+	struct bpf_link *held[2] = { NULL, NULL };
+	pid_t self = syscall(SYS_gettid);
+	double sys_ns, other_ns = -1;
+	uint64_t hits;
+	int i;
+
+	tr->syscall_hit_ns = 0;
+	if (!calib || !tr->calib_func)
 		goto fail;
 	reset_state(tr);
 	set_tasks(tr, self, self, TR_TCP);
-	link = attach_prog(tr, prog);
-	if (libbpf_get_error(link))
-		goto fail;
-	for (i = 0; i < ROUNDS; i++) {
-		/* alternate so drift hits both sides alike */
-		bpf_link__destroy(link);
-		plain[i] = time_syscall_loop(tr->calib_nr, CALLS);
-		link = attach_prog(tr, prog);
-		if (libbpf_get_error(link))
+	sys_ns = time_with_and_without(tr, sys, 2);
+	for (i = 0; i < 2; i++) {
+		held[i] = attach_prog(tr, sys[i]);
+		if (libbpf_get_error(held[i])) {
+			held[i] = NULL;
 			goto fail;
-		traced[i] = time_syscall_loop(tr->calib_nr, CALLS);
+		}
 	}
-	bpf_link__destroy(link);
+	tr->skel->bss->calib_hits = 0;
+	other_ns = time_with_and_without(tr, &calib, 1);
 	hits = tr->skel->bss->calib_hits;
+	for (i = 0; i < 2; i++)
+		bpf_link__destroy(held[i]);
 	reset_state(tr);
-	if (hits < (uint64_t)ROUNDS * CALLS) {
+	if (sys_ns < 0 || other_ns < -1e9)
+		goto fail;
+	tr->syscall_hit_ns = MAX(sys_ns / 2, 0.0);
+	if (hits < 9ull * 40000) {
 		fprintf(stderr, "udsprobe: warning: the calibration probe fired %llu times for %d "
-			"calls; the corrected breakdown subtracts nothing\n", (unsigned long long)hits,
-			ROUNDS * CALLS);
+			"calls; the corrected breakdown subtracts only syscall-tracepoint hits\n",
+			(unsigned long long)hits, 9 * 40000);
 		return 0;
 	}
-	/* one calibration hit per getppid(); rounds alternate, so take the median of the
-	 * paired differences: drift and other load hit both sides of a pair alike */
-	for (i = 0; i < ROUNDS; i++)
-		traced[i] -= plain[i];
-	qsort(traced, ROUNDS, sizeof(double), cmp_double);
-	if (traced[ROUNDS / 2] <= 0)
-		fprintf(stderr, "udsprobe: warning: probe-cost calibration measured no cost (noise "
-			"larger than one probe hit); the corrected breakdown subtracts only udsprobe's "
-			"measured bookkeeping\n");
-	return MAX(traced[ROUNDS / 2], 0.0);
+	if (other_ns <= 0 || sys_ns <= 0)
+		fprintf(stderr, "udsprobe: warning: probe-cost calibration measured no cost for %s "
+			"(noise larger than one probe hit); the corrected breakdown subtracts less\n",
+			other_ns <= 0 ? "a probe hit" : "a syscall-tracepoint hit");
+	return MAX(other_ns, 0.0);
 fail:
+	for (i = 0; i < 2; i++)
+		if (held[i])
+			bpf_link__destroy(held[i]);
 	fprintf(stderr, "udsprobe: warning: probe-cost calibration could not attach %s: %s; the "
 		"corrected breakdown subtracts nothing\n", calib_prog_name(tr->mode), strerror(errno));
 	reset_state(tr);
@@ -457,6 +504,7 @@ static void read_slot(struct tracer *tr, __u32 stage, struct stage_acc *sum)
 		sum->sum_ns += a->sum_ns;
 		sum->count += a->count;
 		sum->hits += a->hits;
+		sum->sys_hits += a->sys_hits;
 		sum->book_ns += a->book_ns;
 		for (i = 0; i < HIST_SLOTS; i++)
 			sum->hist[i] += a->hist[i];
@@ -483,6 +531,7 @@ static void add_stage(struct trace_result *res, const char *name, const struct s
 		      uint64_t per, double probe_cost_ns, bool extra)
 {
 	struct stage_stat *s;
+	double sys_hit_ns = res->syscall_hit_ns;
 
 	if (res->n_stages == MAX_STAGES)
 		return;
@@ -492,7 +541,8 @@ static void add_stage(struct trace_result *res, const char *name, const struct s
 	s->ns_per_msg = per ? (double)a->sum_ns / per : 0;
 	/* probe hits at the calibrated cost, and our own measured bookkeeping */
 	s->corrected_ns_per_msg =
-		per ? MAX(((double)a->sum_ns - a->book_ns - a->hits * probe_cost_ns) / per, 0.0) : 0;
+		per ? MAX(((double)a->sum_ns - a->book_ns - (a->hits - a->sys_hits) * probe_cost_ns -
+			   a->sys_hits * sys_hit_ns) / per, 0.0) : 0;
 	s->p50_ns = hist_pct(a, 50);
 	s->p99_ns = hist_pct(a, 99);
 	s->extra = extra;
@@ -554,6 +604,7 @@ int tracer_collect(struct tracer *tr, const struct wl_config *cfg, double probe_
 
 	res->n_stages = 0;
 	res->stage_sum_ns = res->corrected_sum_ns = res->probe_hits_per_msg = 0;
+	res->syscall_hit_ns = tr->syscall_hit_ns;
 	read_slot(tr, base + C_TOTAL, &total);
 	read_slot(tr, base + B_SEND_EXIT, &send_calls);
 	read_slot(tr, base + B_RECV_EXIT, &recv_calls);
