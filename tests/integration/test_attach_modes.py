@@ -314,14 +314,15 @@ def test_stage_granularity_matches_mode(check, mode, traced):
         names = [s["name"] for s in r["stages"]]
         deep = [n for n in names if n.count(";") >= 2]
         # every message crosses every boundary the mode sees, whichever context ran it: a
-        # stage that counted fewer messages has a probe that did not fire (the kernel's own
-        # miss counters say if it skipped one) or a path udsprobe does not follow
-        assert r["kernel_misses"] == 0, f"{t}: the kernel skipped {r['kernel_misses']} program runs"
+        # stage that counted fewer messages has a probe that did not fire or a path udsprobe
+        # does not follow. kernel_misses counts runs the kernel skipped machine-wide (most are
+        # other tasks' hits nested in softirq), so it explains a shortfall but is not one.
         for name, count in partition_counts(r["stages"], r["bulk_messages"]):
             want = r["messages"] - 1 if name == "app;gap" else r["messages"]
             assert count == want, (
                 f"{t}: stage {name} counted {count} of {r['messages']} messages in "
-                f"{mode} mode: {[(x['name'], x['count']) for x in r['stages']]}")
+                f"{mode} mode (kernel skipped {r['kernel_misses']} program runs): "
+                f"{[(x['name'], x['count']) for x in r['stages']]}")
         if mode == "tracepoint":
             assert doc["stage_granularity"] == "tracepoint"
             assert not deep, f"{t}: function-level stages in tracepoint mode: {deep}"

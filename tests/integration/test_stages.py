@@ -81,11 +81,10 @@ def test_every_message_attributed(pingpong):
         assert r["messages"] == 2 * COUNT, tr
         assert r["misses"] == 0, tr
         assert r["out_of_order"] == 0, tr
-        assert r["kernel_misses"] == 0, (tr, r["kernel_misses"])
         for name, count in partition_counts(r["stages"], r["bulk_messages"]):
             # the first measured send has no earlier traced recv, so no gap before it
             want = 2 * COUNT - 1 if name == "app;gap" else 2 * COUNT
-            assert count == want, (tr, name, count, r["stages"])
+            assert count == want, (tr, name, count, r["kernel_misses"], r["stages"])
 
 
 def test_tcp_has_network_stages_and_uds_has_none(pingpong):
@@ -232,11 +231,11 @@ def test_large_messages_hold_their_copy_time(run_json, attach_mode, size):
     for tr, r in by_transport(data, "pingpong").items():
         stages = message_stages(r)
         total = sum(s["ns_per_msg"] for s in stages)
-        assert r["misses"] == 0 and r["out_of_order"] == 0 and r["kernel_misses"] == 0, (tr, r)
+        assert r["misses"] == 0 and r["out_of_order"] == 0, (tr, r)
         assert 0.98 <= r["coverage"] <= 1.02, (tr, r["coverage"])
         for name, count in partition_counts(r["stages"], r["bulk_messages"]):
             want = r["messages"] - 1 if name == "app;gap" else r["messages"]
-            assert count == want, (tr, name, count, r["stages"])
+            assert count == want, (tr, name, count, r["kernel_misses"], r["stages"])
         assert all(s["ns_per_msg"] >= 0 and s["corrected_ns_per_msg"] >= 0 for s in stages), stages
         copy = sum(s["ns_per_msg"] for s in stages if "copy" in s["name"])
         wake = sum(s["ns_per_msg"] for s in stages if s["name"].startswith("deliver;enqueue_wakeup"))
