@@ -121,6 +121,106 @@ const char *fmt_rate(double v, char *buf, size_t len)
 	return buf;
 }
 
+/* Length of the valid UTF-8 sequence at s (at most n bytes) that is not a C1
+ * control, or 0. Overlong forms and surrogates are invalid (RFC 3629). */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+	unsigned char lo = 0x80, hi = 0xbf;
+	size_t len, i;
+
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		len = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		len = 3;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		len = 4;
+	else
+		return 0;
+	if (len > n)
+		return 0;
+	if (s[0] == 0xc2 || s[0] == 0xe0)
+		lo = 0xa0;	/* c2: U+0080..U+009F are C1 controls (CSI is U+009B); e0: overlong */
+	else if (s[0] == 0xed)
+		hi = 0x9f;	/* surrogates */
+	else if (s[0] == 0xf0)
+		lo = 0x90;	/* overlong */
+	else if (s[0] == 0xf4)
+		hi = 0x8f;	/* beyond U+10FFFF */
+	if (s[1] < lo || s[1] > hi)
+		return 0;
+	for (i = 2; i < len; i++)
+		if (s[i] < 0x80 || s[i] > 0xbf)
+			return 0;
+	return len;
+}
+
+char *str_escape(const void *s, size_t n, char *out, size_t len)
+{
+	const unsigned char *p = s;
+	size_t i = 0, o = 0, k, adv;
+	char esc[8];
+
+	if (!len)
+		return out;
+	while (i < n) {
+		adv = 1;
+		if (p[i] == '\\') {
+			memcpy(esc, "\\\\", k = 2);
+		} else if (!p[i]) {
+			memcpy(esc, "\\0", k = 2);
+		} else if (p[i] >= 0x20 && p[i] < 0x7f) {
+			esc[0] = p[i];
+			k = 1;
+		} else if ((adv = utf8_len(p + i, n - i))) {
+			memcpy(esc, p + i, k = adv);
+		} else {
+			snprintf(esc, sizeof(esc), "\\x%02x", p[i]);
+			k = 4;
+			adv = 1;
+		}
+		if (o + k >= len)	/* never cut an escape or a character in half */
+			break;
+		memcpy(out + o, esc, k);
+		o += k;
+		i += adv;
+	}
+	out[o] = 0;
+	return out;
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c |= 0x20;
+	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+int str_unescape(const char *s, void *out, size_t len)
+{
+	unsigned char *o = out, c;
+	size_t n = 0;
+	int h, l;
+
+	while (*s) {
+		if (*s != '\\') {
+			c = *s++;
+		} else if (s[1] == '\\' || s[1] == '0') {
+			c = s[1] == '0' ? 0 : '\\';
+			s += 2;
+		} else if (s[1] == 'x' && (h = hexval(s[2])) >= 0 && (l = hexval(s[3])) >= 0) {
+			c = h << 4 | l;
+			s += 4;
+		} else {
+			return -EINVAL;
+		}
+		if (n == len)
+			return -E2BIG;
+		o[n++] = c;
+	}
+	return n;
+}
+
 const char *kernel_release(void)
 {
 	static struct utsname uts;

@@ -39,6 +39,18 @@ const char *fmt_rate(double v, char *buf, size_t len);
  */
 const char *fmt_dur(double ns, bool utf8, char *buf, size_t len);
 
+/*
+ * Bytes from outside (socket paths, abstract names, process names) in a form that
+ * is safe on a terminal and valid in JSON strings and Prometheus label values,
+ * losslessly (docs/BACKLOG.md, "Names"): printable ASCII and valid UTF-8 stay as
+ * they are, except C1 controls; a backslash becomes "\\\\", NUL "\\0", every other
+ * byte (C0 controls, DEL, C1, invalid UTF-8) "\\xHH". A short out is cut at a
+ * whole character or escape; out always ends with NUL. Returns out.
+ */
+char *str_escape(const void *s, size_t n, char *out, size_t len);
+/* The inverse: the byte count written to out, -EINVAL (bad escape) or -E2BIG. */
+int str_unescape(const char *s, void *out, size_t len);
+
 /* Kernel release ("6.18.44-...") and whether BTF for it is present. */
 const char *kernel_release(void);
 bool kernel_has_btf(void);

@@ -282,3 +282,67 @@ TEST(util_kernel_release)
 	CHECK(r[0] >= '0' && r[0] <= '9');
 	CHECK(kernel_release() == r);	/* cached */
 }
+
+/* str_escape / str_unescape: safe for terminals, JSON and Prometheus, and lossless */
+static const char *esc(const char *s, size_t n)
+{
+	static char buf[256];
+
+	return str_escape(s, n, buf, sizeof(buf));
+}
+
+TEST(util_escape_plain_and_utf8)
+{
+	CHECK_STR(esc("/run/php/php-fpm.sock", 21), "/run/php/php-fpm.sock");
+	CHECK_STR(esc("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 14),
+		  "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
+	CHECK_STR(esc("", 0), "");
+}
+
+TEST(util_escape_controls)
+{
+	CHECK_STR(esc("a\x1b]0;owned\x07z", 12), "a\\x1b]0;owned\\x07z");
+	CHECK_STR(esc("row\nforged", 10), "row\\x0aforged");
+	CHECK_STR(esc("\x7f\t\r", 3), "\\x7f\\x09\\x0d");
+	CHECK_STR(esc("a\\b", 3), "a\\\\b");
+	CHECK_STR(esc("a\0b", 3), "a\\0b");
+	CHECK_STR(esc("\xc2\x9b" "2J", 4), "\\xc2\\x9b2J");	/* C1 CSI */
+}
+
+TEST(util_escape_invalid_utf8)
+{
+	CHECK_STR(esc("\xff\xfe", 2), "\\xff\\xfe");
+	CHECK_STR(esc("\xc3", 1), "\\xc3");			/* truncated */
+	CHECK_STR(esc("\xc0\xaf", 2), "\\xc0\\xaf");		/* overlong '/' */
+	CHECK_STR(esc("\xed\xa0\x80", 3), "\\xed\\xa0\\x80");	/* surrogate */
+	CHECK_STR(esc("\x80x", 2), "\\x80x");
+}
+
+TEST(util_escape_truncates_whole)
+{
+	char buf[6];
+
+	CHECK_STR(str_escape("ab\x01", 3, buf, sizeof(buf)), "ab");	/* "\x01" does not fit */
+	CHECK_STR(str_escape("abc\xc3\xa9", 5, buf, 5), "abc");
+	CHECK_STR(str_escape("abcd", 4, buf, 5), "abcd");
+}
+
+TEST(util_unescape_round_trip)
+{
+	static const char *const in[] = { "\0a\0b", "\0a@b", "x\\y", "\x1b[2J\n", "\xff\xc3\xa9" };
+	static const size_t len[] = { 4, 4, 3, 5, 3 };
+	char back[64];
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(in); i++) {
+		const char *e = esc(in[i], len[i]);
+
+		CHECK_INT(str_unescape(e, back, sizeof(back)), (int)len[i]);
+		CHECK(!memcmp(back, in[i], len[i]));
+	}
+	CHECK_INT(str_unescape("bad\\q", back, sizeof(back)), -EINVAL);
+	CHECK_INT(str_unescape("bad\\x4", back, sizeof(back)), -EINVAL);
+	CHECK_INT(str_unescape("abc", back, 2), -E2BIG);
+	CHECK_STR(esc("\0a\0b", 4), "\\0a\\0b");
+	CHECK_STR(esc("\0a@b", 4), "\\0a@b");
+}
