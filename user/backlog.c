@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <arpa/inet.h>
 #include <linux/bpf.h>
 #include <bpf/bpf.h>
@@ -1206,9 +1207,64 @@ static void prom_head(FILE *f, const char *name, const char *type, const char *h
 		name, type);
 }
 
+/*
+ * --prom PATH must be a regular file or not exist yet: rename() would replace a
+ * device node (/dev/full) or a symlink planted there. 0, or -EEXIST with msg set.
+ */
+static int prom_target_ok(const char *path, char *msg, size_t len)
+{
+	struct stat sb;
+
+	if (lstat(path, &sb)) {
+		if (errno == ENOENT)
+			return 0;
+		snprintf(msg, len, "%s", strerror(errno));
+		return -errno;
+	}
+	if (S_ISREG(sb.st_mode))
+		return 0;
+	snprintf(msg, len, "it exists and is not a regular file (%s); give the path of a regular "
+		 "file, e.g. in node_exporter's textfile directory",
+		 S_ISLNK(sb.st_mode) ? "a symbolic link" : S_ISDIR(sb.st_mode) ? "a directory" :
+		 S_ISCHR(sb.st_mode) || S_ISBLK(sb.st_mode) ? "a device" : "a special file");
+	return -EEXIST;
+}
+
+/*
+ * A new temp file beside PATH: mkstemp's O_CREAT|O_EXCL never opens an existing
+ * name, so a symlink planted in a shared directory is not followed, and the
+ * name is not predictable. Mode 0644 so the textfile collector can read it.
+ */
+static FILE *prom_tmpfile(const char *path, char *tmp, size_t len)
+{
+	const char *slash = strrchr(path, '/');
+	int fd, n;
+	FILE *f;
+
+	if (slash)
+		n = snprintf(tmp, len, "%.*s/.%s.tmp.XXXXXX", (int)(slash - path), path, slash + 1);
+	else
+		n = snprintf(tmp, len, ".%s.tmp.XXXXXX", path);
+	if (n < 0 || (size_t)n >= len) {
+		errno = ENAMETOOLONG;
+		return NULL;
+	}
+	fd = mkstemp(tmp);
+	if (fd < 0)
+		return NULL;
+	if (fchmod(fd, 0644) || !(f = fdopen(fd, "w"))) {
+		n = errno;
+		close(fd);
+		unlink(tmp);
+		errno = n;
+		return NULL;
+	}
+	return f;
+}
+
 static int write_prom(const char *path, struct bl_bpf *b)
 {
-	char tmp[4200];
+	char tmp[4200], msg[256];
 	FILE *f;
 	int i, j, k;
 	static const struct {
@@ -1227,8 +1283,9 @@ static int write_prom(const char *path, struct bl_bpf *b)
 		  "Kernel per-socket drop counter (sk_drops) of a TCP listener, since start." },
 	};
 
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
-	f = fopen(tmp, "w");
+	if (prom_target_ok(path, msg, sizeof(msg)))
+		return -EEXIST;		/* replaced since start: checked and said there */
+	f = prom_tmpfile(path, tmp, sizeof(tmp));
 	if (!f)
 		return -errno;
 	for (k = 0; k < (int)ARRAY_SIZE(m); k++) {
@@ -1526,6 +1583,16 @@ int backlog_main(const char *json_path, double duration_s, const char *attach, i
 			}
 		}
 	}
+	if (opts.prom_path) {
+		char msg[256];
+
+		if (prom_target_ok(opts.prom_path, msg, sizeof(msg))) {
+			fprintf(stderr, "udsprobe: cannot write --prom %s: %s\n", opts.prom_path, msg);
+			if (json && json != stdout)
+				fclose(json);
+			return 1;
+		}
+	}
 	libbpf_setup(verbose);	/* -v: libbpf warnings, -vv: debug (as for --compare) */
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
@@ -1602,9 +1669,11 @@ int backlog_main(const char *json_path, double duration_s, const char *attach, i
 				print_interval(out, t);
 			if (json && json != stdout)
 				json_interval(json, t);
-			if (opts.prom_path && write_prom(opts.prom_path, &b) && !write_failed) {
+			if (opts.prom_path && (err = write_prom(opts.prom_path, &b)) &&
+			    !write_failed) {
 				fprintf(stderr, "udsprobe: cannot write --prom %s: %s\n",
-					opts.prom_path, strerror(errno));
+					opts.prom_path, err == -EEXIST ? "it is no longer a regular "
+					"file" : strerror(-err));
 				write_failed = true;
 			}
 			for (i = 0; i < st.n; i++)
@@ -1635,8 +1704,9 @@ int backlog_main(const char *json_path, double duration_s, const char *attach, i
 		print_summary(out, &b, t);
 		if (json)
 			json_summary(json, &b, t);
-		if (opts.prom_path && write_prom(opts.prom_path, &b)) {
-			fprintf(stderr, "udsprobe: cannot write --prom %s\n", opts.prom_path);
+		if (opts.prom_path && (err = write_prom(opts.prom_path, &b))) {
+			fprintf(stderr, "udsprobe: cannot write --prom %s: %s\n", opts.prom_path,
+				err == -EEXIST ? "it is no longer a regular file" : strerror(-err));
 			write_failed = true;
 		}
 	}
