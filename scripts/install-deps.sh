@@ -6,12 +6,12 @@ set -euo pipefail
 
 # build: clang/llvm for BPF, bpftool for skeletons, libbpf/libelf/zlib to link
 # tests: python3 + pytest, iproute2 (ss), procps; VM matrix: qemu, busybox, kmod, xz
-# backlog tests: nginx, php-fpm, wrk
+# backlog tests: nginx, php-fpm, wrk; prometheus for promtool (checks --prom output)
 packages=(
 	make gcc clang llvm pkg-config libbpf-dev libelf-dev zlib1g-dev bpftool
 	python3 python3-pytest iproute2 procps util-linux
 	qemu-system-x86 busybox-static kmod xz-utils cpio
-	nginx-light php-fpm wrk librsvg2-bin
+	nginx-light php-fpm wrk librsvg2-bin prometheus
 )
 
 missing=()
@@ -30,7 +30,7 @@ export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 # Debian starts daemons on install; our tests run their own nginx/php-fpm instances.
-for svc in nginx php*-fpm; do
+for svc in nginx php*-fpm prometheus; do
 	if command -v systemctl >/dev/null && systemctl is-active -q "$svc" 2>/dev/null; then
 		$sudo systemctl disable --now "$svc" >/dev/null 2>&1 || true
 	fi
