@@ -55,14 +55,26 @@ const volatile __u32 self_tgid = 0;
 /* Read back by user space. */
 __u64 missed_map_full = 0;	/* events not counted: a map was full */
 __u64 unix_inflight = 0;	/* AF_UNIX connects between enter and exit */
+__u32 iter_n = 0;
+		/* listeners the iterators found (reset before each run) */
 
 struct bl_conn {
 	__u64 sleep_start;
 	__u64 wait_ns;
 	__u32 waited;
-	__u32 pad;
-	char path[BL_PATH_LEN];
+	__u32 path_len;
+	__u32 netns, mntns;
+	char path[BL_PATH_LEN + 8];	/* + room for read_str's NUL after a 108-byte path */
 };
+
+/* Listeners found by one run of the iterators: slots [0, iter_n). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, BL_MAX_LISTENERS);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct bl_listener);
+} listeners SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
@@ -156,6 +168,11 @@ static __always_inline __u32 current_user_tgid(void)
 	return tgid;
 }
 
+static __always_inline __u32 sk_netns(struct sock *sk)
+{
+	return BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum);
+}
+
 /* n clamped to [1, BL_PATH_LEN] in a way every verifier (6.1 too) can follow. */
 static __always_inline __u32 bounded_len(long n)
 {
@@ -172,14 +189,19 @@ static __always_inline __u32 bounded_len(long n)
 
 /* ---------------------------------------------------------------- AF_UNIX */
 
+/* The address exactly as the kernel reads it: addrlen bytes and no more
+ * (issue 16 item 8); a pathname ends at its first NUL within them
+ * (unix_mkname_bsd), an abstract name is all addrlen - 2 bytes, NULs included. */
 static __always_inline void unix_connect_enter(const struct sockaddr_un *sun, long addrlen,
 					       bool user)
 {
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
 	struct bl_conn c = {};
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	__u16 family = 0;
-	long n = addrlen - 2;
+	long n = addrlen - 2, got;
 	char first = 0;
+	__u32 len;
 
 	if (!sun || n <= 0)
 		return;
@@ -199,20 +221,23 @@ static __always_inline void unix_connect_enter(const struct sockaddr_un *sun, lo
 	}
 	if (family != AF_UNIX)
 		return;
-	if (n > BL_PATH_LEN)
-		n = BL_PATH_LEN;
-	if (first) {	/* pathname: up to the NUL, the rest stays zero */
+	len = bounded_len(n);
+	c.netns = BPF_CORE_READ(t, nsproxy, net_ns, ns.inum);
+	if (first) {	/* pathname: at most len bytes, up to the NUL; the rest stays zero */
 		if (user)
-			bpf_probe_read_user_str(c.path, sizeof(c.path), sun->sun_path);
+			got = bpf_probe_read_user_str(c.path, len + 1, sun->sun_path);
 		else
-			bpf_probe_read_kernel_str(c.path, sizeof(c.path), sun->sun_path);
+			got = bpf_probe_read_kernel_str(c.path, len + 1, sun->sun_path);
+		if (got <= 1)
+			return;
+		c.path_len = got - 1;
+		c.mntns = BPF_CORE_READ(t, nsproxy, mnt_ns, ns.inum);
 	} else {	/* abstract: exactly addrlen - 2 bytes, leading \0 included */
-		__u32 len = bounded_len(n);
-
 		if (user)
 			bpf_probe_read_user(c.path, len, sun->sun_path);
 		else
 			bpf_probe_read_kernel(c.path, len, sun->sun_path);
+		c.path_len = len;
 	}
 	if (bpf_map_update_elem(&conns, &tid, &c, BPF_ANY))
 		__sync_fetch_and_add(&missed_map_full, 1);
@@ -233,6 +258,9 @@ static __always_inline void unix_connect_exit(long ret)
 		return;
 	if (ret == -EAGAIN || c->waited) {
 		__builtin_memcpy(key.path, c->path, sizeof(key.path));
+		key.path_len = c->path_len;
+		key.netns = c->netns;
+		key.mntns = c->mntns;
 		v = counter(&key);
 		if (v) {
 			if (ret == -EAGAIN)
@@ -286,9 +314,10 @@ static __always_inline __u32 client_of(__u32 sport)
 
 enum { TCP_SYN_DROP, TCP_ACK_DROP, TCP_SYN_RETRANS };
 
-static __always_inline void tcp_count(__u32 port, __u32 tgid, int what, bool full, __u32 n)
+static __always_inline void tcp_count(__u32 netns, __u32 port, __u32 tgid, int what, bool full,
+				      __u32 n)
 {
-	struct bl_key key = { .family = BL_TCP, .tgid = tgid, .port = port };
+	struct bl_key key = { .family = BL_TCP, .tgid = tgid, .port = port, .netns = netns };
 	struct bl_val *v = counter(&key);
 
 	if (!v)
@@ -352,7 +381,7 @@ static __always_inline void tcp_listen_drop(struct sock *sk, struct sk_buff *skb
 	__u8 flags;
 
 	skb_tcp_ports(skb, &sport, &dport, &flags);
-	tcp_count(BPF_CORE_READ(sk, __sk_common.skc_num), client_of(sport), what,
+	tcp_count(sk_netns(sk), BPF_CORE_READ(sk, __sk_common.skc_num), client_of(sport), what,
 		  acceptq_full(sk), n);
 }
 
@@ -443,7 +472,7 @@ static __always_inline void syn_recv_sock_exit(void)
  * CPUs drop at the same port at the same instant. */
 static __always_inline void tcp_skb_freed(struct sk_buff *skb, __u32 reason)
 {
-	__u32 sport, dport, now, n;
+	__u32 sport, dport, now, n, netns;
 	struct bl_port *l;
 	__u64 old;
 	struct sock *sk;
@@ -452,10 +481,14 @@ static __always_inline void tcp_skb_freed(struct sk_buff *skb, __u32 reason)
 
 	if (!skb_tcp_ports(skb, &sport, &dport, &flags))
 		return;
+	/* Only listeners of udsprobe's netns are watched here (iter/tcp shows no
+	 * other), and a drop in another netns does not move this listener's
+	 * sk_drops, so the port alone finds the listener (skb->dev is NULL here). */
 	l = bpf_map_lookup_elem(&tcp_ports, &dport);
 	if (!l)
 		return;
 	sk = (struct sock *)l->sk;
+	netns = sk_netns(sk);
 	now = sk_drops_read(sk);
 	old = l->last_drops;
 	if ((__s32)(now - (__u32)old) <= 0)
@@ -465,7 +498,7 @@ static __always_inline void tcp_skb_freed(struct sk_buff *skb, __u32 reason)
 	full = acceptq_full(sk) || (listen_overflow_reason && reason == listen_overflow_reason);
 	n = now - (__u32)old;
 	if ((flags & (TH_SYN | TH_ACK)) == TH_SYN) {
-		tcp_count(dport, client_of(sport), TCP_SYN_DROP, full, n);
+		tcp_count(netns, dport, client_of(sport), TCP_SYN_DROP, full, n);
 		return;
 	}
 	/* An ACK dropped with a request sock (reason TCP_LISTEN_OVERFLOW) moved
@@ -475,7 +508,7 @@ static __always_inline void tcp_skb_freed(struct sk_buff *skb, __u32 reason)
 		n = 1;
 	else if (reason == listen_overflow_reason && n > 1)
 		n--;
-	tcp_count(dport, client_of(sport), TCP_ACK_DROP, full, n);
+	tcp_count(netns, dport, client_of(sport), TCP_ACK_DROP, full, n);
 }
 
 /* A client socket entered SYN_SENT in its connect() task. */
@@ -507,7 +540,7 @@ static __always_inline void tcp_retransmit(struct sock *sk)
 		tgid = *owner;
 		bpf_map_update_elem(&port_owner, &sport, &tgid, BPF_ANY);
 	}
-	tcp_count(dport, tgid, TCP_SYN_RETRANS, true, 1);
+	tcp_count(sk_netns(sk), dport, tgid, TCP_SYN_RETRANS, true, 1);
 }
 
 /* ---------------------------------------------------------------- fentry/fexit */
@@ -766,12 +799,30 @@ int BPF_PROG(tp_tcp_retransmit_skb, struct sock *sk)
 
 /* ---------------------------------------------------------------- iterators */
 
+/*
+ * The iterators put each listener in the listeners array, not in the seq_file:
+ * iter/unix and iter/tcp walk the hash tables in batches, and a read() that
+ * ends inside a batch (the user buffer or the seq_file page filled up) resumes
+ * at the next bucket, so the rest of that batch was never shown: 2,000 unix
+ * listeners read back as 1,567 to 1,947 depending on the read size (issue 16
+ * item 5). With no seq_file output, one read() walks every socket to the end.
+ */
+static __always_inline void iter_put(struct bl_listener *l)
+{
+	__u32 i = iter_n;	/* one iterator runs at a time (user space reads them in turn) */
+
+	iter_n = i + 1;
+	if (i < BL_MAX_LISTENERS)
+		bpf_map_update_elem(&listeners, &i, l, BPF_ANY);
+}
+
 SEC("iter/unix")
 int iter_unix(struct bpf_iter__unix *ctx)
 {
 	struct unix_sock *u = ctx->unix_sk;
 	struct bl_listener l = { .family = BL_UNIX };
 	struct unix_address *addr;
+	struct dentry *d;
 	struct sock *sk;
 	int len;
 
@@ -785,6 +836,12 @@ int iter_unix(struct bpf_iter__unix *ctx)
 	l.drops = sk->sk_drops.counter;
 	l.sk = (__u64)sk;
 	l.ino = BPF_CORE_READ(sk, sk_socket, file, f_inode, i_ino);
+	l.netns = sk_netns(sk);
+	d = BPF_CORE_READ(u, path.dentry);
+	if (d) {	/* bound to a path: the file clients' paths resolve to */
+		l.file_ino = BPF_CORE_READ(d, d_inode, i_ino);
+		l.file_dev = BPF_CORE_READ(d, d_inode, i_sb, s_dev);
+	}
 	addr = BPF_CORE_READ(u, addr);
 	if (addr) {
 		len = BPF_CORE_READ(addr, len) - 2;
@@ -793,7 +850,7 @@ int iter_unix(struct bpf_iter__unix *ctx)
 			bpf_probe_read_kernel(l.path, l.path_len, addr->name[0].sun_path);
 		}
 	}
-	bpf_seq_write(ctx->meta->seq, &l, sizeof(l));
+	iter_put(&l);
 	return 0;
 }
 
@@ -816,6 +873,7 @@ int iter_tcp(struct bpf_iter__tcp *ctx)
 	l.drops = sk->sk_drops.counter;
 	l.sk = (__u64)sk;
 	l.ino = BPF_CORE_READ(sk, sk_socket, file, f_inode, i_ino);
+	l.netns = sk_netns(sk);
 	l.port = skc->skc_num;
 	if (skc->skc_family == AF_INET6) {
 		l.v6 = 1;
@@ -823,7 +881,7 @@ int iter_tcp(struct bpf_iter__tcp *ctx)
 	} else {
 		__builtin_memcpy(l.addr, &skc->skc_rcv_saddr, 4);
 	}
-	bpf_seq_write(ctx->meta->seq, &l, sizeof(l));
+	iter_put(&l);
 	return 0;
 }
 

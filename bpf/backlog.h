@@ -4,6 +4,7 @@
 
 #define BL_PATH_LEN	108	/* sizeof(sun_path) */
 #define BL_COMM_LEN	16
+#define BL_MAX_LISTENERS 16384	/* listeners one iterator run can report */
 
 enum bl_family {
 	BL_UNIX = 1,
@@ -11,16 +12,21 @@ enum bl_family {
 };
 
 /*
- * Counters per (listener, client process). A unix listener is named by the
- * path the client passed to connect() (abstract names keep their leading \0);
- * a TCP listener by its local port. tgid 0 = client not known (remote peer, or
- * the packet was handled outside the client's task).
+ * Counters per (listener, client process). The listener is named the way the
+ * kernel finds it, never by name alone (issue 16 item 4):
+ * - unix abstract name: (netns, name bytes, path_len): abstract names are per netns;
+ * - unix pathname: (path up to the first NUL within addrlen, mntns of the client):
+ *   user space resolves it to the socket file (dev, inode) in that mount namespace;
+ * - tcp: (netns, local port).
+ * tgid 0 = client not known (remote peer, or handled outside the client's task).
  */
 struct bl_key {
 	__u32 family;
 	__u32 tgid;
 	__u32 port;
-	__u32 pad;
+	__u32 path_len;		/* unix: bytes of path that name it (abstract: leading \0 included) */
+	__u32 netns;		/* network namespace inode (abstract unix, tcp) */
+	__u32 mntns;		/* client's mount namespace inode (unix pathname), else 0 */
 	char path[BL_PATH_LEN];
 };
 
@@ -35,7 +41,8 @@ struct bl_val {
 	__u64 syn_retrans;	/* tcp: client SYN retransmits towards this port */
 };
 
-/* One listening socket, written by the iter/unix and iter/tcp programs. */
+/* One listening socket, written by the iter/unix and iter/tcp programs into the
+ * listeners array map (not the seq_file: see iter_put in backlog.bpf.c). */
 struct bl_listener {
 	__u32 family;
 	__u32 qlen;		/* unix: sk_receive_queue length; tcp: sk_ack_backlog */
@@ -47,6 +54,9 @@ struct bl_listener {
 	__u32 v6;
 	__u8 addr[16];		/* tcp: local address (v4 in the first 4 bytes) */
 	__u32 path_len;		/* unix: bytes of sun_path (0 = unbound) */
+	__u32 netns;		/* network namespace inode */
+	__u64 file_ino;		/* unix pathname: inode of the socket file */
+	__u32 file_dev;		/* ... and its filesystem (kernel dev_t: major << 20 | minor) */
 	__u32 pad;
 	char path[BL_PATH_LEN];
 };

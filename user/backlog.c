@@ -18,7 +18,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <arpa/inet.h>
 #include <linux/bpf.h>
 #include <bpf/bpf.h>
@@ -92,8 +94,12 @@ static int bad_usage(const char *fmt, const char *arg)
 	return 0;
 }
 
+int parse_unix_addr(const char *arg, char *path, uint32_t *len);
+
 static error_t bl_parse(int key, char *arg, struct argp_state *state)
 {
+	char path[BL_PATH_LEN];
+	uint32_t len;
 	uint64_t v;
 
 	switch (key) {
@@ -103,8 +109,9 @@ static error_t bl_parse(int key, char *arg, struct argp_state *state)
 	case OPT_UNIX:
 		if (opts.n_unix == MAX_FILTERS)
 			bad_usage("--unix: at most 16 paths", NULL);
-		if (!*arg || strlen(arg) >= BL_PATH_LEN)
-			bad_usage("--unix: '%s' is not a socket path (1 to 107 bytes)", arg);
+		if (parse_unix_addr(arg, path, &len))
+			bad_usage("--unix: '%s' is not a socket path (1 to 107 bytes, or @NAME; "
+				  "\\\\, \\0 and \\xHH escapes)", arg);
 		opts.unix_paths[opts.n_unix++] = arg;
 		break;
 	case OPT_PORT:
@@ -403,6 +410,8 @@ struct bl_bpf {
 	int reason;		/* TCP_LISTEN_OVERFLOW value, or -1 */
 	bool v6;		/* tcp_v6_syn_recv_sock exists (IPv6 built in or loaded) */
 	char why[512];		/* how the mode was chosen */
+	const struct bl_listener *iter_out;	/* the listeners array map, mmapped */
+	size_t iter_len;
 };
 
 static void bl_bpf_close(struct bl_bpf *b)
@@ -415,6 +424,9 @@ static void bl_bpf_close(struct bl_bpf *b)
 	bpf_link__destroy(b->iter_unix);
 	bpf_link__destroy(b->iter_tcp);
 	b->iter_unix = b->iter_tcp = NULL;
+	if (b->iter_out)
+		munmap((void *)b->iter_out, b->iter_len);
+	b->iter_out = NULL;
 	backlog_bpf__destroy(b->skel);
 	b->skel = NULL;
 }
@@ -457,6 +469,15 @@ static int bl_bpf_open(struct bl_bpf *b, enum bl_mode mode, char *err_msg, size_
 		err = -errno;
 		snprintf(err_msg, len, "cannot attach the iter/unix and iter/tcp programs: %s "
 			 "(needs Linux 5.17+)", strerror(-err));
+		goto fail;
+	}
+	b->iter_len = BL_MAX_LISTENERS * sizeof(struct bl_listener);
+	b->iter_out = mmap(NULL, b->iter_len, PROT_READ, MAP_SHARED,
+			   bpf_map__fd(b->skel->maps.listeners), 0);
+	if (b->iter_out == MAP_FAILED) {
+		err = -errno;
+		b->iter_out = NULL;
+		snprintf(err_msg, len, "cannot map the listeners array: %s", strerror(-err));
 		goto fail;
 	}
 	b->mode = mode;
@@ -509,17 +530,31 @@ static int bl_bpf_setup(struct bl_bpf *b, enum bl_mode want)
 
 /* ------------------------------------------------------------------ listeners */
 
+#define COMM_TXT	(BL_COMM_LEN * 4 + 1)	/* a comm after str_escape */
+
 struct client {
 	uint32_t tgid;
-	char comm[BL_COMM_LEN];
+	char comm[COMM_TXT];
 	struct bl_val v;
 };
 
+/*
+ * A listener is a socket (issue 16 item 4): unix ones by socket inode, TCP ones
+ * by (netns, port) (SO_REUSEPORT groups and v4+v6 pairs are one listener).
+ * Counts the iterators never showed a socket for (another netns, already
+ * closed, unresolved path) get a listener of their own with ino 0, keyed like
+ * the count: (netns, name) abstract, (mntns, path) pathname, (netns, port) tcp.
+ */
 struct listener {
 	int family;
-	char path[BL_PATH_LEN];		/* unix key: zero padded */
-	unsigned port;			/* tcp key */
-	char addr[BL_PATH_LEN + 48];	/* display */
+	uint32_t netns, mntns;		/* mntns: only for a pathname known from counts */
+	uint64_t ino;			/* socket inode; 0 = known from counts only */
+	char path[BL_PATH_LEN];		/* unix name bytes (abstract: leading \0) */
+	uint32_t path_len;
+	uint64_t file_ino;		/* unix pathname: the socket file */
+	dev_t file_dev;
+	unsigned port;			/* tcp */
+	char addr[BL_PATH_LEN * 4 + 48];	/* display: escaped, see fmt_unix_addr */
 	unsigned qlen, peak, limit, n_socks;
 	uint64_t drops_base, drops_now;	/* tcp: sum of sk_drops over its sockets */
 	uint64_t inos[8];
@@ -529,59 +564,88 @@ struct listener {
 	uint64_t sk;			/* first socket, for the tcp_ports map */
 	uint32_t sk_drops0;		/* its sk_drops in the latest sample */
 	struct bl_val tot, prev;
-	struct client *clients;
-	int n_clients;
+	struct client *clients;		/* this read: gone + live */
+	int n_clients, cap_clients;
+	struct client *gone;		/* evicted: dead clients, or the listener closed */
+	int n_gone, cap_gone;
+	bool retired;			/* closed and reported: counts kept, no more lines */
 	uint64_t prev_drops;
-	char owner_comm[BL_COMM_LEN];
+	char owner_comm[COMM_TXT];
 };
 
 static struct state {
 	struct listener *ls;
 	int n, cap;
 	int somaxconn;
+	uint32_t netns, mntns;		/* udsprobe's own */
 	uint64_t start_ns;
 	unsigned long long netstat0[2], netstat[2];	/* ListenOverflows, ListenDrops */
 	bool netstat_ok;
 	uint64_t missed;
+	uint64_t missed_shown;		/* missed already said in the live view */
+	uint64_t listeners_missed;	/* more listeners than the iterator array holds */
 	bool owners_dirty;
 	uint64_t last_owner_scan;
 } st;
 
-static void fmt_unix_addr(const char *path, char *out, size_t len)
+/* Inode number of /proc/PID/ns/NAME (PID 0 = self), or 0. */
+static uint32_t ns_inode(int pid, const char *name)
 {
-	int i, n;
+	char path[64];
+	struct stat sb;
 
-	if (path[0]) {
-		snprintf(out, len, "%.*s", BL_PATH_LEN, path);
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/ns/%s", pid, name);
+	else
+		snprintf(path, sizeof(path), "/proc/self/ns/%s", name);
+	return stat(path, &sb) ? 0 : (uint32_t)sb.st_ino;
+}
+
+/*
+ * The display form of a unix name, lossless and printable (docs/BACKLOG.md,
+ * "Names"): a pathname as str_escape makes it, with a leading '@' written \x40
+ * so it never reads as an abstract name; an abstract name as '@' and the escaped
+ * bytes after its leading NUL (so "\0a\0b" is "@a\0b" and "\0a@b" is "@a@b").
+ */
+void fmt_unix_addr(const char *path, size_t len, char *out, size_t out_len)
+{
+	if (!len || out_len < 5) {
+		if (out_len)
+			out[0] = 0;
 		return;
 	}
-	/* abstract: "@name", as ss prints it; trailing zero padding dropped */
-	for (n = BL_PATH_LEN; n > 1 && !path[n - 1]; n--)
-		;
-	out[0] = '@';
-	for (i = 1; i < n && i < (int)len - 1; i++)
-		out[i] = path[i] ? path[i] : '@';
-	out[i] = 0;
+	if (path[0] == '@') {
+		snprintf(out, out_len, "\\x40");
+		str_escape(path + 1, len - 1, out + 4, out_len - 4);
+	} else if (path[0]) {
+		str_escape(path, len, out, out_len);
+	} else {
+		out[0] = '@';
+		str_escape(path + 1, len - 1, out + 1, out_len - 1);
+	}
 }
 
-static struct listener *find_unix(const char *path)
+/* --unix ARG (the display form above) -> name bytes; -EINVAL if it is not one. */
+int parse_unix_addr(const char *arg, char *path, uint32_t *len)
 {
-	int i;
+	char raw[BL_PATH_LEN + 1];
+	int n;
 
-	for (i = 0; i < st.n; i++)
-		if (st.ls[i].family == BL_UNIX && !memcmp(st.ls[i].path, path, BL_PATH_LEN))
-			return &st.ls[i];
-	return NULL;
-}
-
-static struct listener *find_tcp(unsigned port)
-{
-	int i;
-
-	for (i = 0; i < st.n; i++)
-		if (st.ls[i].family == BL_TCP && st.ls[i].port == port)
-			return &st.ls[i];
-	return NULL;
+	memset(path, 0, BL_PATH_LEN);
+	if (arg[0] == '@') {	/* abstract: a leading NUL, then the name */
+		n = str_unescape(arg + 1, raw, BL_PATH_LEN - 1);
+		if (n < 0)
+			return -EINVAL;
+		memcpy(path + 1, raw, n);
+		*len = n + 1;
+		return 0;
+	}
+	n = str_unescape(arg, raw, BL_PATH_LEN);
+	if (n <= 0 || memchr(raw, 0, n))	/* a pathname ends at its first NUL */
+		return -EINVAL;
+	memcpy(path, raw, n);
+	*len = n;
+	return 0;
 }
 
 static struct listener *add_listener(int family)
@@ -603,23 +667,22 @@ static struct listener *add_listener(int family)
 	return l;
 }
 
+static bool same_name(const struct listener *l, const char *path, uint32_t len)
+{
+	return l->path_len == len && !memcmp(l->path, path, len);
+}
+
 static bool match_filters(struct listener *l)
 {
 	char path[BL_PATH_LEN];
+	uint32_t len;
 	int i, j;
 
 	if (!opts.n_unix && !opts.n_ports && !opts.n_pids)
 		return true;
-	for (i = 0; i < opts.n_unix && l->family == BL_UNIX; i++) {
-		memset(path, 0, sizeof(path));
-		if (opts.unix_paths[i][0] == '@') {	/* abstract */
-			memcpy(path + 1, opts.unix_paths[i] + 1, strlen(opts.unix_paths[i]) - 1);
-		} else {
-			memcpy(path, opts.unix_paths[i], strlen(opts.unix_paths[i]));
-		}
-		if (!memcmp(path, l->path, BL_PATH_LEN))
+	for (i = 0; i < opts.n_unix && l->family == BL_UNIX; i++)
+		if (!parse_unix_addr(opts.unix_paths[i], path, &len) && same_name(l, path, len))
 			return true;
-	}
 	for (i = 0; i < opts.n_ports && l->family == BL_TCP; i++)
 		if (opts.ports[i] == l->port)
 			return true;
@@ -630,30 +693,53 @@ static bool match_filters(struct listener *l)
 	return false;
 }
 
-/* Run one iterator; calls fn for each record. */
-static int run_iter(struct bpf_link *link, void (*fn)(const struct bl_listener *))
+/* The text form of where a listener is when that is not udsprobe's own namespace. */
+static void set_addr(struct listener *l, const struct bl_listener *r)
 {
-	static char buf[64 * sizeof(struct bl_listener)];
-	size_t have = 0, off;
-	ssize_t n;
-	int fd = bpf_iter_create(bpf_link__fd(link));
+	char ip[INET6_ADDRSTRLEN];
 
+	if (l->family == BL_UNIX) {
+		fmt_unix_addr(l->path, l->path_len, l->addr, sizeof(l->addr));
+	} else if (r) {
+		inet_ntop(r->v6 ? AF_INET6 : AF_INET, r->addr, ip, sizeof(ip));
+		snprintf(l->addr, sizeof(l->addr), r->v6 ? "[%s]:%u" : "%s:%u", ip, r->port);
+	} else {
+		snprintf(l->addr, sizeof(l->addr), "*:%u", l->port);
+	}
+}
+
+/*
+ * Run one iterator to its end. The programs write listeners to the mmapped
+ * listeners array, not to the seq_file, so the read() below returns no data:
+ * see iter_put() in backlog.bpf.c for why (issue 16 item 5).
+ */
+static int run_iter(struct bl_bpf *b, struct bpf_link *link, void (*fn)(const struct bl_listener *))
+{
+	char buf[64];
+	uint32_t i, n;
+	ssize_t got;
+	int fd;
+
+	b->skel->bss->iter_n = 0;
+	fd = bpf_iter_create(bpf_link__fd(link));
 	if (fd < 0)
 		return -errno;
-	for (;;) {
-		n = read(fd, buf + have, sizeof(buf) - have);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
+	while ((got = read(fd, buf, sizeof(buf))) != 0)
+		if (got < 0 && errno != EINTR && errno != EAGAIN)
 			break;
-		have += n;
-		for (off = 0; off + sizeof(struct bl_listener) <= have; off += sizeof(struct bl_listener))
-			fn((const struct bl_listener *)(buf + off));
-		memmove(buf, buf + off, have - off);
-		have -= off;
-	}
+	if (got < 0)
+		got = -errno;
 	close(fd);
-	return n < 0 ? -errno : 0;
+	if (got < 0)
+		return got;
+	n = b->skel->bss->iter_n;
+	if (n > BL_MAX_LISTENERS) {
+		st.listeners_missed = MAX(st.listeners_missed, (uint64_t)(n - BL_MAX_LISTENERS));
+		n = BL_MAX_LISTENERS;
+	}
+	for (i = 0; i < n; i++)
+		fn(&b->iter_out[i]);
+	return 0;
 }
 
 static void add_ino(struct listener *l, uint64_t ino)
@@ -670,38 +756,63 @@ static void add_ino(struct listener *l, uint64_t ino)
 	}
 }
 
+static struct listener *find_sock(int family, uint64_t ino)
+{
+	int i;
+
+	for (i = 0; i < st.n; i++)
+		if (st.ls[i].family == family && st.ls[i].ino == ino)
+			return &st.ls[i];
+	return NULL;
+}
+
+static struct listener *find_tcp(uint32_t netns, unsigned port, bool live)
+{
+	int i;
+
+	for (i = 0; i < st.n; i++)
+		if (st.ls[i].family == BL_TCP && st.ls[i].netns == netns && st.ls[i].port == port &&
+		    !!st.ls[i].ino == live)
+			return &st.ls[i];
+	return NULL;
+}
+
 static void on_listener(const struct bl_listener *r)
 {
 	struct listener *l;
-	char ip[INET6_ADDRSTRLEN];
-	char path[BL_PATH_LEN] = {};
 
 	if (r->family == BL_UNIX) {
 		if (!r->path_len)
 			return;	/* unbound listener: nobody can connect to it by name */
-		memcpy(path, r->path, MIN(r->path_len, (uint32_t)BL_PATH_LEN));
-		if (path[0])	/* pathname: the kernel may store the NUL; stop at it */
-			memset(path + strnlen(path, BL_PATH_LEN), 0, BL_PATH_LEN - strnlen(path, BL_PATH_LEN));
-		l = find_unix(path);
+		l = find_sock(BL_UNIX, r->ino);
 		if (!l) {
 			l = add_listener(BL_UNIX);
 			if (!l)
 				return;
-			memcpy(l->path, path, BL_PATH_LEN);
-			fmt_unix_addr(path, l->addr, sizeof(l->addr));
+			l->ino = r->ino;
+			l->netns = r->netns;
+			memcpy(l->path, r->path, BL_PATH_LEN);
+			l->path_len = MIN(r->path_len, (uint32_t)BL_PATH_LEN);
+			if (l->path[0])	/* pathname: the kernel stores the NUL; stop at it */
+				l->path_len = strnlen(l->path, l->path_len);
+			l->file_ino = r->file_ino;
+			l->file_dev = makedev(r->file_dev >> 20, r->file_dev & 0xfffff);
+			set_addr(l, r);
 		}
 	} else {
-		l = find_tcp(r->port);
+		l = find_tcp(r->netns, r->port, true);
+		if (l)
+			l->retired = false;	/* the port has a listener again */
 		if (!l) {
 			l = add_listener(BL_TCP);
 			if (!l)
 				return;
 			l->port = r->port;
+			l->netns = r->netns;
+			l->ino = r->ino;
 		}
-		if (!l->seen_now) {
-			inet_ntop(r->v6 ? AF_INET6 : AF_INET, r->addr, ip, sizeof(ip));
-			snprintf(l->addr, sizeof(l->addr), r->v6 ? "[%s]:%u" : "%s:%u", ip, r->port);
-		}
+		if (!l->seen_now)
+			set_addr(l, r);
 	}
 	if (!l->seen_now) {
 		l->seen_now = true;
@@ -726,9 +837,9 @@ static int sample_listeners(struct bl_bpf *b)
 
 	for (i = 0; i < st.n; i++)
 		st.ls[i].seen_now = false;
-	err = run_iter(b->iter_unix, on_listener);
+	err = run_iter(b, b->iter_unix, on_listener);
 	if (!err)
-		err = run_iter(b->iter_tcp, on_listener);
+		err = run_iter(b, b->iter_tcp, on_listener);
 	if (err)
 		return err;
 	for (i = 0; i < st.n; i++) {
@@ -761,6 +872,24 @@ static int sample_listeners(struct bl_bpf *b)
 		}
 	}
 	return 0;
+}
+
+/* /proc/PID/comm, escaped (a comm may hold ESC, BEL or a newline: issue 16 item 3). */
+static void proc_comm(int pid, char *out)
+{
+	char path[64], raw[BL_COMM_LEN + 1];
+	ssize_t n = 0;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, raw, sizeof(raw));
+		close(fd);
+	}
+	if (n > 0 && raw[n - 1] == '\n')	/* the kernel's line end, not the comm's */
+		n--;
+	str_escape(raw, n > 0 ? n : 0, out, COMM_TXT);
 }
 
 /* Fill holders/owner of listeners with new inodes from /proc/PID/fd. */
@@ -828,17 +957,7 @@ static void resolve_owners(void)
 			if (!owner || l->holders[j] < owner)
 				owner = l->holders[j];
 		if (l->n_holders) {
-			char path[64];
-			FILE *cf;
-
-			snprintf(path, sizeof(path), "/proc/%d/comm", owner);
-			cf = fopen(path, "r");
-			l->owner_comm[0] = 0;
-			if (cf) {
-				if (fgets(l->owner_comm, sizeof(l->owner_comm), cf))
-					l->owner_comm[strcspn(l->owner_comm, "\n")] = 0;
-				fclose(cf);
-			}
+			proc_comm(owner, l->owner_comm);
 			/* keep the owner first in holders */
 			for (j = 0; j < l->n_holders; j++)
 				if (l->holders[j] == owner) {
@@ -862,23 +981,17 @@ static int owner_pid(const struct listener *l)
 
 static void comm_of(struct bl_bpf *b, uint32_t tgid, char *comm)
 {
-	char path[64];
-	FILE *f;
+	char raw[BL_COMM_LEN] = {};
 
-	memset(comm, 0, BL_COMM_LEN);
 	if (!tgid) {
 		strcpy(comm, "?");
 		return;
 	}
-	if (!bpf_map__lookup_elem(b->skel->maps.comms, &tgid, sizeof(tgid), comm, BL_COMM_LEN, 0))
+	if (bpf_map__lookup_elem(b->skel->maps.comms, &tgid, sizeof(tgid), raw, BL_COMM_LEN, 0)) {
+		proc_comm(tgid, comm);
 		return;
-	snprintf(path, sizeof(path), "/proc/%u/comm", tgid);
-	f = fopen(path, "r");
-	if (f) {
-		if (fgets(comm, BL_COMM_LEN, f))
-			comm[strcspn(comm, "\n")] = 0;
-		fclose(f);
 	}
+	str_escape(raw, strnlen(raw, BL_COMM_LEN), comm, COMM_TXT);
 }
 
 static void val_add(struct bl_val *a, const struct bl_val *b)
@@ -896,11 +1009,168 @@ static uint64_t overflows_of(const struct bl_val *v)
 	return v->overflows + v->ack_overflows;
 }
 
-/* Read every counter; totals and client lists are rebuilt (the maps are cumulative). */
+/*
+ * The socket file a client's path named: stat the path in the client's mount
+ * namespace (through /proc/PID/root of the client or of any process in that
+ * namespace). Relative paths are not resolved (the client's cwd is unknown).
+ */
+static bool resolve_file(const struct bl_key *k, dev_t *dev, uint64_t *ino)
+{
+	static int last_pid;	/* the process that resolved the last foreign namespace */
+	char p[BL_PATH_LEN + 48];
+	struct dirent *e;
+	struct stat sb;
+	int pid = 0;
+	DIR *d;
+
+	if (k->path[0] != '/' || k->path_len >= BL_PATH_LEN)
+		return false;
+	if (k->mntns != st.mntns) {
+		if (k->tgid && ns_inode(k->tgid, "mnt") == k->mntns)
+			pid = k->tgid;
+		else if (last_pid && ns_inode(last_pid, "mnt") == k->mntns)
+			pid = last_pid;
+		for (d = pid ? NULL : opendir("/proc"); d && (e = readdir(d));)
+			if (atoi(e->d_name) > 0 && ns_inode(atoi(e->d_name), "mnt") == k->mntns)
+				pid = atoi(e->d_name);
+		if (d)
+			closedir(d);
+		if (!pid)
+			return false;	/* nobody left in that namespace */
+		last_pid = pid;
+	}
+	if (pid)
+		snprintf(p, sizeof(p), "/proc/%d/root%.*s", pid, (int)k->path_len, k->path);
+	else
+		snprintf(p, sizeof(p), "%.*s", (int)k->path_len, k->path);
+	if (stat(p, &sb) || !S_ISSOCK(sb.st_mode))
+		return false;
+	*dev = sb.st_dev;
+	*ino = sb.st_ino;
+	return true;
+}
+
+/* The listener a count key belongs to: the live socket when one matches, else a
+ * listener keyed like the count (created here). */
+static struct listener *listener_of(const struct bl_key *k)
+{
+	struct listener *l;
+	uint64_t ino;
+	dev_t dev;
+	int i;
+
+	if (k->family == BL_TCP) {
+		l = find_tcp(k->netns, k->port, true);
+		if (!l)
+			l = find_tcp(k->netns, k->port, false);
+		if (l)
+			return l;
+		l = add_listener(BL_TCP);
+		if (!l)
+			return NULL;
+		l->netns = k->netns;
+		l->port = k->port;
+		set_addr(l, NULL);
+	} else {
+		bool abstract = !k->path[0];
+		bool file = !abstract && resolve_file(k, &dev, &ino);
+
+		struct listener *closed = NULL;
+
+		for (i = 0; i < st.n; i++) {
+			l = &st.ls[i];
+			if (l->family != BL_UNIX || !l->ino)
+				continue;
+			if (abstract ? l->netns == k->netns && same_name(l, k->path, k->path_len) :
+			    file && l->file_ino == ino && l->file_dev == dev) {
+				if (l->present)
+					return l;
+				closed = l;	/* a live one of that name wins */
+			}
+		}
+		if (closed)
+			return closed;
+		for (i = 0; i < st.n; i++) {
+			l = &st.ls[i];
+			if (l->family == BL_UNIX && !l->ino && same_name(l, k->path, k->path_len) &&
+			    (abstract ? l->netns == k->netns : l->mntns == k->mntns))
+				return l;
+		}
+		l = add_listener(BL_UNIX);
+		if (!l)
+			return NULL;
+		memcpy(l->path, k->path, BL_PATH_LEN);
+		l->path_len = MIN(k->path_len, (uint32_t)BL_PATH_LEN);
+		if (abstract)
+			l->netns = k->netns;
+		else
+			l->mntns = k->mntns;
+		set_addr(l, NULL);
+	}
+	l->owner_done = true;
+	l->watched = match_filters(l);
+	return l;
+}
+
+static struct client *client_add(struct client **arr, int *n, int *cap)
+{
+	struct client *c;
+
+	if (*n == *cap) {
+		int nc = *cap ? *cap * 2 : 8;
+
+		c = realloc(*arr, nc * sizeof(*c));
+		if (!c)
+			return NULL;
+		*arr = c;
+		*cap = nc;
+	}
+	c = &(*arr)[(*n)++];
+	memset(c, 0, sizeof(*c));
+	return c;
+}
+
+/*
+ * Keep an evicted client's counts (issue 16 item 6): per process for the first
+ * MAX_GONE of a listener, then summed per comm with pid unknown, so a storm of
+ * short-lived clients costs bounded memory.
+ */
+#define MAX_GONE 256
+
+static void keep_gone(struct listener *l, const struct client *c)
+{
+	struct client *g;
+	int i;
+
+	if (l->n_gone >= MAX_GONE) {
+		for (i = 0; i < l->n_gone; i++)
+			if (!l->gone[i].tgid && !strcmp(l->gone[i].comm, c->comm)) {
+				val_add(&l->gone[i].v, &c->v);
+				return;
+			}
+	}
+	g = client_add(&l->gone, &l->n_gone, &l->cap_gone);
+	if (!g)
+		return;
+	*g = *c;
+	if (l->n_gone > MAX_GONE)
+		g->tgid = 0;
+}
+
+static bool process_gone(uint32_t tgid)
+{
+	return tgid && kill(tgid, 0) && errno == ESRCH;
+}
+
+/*
+ * Read every counter; totals and client lists are rebuilt (the maps are
+ * cumulative) on top of what was evicted. Keys of dead clients and of retired
+ * listeners are deleted after reading, so the map holds live clients only.
+ */
 static int read_counts(struct bl_bpf *b)
 {
-	int ncpu = libbpf_num_possible_cpus(), i, c;
-	struct bl_key key, next, *prev = NULL;
+	int ncpu = libbpf_num_possible_cpus(), i, c, n_dead = 0, cap_dead = 0;
+	struct bl_key key, next, *prev = NULL, *dead = NULL, *dk;
 	struct bl_val *vals, sum;
 	struct listener *l;
 	struct client *cl;
@@ -909,8 +1179,16 @@ static int read_counts(struct bl_bpf *b)
 	if (!vals)
 		return -ENOMEM;
 	for (i = 0; i < st.n; i++) {
-		memset(&st.ls[i].tot, 0, sizeof(st.ls[i].tot));
-		st.ls[i].n_clients = 0;
+		l = &st.ls[i];
+		memset(&l->tot, 0, sizeof(l->tot));
+		l->n_clients = 0;
+		for (c = 0; c < l->n_gone; c++) {
+			cl = client_add(&l->clients, &l->n_clients, &l->cap_clients);
+			if (!cl)
+				break;
+			*cl = l->gone[c];
+			val_add(&l->tot, &cl->v);
+		}
 	}
 	while (!bpf_map__get_next_key(b->skel->maps.counts, prev, &next, sizeof(next))) {
 		key = next;
@@ -921,35 +1199,32 @@ static int read_counts(struct bl_bpf *b)
 		memset(&sum, 0, sizeof(sum));
 		for (c = 0; c < ncpu; c++)
 			val_add(&sum, &vals[c]);
-		if (key.family == BL_UNIX) {
-			l = find_unix(key.path);
-			if (!l && (l = add_listener(BL_UNIX))) {
-				memcpy(l->path, key.path, BL_PATH_LEN);
-				fmt_unix_addr(key.path, l->addr, sizeof(l->addr));
-				l->owner_done = true;
-				l->watched = match_filters(l);
-			}
-		} else {
-			l = find_tcp(key.port);
-			if (!l && (l = add_listener(BL_TCP))) {
-				l->port = key.port;
-				snprintf(l->addr, sizeof(l->addr), "*:%u", key.port);
-				l->owner_done = true;
-				l->watched = match_filters(l);
-			}
-		}
+		l = listener_of(&key);
 		if (!l)
 			continue;
 		val_add(&l->tot, &sum);
-		cl = realloc(l->clients, (l->n_clients + 1) * sizeof(*cl));
+		cl = client_add(&l->clients, &l->n_clients, &l->cap_clients);
 		if (!cl)
 			continue;
-		l->clients = cl;
-		cl = &l->clients[l->n_clients++];
 		cl->tgid = key.tgid;
 		cl->v = sum;
 		comm_of(b, key.tgid, cl->comm);
+		if (l->retired || process_gone(key.tgid)) {
+			keep_gone(l, cl);
+			if (n_dead == cap_dead) {
+				cap_dead = cap_dead ? cap_dead * 2 : 64;
+				dk = realloc(dead, cap_dead * sizeof(*dead));
+				if (!dk)
+					break;
+				dead = dk;
+			}
+			dead[n_dead++] = key;
+		}
 	}
+	/* after the walk: deleting during get_next_key would restart it */
+	for (i = 0; i < n_dead; i++)
+		bpf_map__delete_elem(b->skel->maps.counts, &dead[i], sizeof(dead[i]), 0);
+	free(dead);
 	free(vals);
 	st.missed = b->skel->bss->missed_map_full;
 	return 0;
@@ -997,7 +1272,7 @@ static uint64_t listen_drops(const struct listener *l)
 
 /* ------------------------------------------------------------------ output */
 
-static void fmt_owner(const struct listener *l, char *buf, size_t len)
+static void fmt_owner(const struct listener *l, char *buf, size_t len)	/* len >= COMM_TXT + 16 */
 {
 	if (owner_pid(l))
 		snprintf(buf, len, "%s/%d%s", l->owner_comm, owner_pid(l),
@@ -1006,26 +1281,50 @@ static void fmt_owner(const struct listener *l, char *buf, size_t len)
 		snprintf(buf, len, "-");
 }
 
+/* "comm/pid:n ..." in buf, whole entries only (never half an escape or character). */
 static void fmt_clients(const struct listener *l, char *buf, size_t len, bool waits)
 {
-	size_t off = 0;
+	char one[COMM_TXT + 48];
+	size_t off = 0, k;
 	int i;
 
 	buf[0] = 0;
-	for (i = 0; i < l->n_clients && off < len; i++) {
-		uint64_t n = waits ? l->clients[i].v.waits : overflows_of(&l->clients[i].v);
+	for (i = 0; i < l->n_clients; i++) {
+		const struct client *c = &l->clients[i];
+		uint64_t n = waits ? c->v.waits : overflows_of(&c->v);
 
 		if (!n)
 			continue;
-		if (l->clients[i].tgid)
-			off += snprintf(buf + off, len - off, "%s%s/%u:%llu", off ? " " : "",
-					l->clients[i].comm, l->clients[i].tgid, (unsigned long long)n);
+		if (c->tgid)
+			k = snprintf(one, sizeof(one), "%s%s/%u:%llu", off ? " " : "", c->comm, c->tgid,
+				     (unsigned long long)n);
+		else if (strcmp(c->comm, "?"))	/* exited, counted per comm */
+			k = snprintf(one, sizeof(one), "%s%s/exited:%llu", off ? " " : "", c->comm,
+				     (unsigned long long)n);
 		else
-			off += snprintf(buf + off, len - off, "%sunknown:%llu", off ? " " : "",
-					(unsigned long long)n);
+			k = snprintf(one, sizeof(one), "%sunknown:%llu", off ? " " : "",
+				     (unsigned long long)n);
+		if (off + k + 4 >= len) {
+			snprintf(buf + off, len - off, " ...");
+			return;
+		}
+		memcpy(buf + off, one, k + 1);
+		off += k;
 	}
 	if (!off)
 		snprintf(buf, len, "-");
+}
+
+/* The address as text, with the namespace when it is not udsprobe's own. */
+static const char *addr_text(const struct listener *l, char *buf, size_t len)
+{
+	if (l->netns && l->netns != st.netns)
+		snprintf(buf, len, "%s (netns %u)", l->addr, l->netns);
+	else if (l->mntns && l->mntns != st.mntns)
+		snprintf(buf, len, "%s (mntns %u)", l->addr, l->mntns);
+	else
+		snprintf(buf, len, "%s", l->addr);
+	return buf;
 }
 
 static const char *family_name(int f)
@@ -1037,7 +1336,7 @@ static unsigned lines_since_header;
 
 static void print_interval(FILE *out, double t)
 {
-	char owner[48], clients[256], tbuf[16];
+	char owner[COMM_TXT + 16], clients[256], tbuf[16], addr[sizeof(st.ls->addr) + 32];
 	time_t now = time(NULL);
 	struct tm tm;
 	bool any = false;
@@ -1051,7 +1350,7 @@ static void print_interval(FILE *out, double t)
 		uint64_t d_wait = l->tot.waits - l->prev.waits;
 		uint64_t d_syn = l->tot.syn_retrans - l->prev.syn_retrans;
 
-		if (!l->watched || (!d_ovf && !d_wait && !d_syn && !l->qlen))
+		if (!l->watched || l->retired || (!d_ovf && !d_wait && !d_syn && !l->qlen))
 			continue;
 		if (!any && lines_since_header++ % 20 == 0)
 			fprintf(out, "%-8s %-4s %-32s %-20s %5s %5s %5s %9s %6s %6s  %s\n", "TIME",
@@ -1061,9 +1360,16 @@ static void print_interval(FILE *out, double t)
 		fmt_owner(l, owner, sizeof(owner));
 		fmt_clients(l, clients, sizeof(clients), false);
 		fprintf(out, "%-8s %-4s %-32s %-20s %5u %5u %5u %9llu %6llu %6llu  %s\n", tbuf,
-			family_name(l->family), l->addr, owner, l->qlen, l->peak, l->limit,
-			(unsigned long long)d_ovf, (unsigned long long)d_wait,
+			family_name(l->family), addr_text(l, addr, sizeof(addr)), owner, l->qlen,
+			l->peak, l->limit, (unsigned long long)d_ovf, (unsigned long long)d_wait,
 			(unsigned long long)d_syn, clients);
+	}
+	if (st.missed > st.missed_shown) {
+		fprintf(out, "%-8s warning: %llu events not counted in this interval (a BPF map "
+			"was full; %llu since start)\n", tbuf,
+			(unsigned long long)(st.missed - st.missed_shown),
+			(unsigned long long)st.missed);
+		st.missed_shown = st.missed;
 	}
 	if (!any) {
 		fprintf(out, "%-8s no overflows, no queued connections (%.0f s)\n", tbuf, t);
@@ -1076,6 +1382,10 @@ static void json_listener_common(struct jw *w, const struct listener *l)
 {
 	jw_str(w, "family", family_name(l->family));
 	jw_str(w, "address", l->addr);
+	if (l->netns)
+		jw_u64(w, "netns", l->netns);
+	else
+		jw_null(w, "netns");	/* a pathname known only from counts */
 	if (owner_pid(l)) {
 		jw_i64(w, "owner_pid", owner_pid(l));
 		jw_str(w, "owner_comm", l->owner_comm);
@@ -1095,13 +1405,14 @@ static void json_clients(struct jw *w, const struct listener *l)
 		if (!overflows_of(&l->clients[i].v))
 			continue;
 		jw_obj_begin(w, NULL);
-		if (l->clients[i].tgid) {
+		if (l->clients[i].tgid)
 			jw_i64(w, "pid", l->clients[i].tgid);
-			jw_str(w, "comm", l->clients[i].comm);
-		} else {
+		else
 			jw_null(w, "pid");
+		if (strcmp(l->clients[i].comm, "?"))	/* pid null, comm set: exited, per comm */
+			jw_str(w, "comm", l->clients[i].comm);
+		else
 			jw_null(w, "comm");
-		}
 		jw_u64(w, "count", overflows_of(&l->clients[i].v));
 		jw_obj_end(w);
 	}
@@ -1116,13 +1427,15 @@ static void json_interval(FILE *f, double t)
 	for (i = 0; i < st.n; i++) {
 		struct listener *l = &st.ls[i];
 
-		if (!l->watched)
+		if (!l->watched || l->retired)
 			continue;
 		jw_init(&w, f, false);
 		jw_obj_begin(&w, NULL);
 		jw_str(&w, "event", "interval");
 		jw_double(&w, "time_s", t);
 		json_listener_common(&w, l);
+		if (l->ino && !l->present)
+			jw_bool(&w, "closed", true);	/* its last line */
 		jw_u64(&w, "queue", l->qlen);
 		jw_u64(&w, "peak_queue", l->peak);
 		jw_u64(&w, "overflows", overflows_of(&l->tot));
@@ -1140,6 +1453,13 @@ static void json_interval(FILE *f, double t)
 		json_clients(&w, l);
 		jw_obj_end(&w);	/* ends the line */
 	}
+	jw_init(&w, f, false);
+	jw_obj_begin(&w, NULL);
+	jw_str(&w, "event", "stats");
+	jw_double(&w, "time_s", t);
+	jw_u64(&w, "dropped_events", st.missed);
+	jw_u64(&w, "listeners_missed", st.listeners_missed);
+	jw_obj_end(&w);
 	fflush(f);
 }
 
@@ -1175,6 +1495,8 @@ static void json_summary(FILE *f, struct bl_bpf *b, double t)
 		jw_u64(&w, "netstat_listen_drops", st.netstat[1] - st.netstat0[1]);
 	}
 	jw_u64(&w, "missed", st.missed);
+	jw_u64(&w, "dropped_events", st.missed);
+	jw_u64(&w, "listeners_missed", st.listeners_missed);
 	jw_u64(&w, "somaxconn", st.somaxconn);
 	jw_obj_end(&w);
 	fflush(f);
@@ -1192,13 +1514,24 @@ static void prom_label(FILE *f, const char *s)
 	}
 }
 
+/* The netns label: two listeners of one name in two namespaces are two series. */
+static void prom_netns(FILE *f, const struct listener *l)
+{
+	if (l->netns)
+		fprintf(f, "netns=\"%u\"", l->netns);
+	else
+		fprintf(f, "netns=\"\"");
+}
+
 static void prom_labels(FILE *f, const struct listener *l)
 {
 	fprintf(f, "{family=\"%s\",address=\"", family_name(l->family));
 	prom_label(f, l->addr);
 	fprintf(f, "\",owner_comm=\"");
 	prom_label(f, owner_pid(l) ? l->owner_comm : "");
-	fprintf(f, "\",owner_pid=\"%d\"}", owner_pid(l));
+	fprintf(f, "\",owner_pid=\"%d\",", owner_pid(l));
+	prom_netns(f, l);
+	fputc('}', f);
 }
 
 static void prom_head(FILE *f, const char *name, const char *type, const char *help)
@@ -1294,7 +1627,7 @@ static int write_prom(const char *path, struct bl_bpf *b)
 			const struct listener *l = &st.ls[i];
 			double v;
 
-			if (!l->watched)
+			if (!l->watched || l->retired)
 				continue;
 			if ((k == 4 || k == 5) && l->family != BL_UNIX)
 				continue;
@@ -1320,7 +1653,7 @@ static int write_prom(const char *path, struct bl_bpf *b)
 	for (i = 0; i < st.n; i++) {
 		const struct listener *l = &st.ls[i];
 
-		if (!l->watched)
+		if (!l->watched || l->retired)
 			continue;
 		for (j = 0; j < l->n_clients; j++) {
 			uint64_t n = 0;
@@ -1342,7 +1675,9 @@ static int write_prom(const char *path, struct bl_bpf *b)
 			prom_label(f, l->addr);
 			fprintf(f, "\",client_comm=\"");
 			prom_label(f, l->clients[j].comm);
-			fprintf(f, "\"} %llu\n", (unsigned long long)n);
+			fprintf(f, "\",");
+			prom_netns(f, l);
+			fprintf(f, "} %llu\n", (unsigned long long)n);
 		}
 	}
 	if (st.netstat_ok) {
@@ -1355,6 +1690,9 @@ static int write_prom(const char *path, struct bl_bpf *b)
 		fprintf(f, "udsprobe_backlog_netstat_listen_drops_total %llu\n",
 			st.netstat[1] - st.netstat0[1]);
 	}
+	prom_head(f, "dropped_events_total", "counter",
+		    "Events not counted because a BPF map was full (should stay 0).");
+	fprintf(f, "udsprobe_backlog_dropped_events_total %llu\n", (unsigned long long)st.missed);
 	prom_head(f, "info", "gauge", "Attach mode udsprobe uses.");
 	fprintf(f, "udsprobe_backlog_info{attach_mode=\"%s\",kernel=\"", bl_mode_names[b->mode]);
 	prom_label(f, kernel_release());
@@ -1446,7 +1784,7 @@ static int cmp_listeners(const void *a, const void *b)
 
 static void print_summary(FILE *out, struct bl_bpf *b, double t)
 {
-	char owner[48], clients[512];
+	char owner[COMM_TXT + 16], clients[512], addr[sizeof(st.ls->addr) + 32];
 	int i, shown = 0;
 	bool any = false;
 
@@ -1462,7 +1800,7 @@ static void print_summary(FILE *out, struct bl_bpf *b, double t)
 		fmt_owner(l, owner, sizeof(owner));
 		fmt_clients(l, clients, sizeof(clients), false);
 		fprintf(out, "%-4s %-36s %-22s %5u %5u %9llu %6llu  %s\n", family_name(l->family),
-			l->addr, owner, l->limit, l->peak, (unsigned long long)overflows_of(&l->tot),
+			addr_text(l, addr, sizeof(addr)), owner, l->limit, l->peak, (unsigned long long)overflows_of(&l->tot),
 			(unsigned long long)l->tot.waits, clients);
 	}
 	if (!shown)
@@ -1475,14 +1813,16 @@ static void print_summary(FILE *out, struct bl_bpf *b, double t)
 			continue;
 		if (l->family == BL_UNIX && l->tot.waits) {
 			fmt_clients(l, clients, sizeof(clients), true);
-			fprintf(out, "%s: %llu blocking connects waited %.3f ms in total (%s)\n", l->addr,
+			fprintf(out, "%s: %llu blocking connects waited %.3f ms in total (%s)\n",
+				addr_text(l, addr, sizeof(addr)),
 				(unsigned long long)l->tot.waits, l->tot.wait_ns / 1e6, clients);
 		}
 		if (l->family == BL_TCP && (overflows_of(&l->tot) || listen_drops(l) ||
 					    l->tot.other_drops || l->tot.syn_retrans))
 			fprintf(out, "%s: %llu overflows = %llu SYNs + %llu handshake ACKs dropped at a "
 				"full accept queue; %llu other listen drops; the listener's own drop "
-				"counter (sk_drops) +%llu; client SYN retransmits %llu\n", l->addr,
+				"counter (sk_drops) +%llu; client SYN retransmits %llu\n",
+				addr_text(l, addr, sizeof(addr)),
 				(unsigned long long)overflows_of(&l->tot),
 				(unsigned long long)l->tot.overflows,
 				(unsigned long long)l->tot.ack_overflows,
@@ -1496,6 +1836,9 @@ static void print_summary(FILE *out, struct bl_bpf *b, double t)
 	if (st.missed)
 		fprintf(out, "warning: %llu events not counted (a BPF map was full)\n",
 			(unsigned long long)st.missed);
+	if (st.listeners_missed)
+		fprintf(out, "warning: more than %d listeners: %llu were not watched\n",
+			BL_MAX_LISTENERS, (unsigned long long)st.listeners_missed);
 	for (i = 0; i < st.n; i++) {
 		struct listener *l = &st.ls[i];
 
@@ -1504,7 +1847,7 @@ static void print_summary(FILE *out, struct bl_bpf *b, double t)
 		if (!any)
 			fprintf(out, "\nRecommendations:\n");
 		any = true;
-		fprintf(out, "%s %s:\n", family_name(l->family), l->addr);
+		fprintf(out, "%s %s:\n", family_name(l->family), addr_text(l, addr, sizeof(addr)));
 		print_recommendations(out, l);
 	}
 	if (!any)
@@ -1515,6 +1858,42 @@ static void print_summary(FILE *out, struct bl_bpf *b, double t)
 }
 
 /* ------------------------------------------------------------------ main loop */
+
+static void listener_free(struct listener *l)
+{
+	free(l->clients);
+	free(l->gone);
+}
+
+/*
+ * Listeners that closed were reported once (this interval, "closed": true) and
+ * are now forgotten (issue 16 item 7): a listener created and closed every 5 ms
+ * must not grow every later line. One that overflowed stays for the summary,
+ * retired: its counts move to user space (read_counts evicts its keys).
+ */
+static void retire_closed(struct bl_bpf *b)
+{
+	int i, n = 0;
+
+	for (i = 0; i < st.n; i++) {
+		struct listener *l = &st.ls[i];
+		const struct bl_val *t = &l->tot;
+		bool events = t->overflows || t->ack_overflows || t->other_drops || t->waits ||
+			      t->syn_retrans || listen_drops(l);
+
+		if (l->ino && !l->present) {
+			if (!events) {
+				listener_free(l);
+				continue;
+			}
+			l->retired = true;
+		}
+		if (n != i)
+			st.ls[n] = *l;
+		n++;
+	}
+	st.n = n;
+}
 
 static volatile sig_atomic_t stop;
 
@@ -1600,6 +1979,8 @@ int backlog_main(const char *json_path, double duration_s, const char *attach, i
 
 	memset(&st, 0, sizeof(st));
 	st.somaxconn = read_somaxconn();
+	st.netns = ns_inode(0, "net");
+	st.mntns = ns_inode(0, "mnt");
 	err = bl_bpf_setup(&b, want);
 	if (err)
 		goto out;
@@ -1678,6 +2059,7 @@ int backlog_main(const char *json_path, double duration_s, const char *attach, i
 			}
 			for (i = 0; i < st.n; i++)
 				st.ls[i].prev = st.ls[i].tot;
+			retire_closed(&b);
 			next_report += (uint64_t)(interval * 1e9);
 			if (next_report <= now)
 				next_report = now + (uint64_t)(interval * 1e9);
@@ -1721,7 +2103,7 @@ out:
 	vm_btf = NULL;
 	vm_btf_tried = false;
 	for (i = 0; i < st.n; i++)
-		free(st.ls[i].clients);
+		listener_free(&st.ls[i]);
 	free(st.ls);
 	memset(&st, 0, sizeof(st));
 	if (json && json != stdout)

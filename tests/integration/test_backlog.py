@@ -139,8 +139,8 @@ def run_line(events):
     return [e for e in events if e["event"] == "run"][-1]
 
 
-SUMMARY_KEYS = {"event", "family", "address", "owner_pid", "owner_comm", "limit", "peak_queue",
-                "overflows", "clients"}
+SUMMARY_KEYS = {"event", "family", "address", "netns", "owner_pid", "owner_comm", "limit",
+                "peak_queue", "overflows", "clients"}
 
 
 # ---- a. synthetic ----------------------------------------------------------------------
@@ -175,7 +175,7 @@ def test_unix_synthetic_exactly_15(udsprobe, attach_mode, procs, bl_bins, world_
 
     text = prom.read_text()
     assert re.search(r'^udsprobe_backlog_overflows_total\{family="unix",address="%s",'
-                     r'owner_comm="listen_noaccept",owner_pid="%d"\} 15$' % (re.escape(path), srv.pid),
+                     r'owner_comm="listen_noaccept",owner_pid="%d",netns="\d+"\} 15$' % (re.escape(path), srv.pid),
                      text, re.M), text
     assert re.search(r'^udsprobe_backlog_limit\{.*\} 4$', text, re.M)
     assert not list(world_dir.glob("backlog.prom.tmp*"))

@@ -142,3 +142,286 @@ def test_prom_refuses_non_regular_target(udsprobe, wdir, kind):
     assert {"device": stat.S_ISCHR, "symlink": stat.S_ISLNK, "directory": stat.S_ISDIR}[kind](mode)
     if kind == "symlink":
         assert (wdir / "real").read_text() == "keep\n"
+
+
+# ---- helpers for the items below --------------------------------------------------------
+
+PY = "/usr/bin/python3"
+
+# Bind NAME (bytes, Python literal), listen(BACKLOG), make CONNECTS non-blocking connects,
+# print "ready PID eagain=N", then sleep (the listener stays until killed).
+LISTEN_AND_OVERFLOW = r'''
+import os, socket, sys, time
+name, backlog, n = eval(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+l = socket.socket(socket.AF_UNIX); l.bind(name); l.listen(backlog)
+keep, eagain = [], 0
+for _ in range(n):
+    c = socket.socket(socket.AF_UNIX); c.setblocking(False)
+    try:
+        c.connect(name)
+    except BlockingIOError:
+        eagain += 1
+    keep.append(c)
+print("ready", os.getpid(), "eagain=%d" % eagain, flush=True)
+time.sleep(60)
+'''
+
+
+def overflow_listener(procs, name, backlog, n, prefix=()):
+    """Run LISTEN_AND_OVERFLOW (optionally under prefix, e.g. unshare); -> (Popen, pid, eagain)."""
+    p = procs([*prefix, PY, "-c", LISTEN_AND_OVERFLOW, repr(name), str(backlog), str(n)],
+              stdout=subprocess.PIPE, text=True)
+    line = p.stdout.readline().split()
+    assert line and line[0] == "ready", line
+    return p, int(line[1]), int(line[2].split("=")[1])
+
+
+def summaries(events):
+    return [e for e in events if e["event"] == "summary"]
+
+
+def own_netns():
+    return os.stat("/proc/self/ns/net").st_ino
+
+
+def assert_clean_text(raw: bytes):
+    """No control byte but newline, valid UTF-8, and every line one of udsprobe's own."""
+    raw.decode("utf-8")
+    bad = sorted({b for b in raw if (b < 0x20 and b != 0x0a) or b == 0x7f})
+    assert not bad, f"control bytes {bad} in the text output"
+
+
+# ---- item 3: terminal injection ---------------------------------------------------------
+
+def test_text_output_escapes_hostile_names(udsprobe, procs, bins, wdir):
+    """A user names a socket and a process with ESC, BEL and newlines; root's live view,
+    summary and recommendations show them escaped, never raw."""
+    shared = wdir / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    evil_path = str(shared / "x\x1b]0;owned\x07\nFORGED ROW\x1b[2J.sock").encode()
+    evil_bin = shared / "\x1b[31mevil\x07"
+    shutil.copy(bins["connect_burst"], evil_bin)
+    os.chmod(evil_bin, 0o755)
+    p = procs([udsprobe, "--backlog", "--interval", "0.3", "--duration", "2.5", "--json",
+               str(wdir / "out.jsonl"), "--prom", str(wdir / "out.prom")],
+              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert p.stdout.readline().startswith(b"udsprobe --backlog: attach mode")
+    srv, _, _ = overflow_listener(procs, evil_path, 1, 0, prefix=NOBODY)
+    time.sleep(0.3)
+    res = subprocess.run([*NOBODY, str(evil_bin), "unix", evil_path, "6", "--exit"],
+                         capture_output=True, text=True)
+    assert "eagain=4" in res.stdout, res
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 0, err
+    assert_clean_text(out)
+    assert_clean_text(err)
+    text = out.decode()
+    assert "\\x1b]0;owned\\x07\\x0aFORGED ROW\\x1b[2J.sock" in text
+    assert "\\x1b[31mevil\\x07/" in text                         # the client, escaped
+    assert not any(l.startswith("FORGED") for l in text.splitlines())
+    assert "Recommendations:" in text
+    ev = jsonl(wdir / "out.jsonl")
+    s = [e for e in summaries(ev) if "FORGED" in e["address"]]
+    assert len(s) == 1 and s[0]["overflows"] == 4
+    assert s[0]["clients"][0]["comm"] == "\\x1b[31mevil\\x07"
+
+
+# ---- item 4: listeners are sockets, not names -------------------------------------------
+
+def test_abstract_name_in_other_netns_is_another_listener(udsprobe, procs, wdir):
+    name = b"\0udsprobe-rel-shared-%d" % os.getpid()
+    host, host_pid, _ = overflow_listener(procs, name, 8, 0)
+    p, _ = start_watch(udsprobe, procs, ["--quiet", "--duration", "1.5", "--interval", "0.3",
+                                         "--json", wdir / "o.jsonl"])
+    inner, _, eagain = overflow_listener(procs, name, 1, 6, prefix=["unshare", "-n"])
+    assert eagain == 4
+    finish(p)
+    rows = [e for e in summaries(jsonl(wdir / "o.jsonl"))
+            if e["address"] == "@" + name[1:].decode()]
+    host_row = [e for e in rows if e["owner_pid"] == host_pid]
+    other = [e for e in rows if e["owner_pid"] != host_pid]
+    assert len(host_row) == 1
+    assert host_row[0]["overflows"] == 0 and host_row[0]["peak_queue"] == 0
+    assert host_row[0]["netns"] == own_netns()
+    assert len(other) == 1 and other[0]["overflows"] == 4 and other[0]["netns"]
+
+
+def test_same_path_in_other_mount_ns_is_another_listener(udsprobe, procs, wdir):
+    d = wdir / "m"
+    d.mkdir()
+    path = str(d / "m.sock").encode()
+    host, host_pid, _ = overflow_listener(procs, path, 8, 0)
+    p, _ = start_watch(udsprobe, procs, ["--quiet", "--duration", "1.5", "--interval", "0.3",
+                                         "--json", wdir / "o.jsonl"])
+    # a private tmpfs over the same directory, a listener at the same path inside it
+    inner_cmd = ["unshare", "-m", "sh", "-c", f'mount -t tmpfs none "{d}" && exec "$0" "$@"']
+    inner, inner_pid, eagain = overflow_listener(procs, path, 1, 6, prefix=inner_cmd)
+    assert eagain == 4
+    finish(p)
+    rows = [e for e in summaries(jsonl(wdir / "o.jsonl")) if e["address"] == path.decode()]
+    by_owner = {e["owner_pid"]: e for e in rows}
+    assert by_owner[host_pid]["overflows"] == 0
+    assert by_owner[inner_pid]["overflows"] == 4
+
+
+def test_syn_retransmits_in_other_netns_not_on_host_port(udsprobe, procs, bins, wdir):
+    port = 20000 + os.getpid() % 20000
+    host, _ = listen_ready(procs, [bins["listen_noaccept"], "tcp", str(port), "8"])
+    p, _ = start_watch(udsprobe, procs, ["--quiet", "--duration", "2.5", "--interval", "0.5",
+                                         "--json", wdir / "o.jsonl"])
+    inner = procs(["unshare", "-n", "sh", "-c",
+                   f'ip link set lo up && "{bins["listen_noaccept"]}" tcp {port} 0 >/dev/null & '
+                   f'sleep 0.3; sleep 4 | "{bins["connect_burst"]}" tcp {port} 8 & sleep 5'],
+                  stdout=subprocess.DEVNULL)
+    finish(p)
+    ev = jsonl(wdir / "o.jsonl")
+    last = [e for e in ev if e["event"] == "interval" and e["address"] == f"127.0.0.1:{port}"][-1]
+    assert last["syn_retransmits"] == 0
+    host_rows = [e for e in summaries(ev) if e["address"] == f"127.0.0.1:{port}"]
+    assert len(host_rows) == 1 and host_rows[0]["overflows"] == 0
+    assert host_rows[0]["netns"] == own_netns()
+    other = [e for e in ev if e["event"] == "interval" and e["family"] == "tcp"
+             and e["netns"] not in (None, own_netns()) and e["syn_retransmits"] > 0]
+    assert other, "the other netns' retransmits are not reported at all"
+
+
+# ---- item 5: every listener seen ---------------------------------------------------------
+
+MANY = r'''
+import os, resource, socket, sys, time
+n, d = int(sys.argv[1]), sys.argv[2]
+resource.setrlimit(resource.RLIMIT_NOFILE, (3 * n + 64, 3 * n + 64))
+keep = []
+for i in range(n):
+    s = socket.socket(socket.AF_UNIX); s.bind(f"{d}/s{i}"); s.listen(4); keep.append(s)
+    if i % 2 == 0:
+        for _ in range(2):
+            c = socket.socket(socket.AF_UNIX); c.connect(f"{d}/s{i}"); keep.append(c)
+print("ready", os.getpid(), flush=True)
+time.sleep(60)
+'''
+
+
+def test_all_2000_unix_listeners_seen(udsprobe, procs, wdir):
+    listen_ready(procs, [PY, "-c", MANY, "2000", str(wdir)])
+    res = subprocess.run([udsprobe, "--backlog", "--quiet", "--duration", "0.5", "--interval",
+                          "0.3", "--json", "-"], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    mine = [e for e in summaries([json.loads(l) for l in res.stdout.splitlines()])
+            if e["address"].startswith(str(wdir) + "/s")]
+    assert len(mine) == 2000
+    queued = {e["address"] for e in mine if e["peak_queue"] == 2}
+    assert queued == {f"{wdir}/s{i}" for i in range(0, 2000, 2)}
+
+
+# ---- item 6: short-lived clients do not fill the map ------------------------------------
+
+def test_18000_short_lived_clients_all_counted(udsprobe, procs, bins, wdir):
+    path = str(wdir / "c.sock")
+    listen_ready(procs, [bins["listen_noaccept"], "unix", path, "0"])
+    keep = socket.socket(socket.AF_UNIX)
+    keep.connect(path)                      # the one slot: every connect below fails
+    prom = wdir / "c.prom"
+    p, _ = start_watch(udsprobe, procs, ["--quiet", "--interval", "0.2", "--unix", path,
+                                         "--json", wdir / "o.jsonl", "--prom", prom])
+    res = subprocess.run([bins["fork_clients"], path, "18000", "2"], capture_output=True,
+                         text=True, timeout=120)
+    assert res.stdout.strip() == "clients=18000 eagain=36000 other=0", res
+    time.sleep(0.5)
+    p.send_signal(signal.SIGINT)
+    finish(p)
+    keep.close()
+    ev = jsonl(wdir / "o.jsonl")
+    s = [e for e in summaries(ev) if e["address"] == path]
+    assert len(s) == 1 and s[0]["overflows"] == 36000
+    run = [e for e in ev if e["event"] == "run"][0]
+    assert run["dropped_events"] == 0
+    assert all(e["dropped_events"] == 0 for e in ev if e["event"] == "stats")
+    assert re.search(r"^udsprobe_backlog_dropped_events_total 0$", prom.read_text(), re.M)
+
+
+# ---- item 7: closed listeners are forgotten ---------------------------------------------
+
+CHURN = r'''
+import os, socket, sys, time
+d, end = sys.argv[1], time.time() + float(sys.argv[2])
+i = 0
+while time.time() < end:
+    s = socket.socket(socket.AF_UNIX); s.bind(f"{d}/churn{i}"); s.listen(1)
+    time.sleep(0.005); s.close(); os.unlink(f"{d}/churn{i}"); i += 1
+print("done", i, flush=True)
+'''
+
+
+def test_closed_listeners_retired(udsprobe, procs, wdir):
+    p, _ = start_watch(udsprobe, procs, ["--quiet", "--duration", "3", "--interval", "0.25",
+                                         "--json", wdir / "o.jsonl"])
+    churn = subprocess.run([PY, "-c", CHURN, str(wdir), "2.2"], capture_output=True, text=True)
+    assert churn.stdout.startswith("done")
+    finish(p)
+    ev = jsonl(wdir / "o.jsonl")
+    churned = [e for e in ev if "/churn" in e.get("address", "")]
+    seen = {e["address"] for e in churned}
+    assert len(seen) > 20                    # the sampler did see many of them
+    lines = {}
+    for e in churned:
+        assert e["event"] == "interval"      # none of them is in the summary
+        lines.setdefault(e["address"], []).append(e)
+    # each shows up while open, then once more with "closed": true, never after
+    for addr, rows in lines.items():
+        assert [r.get("closed", False) for r in rows][-1] is True, rows
+        assert sum(1 for r in rows if r.get("closed")) == 1
+    times = sorted({e["time_s"] for e in ev if e["event"] == "interval"})
+    last = [e for e in ev if e["event"] == "interval" and e["time_s"] == times[-1]]
+    assert not [e for e in last if "/churn" in e["address"]]
+
+
+# ---- item 8: addrlen --------------------------------------------------------------------
+
+def test_bytes_after_addrlen_are_not_the_path(udsprobe, procs, bins, wdir):
+    path = str(wdir / "a.sock")
+    listen_ready(procs, [bins["listen_noaccept"], "unix", path, "0"])
+    keep = socket.socket(socket.AF_UNIX)
+    keep.connect(path)
+    p, _ = start_watch(udsprobe, procs, ["--quiet", "--duration", "1", "--interval", "0.5",
+                                         "--json", wdir / "o.jsonl"])
+    junk = (path + "JUNK").encode().hex()
+    res = subprocess.run([bins["raw_connect"], junk, str(2 + len(path)), "7"],
+                         capture_output=True, text=True, check=True)
+    assert res.stdout.strip() == "eagain=7 other=0"
+    finish(p)
+    keep.close()
+    rows = summaries(jsonl(wdir / "o.jsonl"))
+    assert [e["overflows"] for e in rows if e["address"] == path] == [7]
+    assert not [e for e in rows if "JUNK" in e["address"]]
+
+
+# ---- item 9: one lossless escaping, valid JSON and Prometheus ----------------------------
+
+def test_names_escaped_losslessly_json_and_promtool(udsprobe, procs, wdir):
+    tag = b"udsprobe-rel-%d" % os.getpid()
+    names = [b"\0" + tag + b"\0b", b"\0" + tag + b"@b", str(wdir).encode() + b"/\xff\xfe.sock",
+             b"\0" + tag + b"\\x41"]
+    for n in names:
+        overflow_listener(procs, n, 0, 3)      # 1 queued, 2 EAGAIN each
+    prom = wdir / "o.prom"
+    p, _ = start_watch(udsprobe, procs, ["--quiet", "--duration", "0.6", "--interval", "0.3",
+                                         "--json", wdir / "o.jsonl", "--prom", prom])
+    finish(p)
+    raw = (wdir / "o.jsonl").read_bytes()
+    raw.decode("utf-8")                      # strict: valid UTF-8
+    rows = summaries([json.loads(l) for l in raw.splitlines()])
+    t = tag.decode()
+    want = {f"@{t}\\0b", f"@{t}@b", f"{wdir}/\\xff\\xfe.sock", f"@{t}\\\\x41"}
+    got = {e["address"] for e in rows if t in e["address"] or "\\xff" in e["address"]}
+    assert got == want
+    res = subprocess.run(["promtool", "check", "metrics"], input=prom.read_bytes(),
+                         capture_output=True)
+    assert res.returncode == 0, res.stdout + res.stderr
+    # the escaped form selects exactly that listener
+    res = subprocess.run([udsprobe, "--backlog", "--quiet", "--duration", "0.3", "--json", "-",
+                          "--unix", f"@{t}\\0b"], capture_output=True, text=True, timeout=30)
+    assert res.returncode == 0, res.stderr
+    sel = summaries([json.loads(l) for l in res.stdout.splitlines()])
+    assert [e["address"] for e in sel] == [f"@{t}\\0b"]
