@@ -1,34 +1,41 @@
-/* Attach-mode detection and the choice between fentry, kprobe and tracepoint. */
+/* Attach modes: the enum, its names and parsing, and the choice between them. */
 #ifndef UDSPROBE_ATTACH_H
 #define UDSPROBE_ATTACH_H
 
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "capability.h"
+
 enum attach_mode { ATTACH_AUTO, ATTACH_FENTRY, ATTACH_KPROBE, ATTACH_TRACEPOINT, ATTACH__COUNT };
 
 extern const char *const attach_mode_names[ATTACH__COUNT];
 
+/* Parse "auto|fentry|kprobe|tracepoint"; -1 if unknown. */
+int attach_mode_parse(const char *s);
+
+/*
+ * Does `mode` work for one tool's targets? 0, or -errno with the reason in why.
+ * Each tool tests its own targets (the tracer loads one stages program per
+ * mode, backlog probes its functions and loads its programs).
+ */
+typedef int (*attach_probe_fn)(enum attach_mode mode, void *ctx, char *why, size_t len);
+
+/*
+ * Pick the mode: the forced one if probe accepts it, else with ATTACH_AUTO the
+ * first of fentry, kprobe, tracepoint that probe accepts (probe is not called
+ * after that). 0 or -EOPNOTSUPP; why says which mode and why, or why none.
+ */
+int attach_choose(enum attach_mode req, attach_probe_fn probe, void *ctx, enum attach_mode *out,
+		  char *why, size_t len);
+
+/* Probe results kept per mode, for a tool that probes every mode up front (--check). */
 struct attach_caps {
 	bool works[ATTACH__COUNT];
 	char why[ATTACH__COUNT][200];	/* why a mode works or was rejected */
 };
 
-/* Parse "auto|fentry|kprobe|tracepoint"; -1 if unknown. */
-int attach_mode_parse(const char *s);
-/* Probe for real: load and attach a tiny program per mode. */
-void attach_probe(struct attach_caps *caps, int verbose);
-/* Pick the mode: the preferred one that works, or the forced one. 0 or -errno
- * (the reason is in *why). */
-int attach_choose(const struct attach_caps *caps, enum attach_mode req, enum attach_mode *out,
-		  char *why, size_t len);
-
-/* Kernel symbol lookups used to enable programs per function. */
-bool ksym_resolve(const char *func, char *out, size_t len);	/* handles .constprop/.isra */
-bool btf_has_func(const char *func);
-bool btf_has_tracepoint(const char *tp);
-
-/* libbpf output through our verbosity */
-void libbpf_setup(int verbose);
+/* An attach_probe_fn over a filled struct attach_caps (ctx). */
+int attach_caps_probe(enum attach_mode mode, void *caps, char *why, size_t len);
 
 #endif

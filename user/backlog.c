@@ -24,7 +24,6 @@
 #include <arpa/inet.h>
 #include <linux/bpf.h>
 #include <bpf/bpf.h>
-#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "../bpf/backlog.h"	/* shared with the BPF side (user/backlog.h is this module's API) */
@@ -38,7 +37,6 @@
 #define MAX_FILTERS	16
 #define MAX_HOLDERS	64
 
-const char *const bl_mode_names[BL_MODE__COUNT] = { "auto", "fentry", "kprobe", "tracepoint" };
 
 /* ------------------------------------------------------------------ options */
 
@@ -164,184 +162,64 @@ bool backlog_requested(void)
 
 /* ------------------------------------------------------------------ attach modes */
 
-static const char *const unix_fns[] = { "unix_stream_connect", "unix_wait_for_peer" };
-static const char *const tcp_fns[] = { "tcp_conn_request", "tcp_v4_syn_recv_sock", "tcp_connect",
-					"tcp_retransmit_skb" };
-
-/* Every function name the backlog programs may attach to. */
-static const char *const all_fns[] = {
-	"unix_stream_connect", "unix_wait_for_peer", "tcp_conn_request", "tcp_v4_syn_recv_sock",
-	"tcp_connect", "tcp_retransmit_skb", "tcp_v6_syn_recv_sock",
-};
-
-/* "name" or "name.suffix" (.constprop.0, .isra.0) in /proc/kallsyms; the file is read once
- * (it is large, and slow to read in an emulated guest). */
-static bool ksym_exists(const char *name)
+/* Can `mode` be used here for the backlog targets? 0, or -EOPNOTSUPP with the reason. */
+static int mode_usable(enum attach_mode mode, bool with_v6, char *why, size_t len)
 {
-	static bool loaded, found[ARRAY_SIZE(all_fns)];
-	char line[512], sym[256];
-	size_t i, n;
-	FILE *f;
-
-	if (!loaded) {
-		loaded = true;
-		f = fopen("/proc/kallsyms", "r");
-		while (f && fgets(line, sizeof(line), f)) {
-			if (sscanf(line, "%*s %*s %255s", sym) != 1)
-				continue;
-			for (i = 0; i < ARRAY_SIZE(all_fns); i++) {
-				n = strlen(all_fns[i]);
-				if (!strncmp(sym, all_fns[i], n) && (sym[n] == 0 || sym[n] == '.'))
-					found[i] = true;
-			}
-		}
-		if (f)
-			fclose(f);
-	}
-	for (i = 0; i < ARRAY_SIZE(all_fns); i++)
-		if (!strcmp(name, all_fns[i]))
-			return found[i];
-	return false;
-}
-
-/* The running kernel's BTF, parsed once (freed at the end of backlog_main). */
-static struct btf *vm_btf;
-static bool vm_btf_tried;
-
-static struct btf *vmlinux_btf(void)
-{
-	if (!vm_btf_tried) {
-		vm_btf_tried = true;
-		vm_btf = btf__load_vmlinux_btf();
-	}
-	return vm_btf;
-}
-
-static int btf_func_id(const char *name)
-{
-	struct btf *btf = vmlinux_btf();
-
-	return btf ? btf__find_by_name_kind(btf, name, BTF_KIND_FUNC) : -ENOENT;
-}
-
-static bool btf_func_exists(const char *name)
-{
-	return btf_func_id(name) > 0;
-}
-
-/* Load and attach a two-instruction fentry program on fn (libbpf-tools' fentry_can_attach). */
-static int fentry_try(const char *fn)
-{
-	struct bpf_insn insns[] = {
-		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
-		{ .code = BPF_JMP | BPF_EXIT },
-	};
-	LIBBPF_OPTS(bpf_prog_load_opts, o, .expected_attach_type = BPF_TRACE_FENTRY);
-	int id = btf_func_id(fn), fd, lfd;
-
-	if (id <= 0)
-		return -ENOENT;
-	o.attach_btf_id = id;
-	fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, "udsp_probe", "GPL", insns, 2, &o);
-	if (fd < 0)
-		return -errno;
-	lfd = bpf_raw_tracepoint_open(NULL, fd);
-	if (lfd < 0) {
-		lfd = -errno;
-		close(fd);
-		return lfd;
-	}
-	close(lfd);
-	close(fd);
-	return 0;
-}
-
-bool bl_mode_usable(enum bl_mode mode, bool with_v6, char *why, size_t len)
-{
-	const char *fns[8];
-	int n = 0, i, err;
-
-	for (i = 0; i < (int)ARRAY_SIZE(unix_fns); i++)
-		fns[n++] = unix_fns[i];
-	for (i = 0; i < (int)ARRAY_SIZE(tcp_fns); i++)
-		fns[n++] = tcp_fns[i];
-	if (with_v6)
-		fns[n++] = "tcp_v6_syn_recv_sock";
+	static const char *const fns[] = { "unix_stream_connect", "unix_wait_for_peer",
+		"tcp_conn_request", "tcp_v4_syn_recv_sock", "tcp_connect", "tcp_retransmit_skb",
+		"tcp_v6_syn_recv_sock" };
+	int n = ARRAY_SIZE(fns) - !with_v6, i, err;
+	char sym[256];
 
 	switch (mode) {
-	case BL_MODE_FENTRY:
+	case ATTACH_FENTRY:
 		for (i = 0; i < n; i++) {
-			if (!btf_func_exists(fns[i])) {
+			if (!btf_has_func(fns[i])) {
 				snprintf(why, len, "no BTF for %s", fns[i]);
-				return false;
+				return -EOPNOTSUPP;
 			}
 		}
 		for (i = 0; i < n; i++) {	/* some kernels refuse some targets (6.1: ENOTSUPP) */
-			err = fentry_try(fns[i]);
+			err = fentry_can_attach(fns[i]);
 			if (err) {
 				snprintf(why, len, "a test fentry program on %s failed: %s", fns[i],
 					 err == -524 ? "not supported (ENOTSUPP)" : strerror(-err));
-				return false;
+				return -EOPNOTSUPP;
 			}
 		}
-		return true;
-	case BL_MODE_KPROBE:
-		if (access("/sys/bus/event_source/devices/kprobe/type", F_OK)) {
+		return 0;
+	case ATTACH_KPROBE:
+		if (!kprobe_supported()) {
 			snprintf(why, len, "kernel has no kprobe PMU (CONFIG_KPROBES unset?)");
-			return false;
+			return -EOPNOTSUPP;
 		}
 		for (i = 0; i < n; i++) {
-			if (!ksym_exists(fns[i])) {
+			if (!ksym_resolve(fns[i], sym, sizeof(sym))) {
 				snprintf(why, len, "%s is not in /proc/kallsyms (inlined?)", fns[i]);
-				return false;
+				return -EOPNOTSUPP;
 			}
 		}
-		return true;
-	case BL_MODE_TRACEPOINT:
+		return 0;
+	case ATTACH_TRACEPOINT:
 		if (!kernel_has_btf()) {
 			snprintf(why, len, "no kernel BTF (/sys/kernel/btf/vmlinux) for tp_btf");
-			return false;
+			return -EOPNOTSUPP;
 		}
 		err = ensure_tracefs();
 		if (err) {
 			snprintf(why, len, "cannot mount tracefs: %s", strerror(-err));
-			return false;
+			return -EOPNOTSUPP;
 		}
-		if (access("/sys/kernel/tracing/events/syscalls/sys_enter_connect/id", F_OK)) {
+		if (!tracefs_has_event("syscalls", "sys_enter_connect")) {
 			snprintf(why, len, "no syscalls:sys_enter_connect tracepoint "
 				 "(CONFIG_FTRACE_SYSCALLS unset?)");
-			return false;
+			return -EOPNOTSUPP;
 		}
-		return true;
+		return 0;
 	default:
 		snprintf(why, len, "unknown mode");
-		return false;
+		return -EINVAL;
 	}
-}
-
-/* enum skb_drop_reason value of SKB_DROP_REASON_<name> in the running kernel, by name. */
-static int drop_reason_value(const char *name)
-{
-	struct btf *btf = vmlinux_btf();
-	char full[96];
-	int i, j, n;
-
-	if (!btf)
-		return -1;
-	snprintf(full, sizeof(full), "SKB_DROP_REASON_%s", name);
-	n = btf__type_cnt(btf);
-	for (i = 1; i < n; i++) {
-		const struct btf_type *t = btf__type_by_id(btf, i);
-		const struct btf_enum *e;
-
-		if (!btf_is_enum(t))
-			continue;
-		e = btf_enum(t);
-		for (j = 0; j < btf_vlen(t); j++)
-			if (!strcmp(btf__name_by_offset(btf, e[j].name_off), full))
-				return e[j].val;
-	}
-	return -1;
 }
 
 /* Functions probed in fentry/kprobe mode; ret: also on return (fexit/kretprobe). */
@@ -371,16 +249,16 @@ static void add_prog(struct backlog_bpf *skel, const char *prefix, const char *f
 		fprintf(stderr, "udsprobe: internal error: no BPF program %s in backlog.bpf.c\n", name);
 }
 
-static void mode_programs(struct backlog_bpf *skel, enum bl_mode mode, bool v6,
+static void mode_programs(struct backlog_bpf *skel, enum attach_mode mode, bool v6,
 			  struct bpf_program **p, int *n)
 {
-	bool fentry = mode == BL_MODE_FENTRY;
+	bool fentry = mode == ATTACH_FENTRY;
 	size_t i;
 
 	*n = 0;
 	switch (mode) {
-	case BL_MODE_FENTRY:
-	case BL_MODE_KPROBE:
+	case ATTACH_FENTRY:
+	case ATTACH_KPROBE:
 		for (i = 0; i < ARRAY_SIZE(probe_targets); i++) {
 			if (probe_targets[i].v6 && !v6)
 				continue;
@@ -406,7 +284,7 @@ struct bl_bpf {
 	struct bpf_link *links[16];
 	int n_links;
 	struct bpf_link *iter_unix, *iter_tcp;
-	enum bl_mode mode;
+	enum attach_mode mode;
 	int reason;		/* TCP_LISTEN_OVERFLOW value, or -1 */
 	bool v6;		/* tcp_v6_syn_recv_sock exists (IPv6 built in or loaded) */
 	char why[512];		/* how the mode was chosen */
@@ -432,7 +310,7 @@ static void bl_bpf_close(struct bl_bpf *b)
 }
 
 /* Open, load and attach one mode's programs plus the iterators; all or nothing. */
-static int bl_bpf_open(struct bl_bpf *b, enum bl_mode mode, char *err_msg, size_t len)
+static int bl_bpf_open(struct bl_bpf *b, enum attach_mode mode, char *err_msg, size_t len)
 {
 	struct bpf_program *progs[16];
 	int n, i, err;
@@ -449,7 +327,7 @@ static int bl_bpf_open(struct bl_bpf *b, enum bl_mode mode, char *err_msg, size_
 		bpf_program__set_autoload(progs[i], true);
 	err = backlog_bpf__load(b->skel);
 	if (err) {
-		snprintf(err_msg, len, "cannot load the %s programs: %s", bl_mode_names[mode],
+		snprintf(err_msg, len, "cannot load the %s programs: %s", attach_mode_names[mode],
 			 strerror(-err));
 		goto fail;
 	}
@@ -487,45 +365,59 @@ fail:
 	return err ? err : -EINVAL;
 }
 
-/* auto: fentry -> kprobe -> tracepoint; a forced mode fails with the reason. */
-static int bl_bpf_setup(struct bl_bpf *b, enum bl_mode want)
-{
-	char why[256], err_msg[256];
-	enum bl_mode m;
-	size_t off = 0;
+/* attach_choose's probe for backlog: the targets are there, and the mode's
+ * programs load and attach (then b stays open in that mode). */
+struct mode_try {
+	struct bl_bpf *b;
+	bool open_failed;	/* usable, but loading or attaching failed */
+};
 
-	b->reason = drop_reason_value("TCP_LISTEN_OVERFLOW");
-	b->v6 = ksym_exists("tcp_v6_syn_recv_sock");
-	for (m = BL_MODE_FENTRY; m <= BL_MODE_TRACEPOINT; m++) {
-		if (want != BL_MODE_AUTO && m != want)
-			continue;
-		if (!bl_mode_usable(m, b->v6, why, sizeof(why))) {
-			if (want != BL_MODE_AUTO) {
-				fprintf(stderr, "udsprobe: --attach %s is not available here: %s\n"
-					"Try --attach auto to use the best mode this kernel has.\n",
-					bl_mode_names[m], why);
-				return -ENOTSUP;
-			}
-			off += snprintf(b->why + off, sizeof(b->why) - off, "%s%s: %s",
-					off ? "; " : "", bl_mode_names[m], why);
-			continue;
+static int mode_try(enum attach_mode mode, void *ctx, char *why, size_t len)
+{
+	struct mode_try *t = ctx;
+	int err;
+
+	t->open_failed = false;
+	err = mode_usable(mode, t->b->v6, why, len);
+	if (err)
+		return err;
+	err = bl_bpf_open(t->b, mode, why, len);
+	t->open_failed = err != 0;
+	return err;
+}
+
+/* auto: fentry -> kprobe -> tracepoint; a forced mode fails with the reason. */
+static int bl_bpf_setup(struct bl_bpf *b, enum attach_mode want)
+{
+	struct mode_try t = { .b = b };
+	char reason[512];
+	long long v;
+	int err;
+
+	b->reason = btf_enum_value("SKB_DROP_REASON_TCP_LISTEN_OVERFLOW", &v) ? -1 : (int)v;
+	b->v6 = ksym_resolve("tcp_v6_syn_recv_sock", reason, sizeof(reason));
+	if (want != ATTACH_AUTO) {	/* say which of the two went wrong */
+		err = mode_try(want, &t, reason, sizeof(reason));
+		if (err && !t.open_failed) {
+			fprintf(stderr, "udsprobe: --attach %s is not available here: %s\n"
+				"Try --attach auto to use the best mode this kernel has.\n",
+				attach_mode_names[want], reason);
+			return -ENOTSUP;
 		}
-		if (!bl_bpf_open(b, m, err_msg, sizeof(err_msg))) {
-			if (want != BL_MODE_AUTO)
-				snprintf(b->why, sizeof(b->why), "forced with --attach");
-			else if (!off)
-				snprintf(b->why, sizeof(b->why), "best mode available");
-			return 0;
-		}
-		if (want != BL_MODE_AUTO) {
-			fprintf(stderr, "udsprobe: --attach %s: %s\n", bl_mode_names[m], err_msg);
+		if (err) {
+			fprintf(stderr, "udsprobe: --attach %s: %s\n", attach_mode_names[want], reason);
 			return -EINVAL;
 		}
-		off += snprintf(b->why + off, sizeof(b->why) - off, "%s%s: %s", off ? "; " : "",
-				bl_mode_names[m], err_msg);
+		b->mode = want;
+		snprintf(b->why, sizeof(b->why), "forced with --attach %s", attach_mode_names[want]);
+		return 0;
 	}
-	fprintf(stderr, "udsprobe: no attach mode works on this kernel (%s)\n", b->why);
-	return -ENOTSUP;
+	err = attach_choose(want, mode_try, &t, &b->mode, b->why, sizeof(b->why));
+	if (err) {
+		fprintf(stderr, "udsprobe: no attach mode works on this kernel (%s)\n", b->why);
+		return -ENOTSUP;
+	}
+	return 0;
 }
 
 /* ------------------------------------------------------------------ listeners */
@@ -861,7 +753,7 @@ static int sample_listeners(struct bl_bpf *b)
 		}
 		l->peak = MAX(l->peak, l->qlen);
 		l->watched = match_filters(l);
-		if (l->family == BL_TCP && l->watched && b->mode == BL_MODE_TRACEPOINT &&
+		if (l->family == BL_TCP && l->watched && b->mode == ATTACH_TRACEPOINT &&
 		    (bpf_map__lookup_elem(b->skel->maps.tcp_ports, &l->port, sizeof(l->port),
 					  &pv, sizeof(pv), 0) || pv.sk != l->sk)) {
 			/* new (or replaced) listener: start counting from its sk_drops now */
@@ -1485,7 +1377,7 @@ static void json_summary(FILE *f, struct bl_bpf *b, double t)
 	jw_init(&w, f, false);
 	jw_obj_begin(&w, NULL);
 	jw_str(&w, "event", "run");
-	jw_str(&w, "attach_mode", bl_mode_names[b->mode]);
+	jw_str(&w, "attach_mode", attach_mode_names[b->mode]);
 	jw_str(&w, "attach_reason", b->why);
 	jw_str(&w, "kernel", kernel_release());
 	jw_double(&w, "duration_s", t);
@@ -1694,7 +1586,7 @@ static int write_prom(const char *path, struct bl_bpf *b)
 		    "Events not counted because a BPF map was full (should stay 0).");
 	fprintf(f, "udsprobe_backlog_dropped_events_total %llu\n", (unsigned long long)st.missed);
 	prom_head(f, "info", "gauge", "Attach mode udsprobe uses.");
-	fprintf(f, "udsprobe_backlog_info{attach_mode=\"%s\",kernel=\"", bl_mode_names[b->mode]);
+	fprintf(f, "udsprobe_backlog_info{attach_mode=\"%s\",kernel=\"", attach_mode_names[b->mode]);
 	prom_label(f, kernel_release());
 	fprintf(f, "\"} 1\n");
 	prom_head(f, "last_update_timestamp_seconds", "gauge", "When udsprobe wrote this file.");
@@ -1788,7 +1680,7 @@ static void print_summary(FILE *out, struct bl_bpf *b, double t)
 	int i, shown = 0;
 	bool any = false;
 
-	fprintf(out, "\nSummary after %.1f s (attach mode %s):\n", t, bl_mode_names[b->mode]);
+	fprintf(out, "\nSummary after %.1f s (attach mode %s):\n", t, attach_mode_names[b->mode]);
 	fprintf(out, "%-4s %-36s %-22s %5s %5s %9s %6s  %s\n", "FAM", "ADDRESS", "OWNER", "LIMIT",
 		"PEAK", "OVERFLOWS", "WAITS", "CLIENTS (overflows)");
 	for (i = 0; i < st.n; i++) {
@@ -1923,7 +1815,7 @@ int backlog_main(const char *json_path, double duration_s, const char *attach, i
 {
 	struct sigaction sa = { .sa_handler = on_signal };
 	struct bl_bpf b = {};
-	enum bl_mode want = BL_MODE_AUTO;
+	enum attach_mode want = ATTACH_AUTO;
 	FILE *json = NULL, *out = stdout;
 	uint64_t next_sample, next_report, end_ns = 0, t0;
 	double interval = opts.interval_s ? opts.interval_s : 1.0;
@@ -1933,10 +1825,8 @@ int backlog_main(const char *json_path, double duration_s, const char *attach, i
 	if (!attach)
 		attach = opts.attach;
 	if (attach) {
-		for (i = 0; i < BL_MODE__COUNT; i++)
-			if (!strcmp(attach, bl_mode_names[i]))
-				break;
-		if (i == BL_MODE__COUNT) {
+		i = attach_mode_parse(attach);
+		if (i < 0) {
 			fprintf(stderr, "udsprobe: --attach: unknown mode '%s' (valid: auto fentry "
 				"kprobe tracepoint)\nTry 'udsprobe --help' for more information.\n",
 				attach);
@@ -2003,9 +1893,9 @@ int backlog_main(const char *json_path, double duration_s, const char *attach, i
 		for (i = 0; i < st.n; i++)
 			n += st.ls[i].watched;
 		fprintf(out, "udsprobe --backlog: attach mode %s (%s); kernel %s; watching %d "
-			"listener%s; %s\n", bl_mode_names[b.mode], b.why, kernel_release(), n,
+			"listener%s; %s\n", attach_mode_names[b.mode], b.why, kernel_release(), n,
 			n == 1 ? "" : "s", duration_s ? "until --duration" : "Ctrl-C to stop");
-		if (b.reason <= 0 && b.mode == BL_MODE_TRACEPOINT)
+		if (b.reason <= 0 && b.mode == ATTACH_TRACEPOINT)
 			fprintf(out, "note: this kernel has no TCP_LISTEN_OVERFLOW drop reason: a dropped "
 				"handshake ACK counts once per segment (see docs/BACKLOG.md)\n");
 		fflush(out);
@@ -2099,9 +1989,7 @@ int backlog_main(const char *json_path, double duration_s, const char *attach, i
 	ret = write_failed ? 1 : 0;
 out:
 	bl_bpf_close(&b);
-	btf__free(vm_btf);
-	vm_btf = NULL;
-	vm_btf_tried = false;
+	capability_free();
 	for (i = 0; i < st.n; i++)
 		listener_free(&st.ls[i]);
 	free(st.ls);

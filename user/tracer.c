@@ -150,6 +150,92 @@ static bool pick_calib_target(struct tracer *tr)
 	return false;
 }
 
+/* Load and attach one program of ours; 0 or -errno. */
+static int try_program(const char *prog_name, const char *kfunc)
+{
+	struct stages_bpf *skel = stages_bpf__open();
+	struct bpf_program *prog;
+	struct bpf_link *link;
+	int err;
+
+	if (!skel)
+		return -errno;
+	prog = bpf_object__find_program_by_name(skel->obj, prog_name);
+	if (!prog) {
+		stages_bpf__destroy(skel);
+		return -ENOENT;
+	}
+	bpf_program__set_autoload(prog, true);
+	err = stages_bpf__load(skel);
+	if (!err) {
+		link = kfunc ? bpf_program__attach_kprobe(prog, false, kfunc) : bpf_program__attach(prog);
+		err = libbpf_get_error(link);
+		if (!err)
+			bpf_link__destroy(link);
+	}
+	stages_bpf__destroy(skel);
+	return err;
+}
+
+void tracer_probe(struct attach_caps *caps, int verbose)
+{
+	char sym[256];
+	int err;
+
+	memset(caps, 0, sizeof(*caps));
+	libbpf_setup(verbose);
+
+	if (!btf_has_func("unix_stream_sendmsg")) {
+		snprintf(caps->why[ATTACH_FENTRY], sizeof(caps->why[0]),
+			 "no kernel BTF for unix_stream_sendmsg");
+	} else {
+		err = try_program("fe_unix_stream_sendmsg", NULL);
+		caps->works[ATTACH_FENTRY] = !err;
+		if (err == -EPERM || err == -EACCES)
+			snprintf(caps->why[ATTACH_FENTRY], sizeof(caps->why[0]),
+				 "attaching an fentry program failed with %s: this kernel refuses BPF "
+				 "trampolines (ftrace blocked or locked down)", strerror(-err));
+		else if (err)
+			snprintf(caps->why[ATTACH_FENTRY], sizeof(caps->why[0]),
+				 "loading/attaching an fentry program failed: %s", strerror(-err));
+		else
+			snprintf(caps->why[ATTACH_FENTRY], sizeof(caps->why[0]),
+				 "fentry/fexit on unix_stream_sendmsg loaded and attached");
+	}
+
+	if (!ksym_resolve("unix_stream_sendmsg", sym, sizeof(sym))) {
+		snprintf(caps->why[ATTACH_KPROBE], sizeof(caps->why[0]),
+			 "unix_stream_sendmsg not in /proc/kallsyms");
+	} else {
+		err = try_program("kp_unix_stream_sendmsg", sym);
+		caps->works[ATTACH_KPROBE] = !err;
+		if (err == -ENOENT || err == -EOPNOTSUPP)
+			snprintf(caps->why[ATTACH_KPROBE], sizeof(caps->why[0]),
+				 "attaching a kprobe failed with %s: this kernel has no kprobe support "
+				 "(CONFIG_KPROBES unset?)", strerror(-err));
+		else if (err)
+			snprintf(caps->why[ATTACH_KPROBE], sizeof(caps->why[0]),
+				 "attaching a kprobe failed: %s", strerror(-err));
+		else
+			snprintf(caps->why[ATTACH_KPROBE], sizeof(caps->why[0]),
+				 "kprobe/kretprobe on %.150s attached", sym);
+	}
+
+	if (!btf_has_tracepoint("sched_switch")) {
+		snprintf(caps->why[ATTACH_TRACEPOINT], sizeof(caps->why[0]),
+			 "no BTF for tracepoints (needs CONFIG_DEBUG_INFO_BTF, kernel 5.5+)");
+	} else {
+		err = try_program("tp_sched_switch", NULL);
+		caps->works[ATTACH_TRACEPOINT] = !err;
+		if (err)
+			snprintf(caps->why[ATTACH_TRACEPOINT], sizeof(caps->why[0]),
+				 "attaching tp_btf/sched_switch failed: %s", strerror(-err));
+		else
+			snprintf(caps->why[ATTACH_TRACEPOINT], sizeof(caps->why[0]),
+				 "tp_btf/sched_switch attached");
+	}
+}
+
 int tracer_open(enum attach_mode req, int verbose, struct tracer **out)
 {
 	struct attach_caps caps;
@@ -167,12 +253,12 @@ int tracer_open(enum attach_mode req, int verbose, struct tracer **out)
 	err = ensure_tracefs();
 	if (err && verbose)
 		fprintf(stderr, "udsprobe: note: cannot mount tracefs: %s\n", strerror(-err));
-	attach_probe(&caps, verbose);
+	tracer_probe(&caps, verbose);
 	tr = calloc(1, sizeof(*tr));
 	if (!tr)
 		return -ENOMEM;
 	tr->verbose = verbose;
-	err = attach_choose(&caps, req, &tr->mode, why, sizeof(why));
+	err = attach_choose(req, attach_caps_probe, &caps, &tr->mode, why, sizeof(why));
 	if (err) {
 		if (req != ATTACH_AUTO)
 			fprintf(stderr, "udsprobe: cannot trace in the forced mode: %s\n"

@@ -52,6 +52,8 @@ const struct stage_stat *trace_stage(const struct trace_result *r, const char *n
 struct tracer;
 
 /* Detect, choose the mode, load. 0 or -errno (message printed). */
+/* Which attach modes work for the tracer: one stages program loaded and attached per mode. */
+void tracer_probe(struct attach_caps *caps, int verbose);
 int tracer_open(enum attach_mode req, int verbose, struct tracer **out);
 void tracer_close(struct tracer *tr);
 

@@ -345,11 +345,11 @@ static int do_check(void)
 	}
 	err = ensure_tracefs();
 	printf("tracefs %s\n", err ? strerror(-err) : "mounted");
-	attach_probe(&caps, env.verbose);
+	tracer_probe(&caps, env.verbose);
 	for (m = ATTACH_FENTRY; m < ATTACH__COUNT; m++)
 		printf("%-10s %-4s %s\n", attach_mode_names[m], caps.works[m] ? "yes" : "no",
 		       caps.why[m]);
-	err = attach_choose(&caps, env.cmp.attach, &chosen, why, sizeof(why));
+	err = attach_choose(env.cmp.attach, attach_caps_probe, &caps, &chosen, why, sizeof(why));
 	if (err) {
 		printf("chosen: none: %s\n", why);
 		return 1;

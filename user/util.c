@@ -6,12 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
-#include <sys/vfs.h>
 #include <unistd.h>
-#include <linux/magic.h>
 
 #include "util.h"
 
@@ -228,37 +225,6 @@ const char *kernel_release(void)
 	if (!uts.release[0] && uname(&uts))
 		return "unknown";
 	return uts.release;
-}
-
-bool kernel_has_btf(void)
-{
-	return access("/sys/kernel/btf/vmlinux", R_OK) == 0;
-}
-
-static int ensure_mount(const char *path, const char *fstype, long magic)
-{
-	struct statfs st;
-
-	if (statfs(path, &st) == 0 && (long)st.f_type == magic)
-		return 0;
-	if (mkdir(path, 0700) && errno != EEXIST)
-		return -errno;
-	if (mount(fstype, path, fstype, 0, NULL))
-		return -errno;
-	return 0;
-}
-
-int ensure_tracefs(void)
-{
-	/* Classic tracepoint attach reads event ids from tracefs; fresh machines here lack it. */
-	if (access("/sys/kernel/tracing/events", F_OK) == 0)
-		return 0;
-	return ensure_mount("/sys/kernel/tracing", "tracefs", TRACEFS_MAGIC);
-}
-
-int ensure_bpffs(void)
-{
-	return ensure_mount("/sys/fs/bpf", "bpf", BPF_FS_MAGIC);
 }
 
 int allowed_cpu_count(void)

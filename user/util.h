@@ -51,12 +51,8 @@ char *str_escape(const void *s, size_t n, char *out, size_t len);
 /* The inverse: the byte count written to out, -EINVAL (bad escape) or -E2BIG. */
 int str_unescape(const char *s, void *out, size_t len);
 
-/* Kernel release ("6.18.44-...") and whether BTF for it is present. */
+/* Kernel release ("6.18.44-..."). */
 const char *kernel_release(void);
-bool kernel_has_btf(void);
-/* Mount tracefs / bpffs when absent (bpftool does the same); 0 or -errno. */
-int ensure_tracefs(void);
-int ensure_bpffs(void);
 /* Number of CPUs this process may run on, and the n-th of them (or -1). */
 int allowed_cpu_count(void);
 int allowed_cpu(int nth);

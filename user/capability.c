@@ -1,0 +1,250 @@
+// SPDX-License-Identifier: GPL-2.0
+/* What this kernel can do: BTF, kallsyms, fentry/kprobe support, tracefs/bpffs, libbpf log. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <linux/bpf.h>
+#include <linux/magic.h>
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+
+#include "capability.h"
+
+static int verbosity;
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
+{
+	if (level == LIBBPF_DEBUG && verbosity < 2)
+		return 0;
+	if (level == LIBBPF_INFO && verbosity < 1)
+		return 0;
+	if (level == LIBBPF_WARN && verbosity < 1)
+		return 0;	/* failures are reported by us, with context */
+	return vfprintf(stderr, fmt, args);
+}
+
+void libbpf_setup(int verbose)
+{
+	verbosity = verbose;
+	libbpf_set_print(libbpf_print);
+}
+
+bool kernel_has_btf(void)
+{
+	return access("/sys/kernel/btf/vmlinux", R_OK) == 0;
+}
+
+static struct btf *vm_btf;
+static bool vm_btf_tried;
+
+static struct btf *vmlinux_btf(void)
+{
+	if (!vm_btf_tried) {
+		vm_btf_tried = true;
+		vm_btf = btf__load_vmlinux_btf();
+		if (libbpf_get_error(vm_btf))
+			vm_btf = NULL;
+	}
+	return vm_btf;
+}
+
+void capability_free(void)
+{
+	btf__free(vm_btf);
+	vm_btf = NULL;
+	vm_btf_tried = false;
+}
+
+static int btf_func_id(const char *func)
+{
+	struct btf *btf = vmlinux_btf();
+
+	return btf ? btf__find_by_name_kind(btf, func, BTF_KIND_FUNC) : -ENOENT;
+}
+
+bool btf_has_func(const char *func)
+{
+	return btf_func_id(func) > 0;
+}
+
+bool btf_has_tracepoint(const char *tp)
+{
+	struct btf *btf = vmlinux_btf();
+	char name[128];
+
+	snprintf(name, sizeof(name), "btf_trace_%s", tp);
+	return btf && btf__find_by_name_kind(btf, name, BTF_KIND_TYPEDEF) > 0;
+}
+
+int btf_enum_value(const char *name, long long *val)
+{
+	struct btf *btf = vmlinux_btf();
+	int i, j, n;
+
+	if (!btf)
+		return -ENOENT;
+	n = btf__type_cnt(btf);
+	for (i = 1; i < n; i++) {
+		const struct btf_type *t = btf__type_by_id(btf, i);
+		const struct btf_enum *e;
+
+		if (!btf_is_enum(t))
+			continue;
+		e = btf_enum(t);
+		for (j = 0; j < btf_vlen(t); j++)
+			if (!strcmp(btf__name_by_offset(btf, e[j].name_off), name)) {
+				*val = e[j].val;
+				return 0;
+			}
+	}
+	return -ENOENT;
+}
+
+/*
+ * Text symbols of /proc/kallsyms, read once and sorted: a stock kernel has ~170k
+ * symbols, and one scan per program (50+ in --check) cost seconds natively and
+ * ~15 s under qemu TCG.
+ */
+static char **ksyms;
+static size_t n_ksyms;
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void ksyms_load(void)
+{
+	static bool tried;
+	char line[512], sym[256], type;
+	size_t cap = 0;
+	FILE *f;
+
+	if (tried)
+		return;
+	tried = true;
+	f = fopen("/proc/kallsyms", "r");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%*s %c %255s", &type, sym) != 2 || (type != 't' && type != 'T'))
+			continue;
+		if (n_ksyms == cap) {
+			char **n = realloc(ksyms, (cap = cap ? 2 * cap : 65536) * sizeof(*ksyms));
+
+			if (!n)
+				break;
+			ksyms = n;
+		}
+		if (!(ksyms[n_ksyms] = strdup(sym)))
+			break;
+		n_ksyms++;
+	}
+	fclose(f);
+	qsort(ksyms, n_ksyms, sizeof(*ksyms), cmp_str);
+}
+
+bool ksym_resolve(const char *func, char *out, size_t len)
+{
+	size_t flen = strlen(func), lo = 0, hi, i;
+	const char *clone = NULL;
+
+	ksyms_load();
+	hi = n_ksyms;
+	while (lo < hi) {	/* first symbol >= func */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (strcmp(ksyms[mid], func) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (i = lo; i < n_ksyms && !strncmp(ksyms[i], func, flen); i++) {
+		const char *sym = ksyms[i];
+
+		if (!sym[flen]) {
+			snprintf(out, len, "%s", sym);
+			return true;
+		}
+		/* a compiler clone (foo.constprop.0, foo.isra.0) is the function's body */
+		if (!clone && (!strncmp(sym + flen, ".constprop", 10) || !strncmp(sym + flen, ".isra", 5)))
+			clone = sym;
+	}
+	if (clone)
+		snprintf(out, len, "%s", clone);
+	return clone;
+}
+
+int fentry_can_attach(const char *func)
+{
+	struct bpf_insn insns[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	LIBBPF_OPTS(bpf_prog_load_opts, o, .expected_attach_type = BPF_TRACE_FENTRY);
+	int id = btf_func_id(func), fd, lfd;
+
+	if (id <= 0)
+		return -ENOENT;
+	o.attach_btf_id = id;
+	fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, "udsp_probe", "GPL", insns, 2, &o);
+	if (fd < 0)
+		return -errno;
+	lfd = bpf_raw_tracepoint_open(NULL, fd);
+	if (lfd < 0) {
+		lfd = -errno;
+		close(fd);
+		return lfd;
+	}
+	close(lfd);
+	close(fd);
+	return 0;
+}
+
+bool kprobe_supported(void)
+{
+	return access("/sys/bus/event_source/devices/kprobe/type", F_OK) == 0;
+}
+
+static int ensure_mount(const char *path, const char *fstype, long magic)
+{
+	struct statfs st;
+
+	if (statfs(path, &st) == 0 && (long)st.f_type == magic)
+		return 0;
+	if (mkdir(path, 0700) && errno != EEXIST)
+		return -errno;
+	if (mount(fstype, path, fstype, 0, NULL))
+		return -errno;
+	return 0;
+}
+
+int ensure_tracefs(void)
+{
+	/* Classic tracepoint attach reads event ids from tracefs; fresh machines here lack it. */
+	if (access("/sys/kernel/tracing/events", F_OK) == 0)
+		return 0;
+	return ensure_mount("/sys/kernel/tracing", "tracefs", TRACEFS_MAGIC);
+}
+
+int ensure_bpffs(void)
+{
+	return ensure_mount("/sys/fs/bpf", "bpf", BPF_FS_MAGIC);
+}
+
+bool tracefs_has_event(const char *group, const char *name)
+{
+	char path[256];
+
+	if (ensure_tracefs())
+		return false;
+	snprintf(path, sizeof(path), "/sys/kernel/tracing/events/%s/%s/id", group, name);
+	return access(path, F_OK) == 0;
+}

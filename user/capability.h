@@ -1,0 +1,40 @@
+/*
+ * What this kernel can do, tied to no skeleton (layer 1, docs/ARCHITECTURE.md):
+ * the running kernel's BTF (loaded once), /proc/kallsyms (read once, sorted),
+ * whether fentry and kprobes work, tracefs/bpffs, and libbpf's log. Each tool
+ * asks about its own targets through these (libbpf-tools' trace_helpers.c).
+ */
+#ifndef UDSPROBE_CAPABILITY_H
+#define UDSPROBE_CAPABILITY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* libbpf output through our verbosity: -v warnings and info, -vv debug. */
+void libbpf_setup(int verbose);
+
+/* Kernel BTF (/sys/kernel/btf/vmlinux) is present. */
+bool kernel_has_btf(void);
+/* The kernel's BTF has a function / a tp_btf tracepoint of that name. */
+bool btf_has_func(const char *func);
+bool btf_has_tracepoint(const char *tp);
+/* Value of the enumerator NAME in any enum of the kernel's BTF: 0 or -ENOENT. */
+int btf_enum_value(const char *name, long long *val);
+/* Free the cached BTF (it is loaded again when asked for). */
+void capability_free(void);
+
+/* func, or its compiler clone (func.constprop.N, func.isra.N), in /proc/kallsyms. */
+bool ksym_resolve(const char *func, char *out, size_t len);
+/* Load and attach a two-instruction fentry program on func: 0 or -errno
+ * (-ENOENT: no BTF for it; 6.1 refuses some targets with -ENOTSUPP = -524). */
+int fentry_can_attach(const char *func);
+/* The kernel has a kprobe PMU (CONFIG_KPROBES). */
+bool kprobe_supported(void);
+
+/* Mount tracefs / bpffs when absent (bpftool does the same): 0 or -errno. */
+int ensure_tracefs(void);
+int ensure_bpffs(void);
+/* tracefs has events/GROUP/NAME (a classic tracepoint): mounts tracefs if needed. */
+bool tracefs_has_event(const char *group, const char *name);
+
+#endif
