@@ -2,8 +2,9 @@
 /*
  * Listen-queue overflow counting for `udsprobe --backlog`.
  *
- * One handler body per event, thin wrappers per attach mode. All wrappers are
- * optional (SEC("?...")); user space enables one mode's set, all or nothing:
+ * One handler body per event, thin wrappers per attach mode (fe_/kp_/fx_/kr_
+ * from common.bpf.h's macros, tp_ by hand). All wrappers are optional
+ * (SEC("?...")); user space enables one mode's set, all or nothing:
  *
  *   event                 fentry/fexit          kprobe/kretprobe      tracepoint mode
  *   unix connect enter    unix_stream_connect   unix_stream_connect   syscalls:sys_enter_connect
@@ -37,15 +38,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
 #include "backlog.h"
-
-#define AF_UNIX		1
-#define AF_INET		2
-#define AF_INET6	10
-#define EAGAIN		11
-#define ETH_P_IP	0x0800
-#define ETH_P_IPV6	0x86DD
-#define IPPROTO_TCP	6
-#define PF_KTHREAD	0x00200000
+#include "common.bpf.h"
 
 /* Set before load. 0 = this kernel has no TCP_LISTEN_OVERFLOW drop reason. */
 const volatile __u32 listen_overflow_reason = 0;
@@ -144,13 +137,8 @@ static __always_inline void remember_comm(__u32 tgid)
 static __always_inline struct bl_val *counter(struct bl_key *key)
 {
 	static const struct bl_val zero;
-	struct bl_val *v;
+	struct bl_val *v = lookup_or_try_init(&counts, key, &zero);
 
-	v = bpf_map_lookup_elem(&counts, key);
-	if (v)
-		return v;
-	bpf_map_update_elem(&counts, key, &zero, BPF_NOEXIST);
-	v = bpf_map_lookup_elem(&counts, key);
 	if (!v)
 		__sync_fetch_and_add(&missed_map_full, 1);
 	return v;
@@ -543,181 +531,31 @@ static __always_inline void tcp_retransmit(struct sock *sk)
 	tcp_count(sk_netns(sk), dport, tgid, TCP_SYN_RETRANS, true, 1);
 }
 
-/* ---------------------------------------------------------------- fentry/fexit */
+/* ---------------------------------------------------------------- fentry/kprobe */
 
-SEC("?fentry/unix_stream_connect")
-int BPF_PROG(fentry_unix_stream_connect, struct socket *sock, struct sockaddr *uaddr, int addr_len)
-{
-	unix_connect_enter((const struct sockaddr_un *)uaddr, addr_len, false);
-	return 0;
-}
+FENTRY_KPROBE(unix_stream_connect,
+	      unix_connect_enter((const struct sockaddr_un *)uaddr, addr_len, false),
+	      struct socket *sock, struct sockaddr *uaddr, int addr_len)
+FEXIT_KRETPROBE(unix_stream_connect, int, unix_connect_exit(ret),
+		struct socket *sock, struct sockaddr *uaddr, int addr_len, int flags, int ret)
 
-SEC("?fexit/unix_stream_connect")
-int BPF_PROG(fexit_unix_stream_connect, struct socket *sock, struct sockaddr *uaddr, int addr_len,
-	     int flags, int ret)
-{
-	unix_connect_exit(ret);
-	return 0;
-}
+FENTRY_KPROBE(unix_wait_for_peer, unix_wait_begin((__u32)bpf_get_current_pid_tgid()))
+FEXIT_KRETPROBE(unix_wait_for_peer, long, unix_wait_end((__u32)bpf_get_current_pid_tgid()))
 
-SEC("?fentry/unix_wait_for_peer")
-int BPF_PROG(fentry_unix_wait_for_peer)
-{
-	unix_wait_begin((__u32)bpf_get_current_pid_tgid());
-	return 0;
-}
+FENTRY_KPROBE(tcp_conn_request, tcp_conn_request_enter(sk, skb),
+	      void *rsk_ops, void *af_ops, struct sock *sk, struct sk_buff *skb)
+FEXIT_KRETPROBE(tcp_conn_request, long, tcp_conn_request_exit())
 
-SEC("?fexit/unix_wait_for_peer")
-int BPF_PROG(fexit_unix_wait_for_peer)
-{
-	unix_wait_end((__u32)bpf_get_current_pid_tgid());
-	return 0;
-}
+FENTRY_KPROBE(tcp_v4_syn_recv_sock, syn_recv_sock_enter(sk, skb),
+	      struct sock *sk, struct sk_buff *skb)
+FEXIT_KRETPROBE(tcp_v4_syn_recv_sock, long, syn_recv_sock_exit())
 
-SEC("?fentry/tcp_conn_request")
-int BPF_PROG(fentry_tcp_conn_request, void *rsk_ops, void *af_ops, struct sock *sk,
-	     struct sk_buff *skb)
-{
-	tcp_conn_request_enter(sk, skb);
-	return 0;
-}
+FENTRY_KPROBE(tcp_v6_syn_recv_sock, syn_recv_sock_enter(sk, skb),
+	      struct sock *sk, struct sk_buff *skb)
+FEXIT_KRETPROBE(tcp_v6_syn_recv_sock, long, syn_recv_sock_exit())
 
-SEC("?fexit/tcp_conn_request")
-int BPF_PROG(fexit_tcp_conn_request)
-{
-	tcp_conn_request_exit();
-	return 0;
-}
-
-SEC("?fentry/tcp_v4_syn_recv_sock")
-int BPF_PROG(fentry_tcp_v4_syn_recv_sock, struct sock *sk, struct sk_buff *skb)
-{
-	syn_recv_sock_enter(sk, skb);
-	return 0;
-}
-
-SEC("?fexit/tcp_v4_syn_recv_sock")
-int BPF_PROG(fexit_tcp_v4_syn_recv_sock)
-{
-	syn_recv_sock_exit();
-	return 0;
-}
-
-SEC("?fentry/tcp_v6_syn_recv_sock")
-int BPF_PROG(fentry_tcp_v6_syn_recv_sock, struct sock *sk, struct sk_buff *skb)
-{
-	syn_recv_sock_enter(sk, skb);
-	return 0;
-}
-
-SEC("?fexit/tcp_v6_syn_recv_sock")
-int BPF_PROG(fexit_tcp_v6_syn_recv_sock)
-{
-	syn_recv_sock_exit();
-	return 0;
-}
-
-SEC("?fentry/tcp_connect")
-int BPF_PROG(fentry_tcp_connect, struct sock *sk)
-{
-	tcp_client_connect(sk);
-	return 0;
-}
-
-SEC("?fentry/tcp_retransmit_skb")
-int BPF_PROG(fentry_tcp_retransmit_skb, struct sock *sk)
-{
-	tcp_retransmit(sk);
-	return 0;
-}
-
-/* ---------------------------------------------------------------- kprobe/kretprobe */
-
-SEC("?kprobe/unix_stream_connect")
-int BPF_KPROBE(kprobe_unix_stream_connect, struct socket *sock, struct sockaddr *uaddr,
-	       int addr_len)
-{
-	unix_connect_enter((const struct sockaddr_un *)uaddr, addr_len, false);
-	return 0;
-}
-
-SEC("?kretprobe/unix_stream_connect")
-int BPF_KRETPROBE(kretprobe_unix_stream_connect, int ret)
-{
-	unix_connect_exit(ret);
-	return 0;
-}
-
-SEC("?kprobe/unix_wait_for_peer")
-int BPF_KPROBE(kprobe_unix_wait_for_peer)
-{
-	unix_wait_begin((__u32)bpf_get_current_pid_tgid());
-	return 0;
-}
-
-SEC("?kretprobe/unix_wait_for_peer")
-int BPF_KRETPROBE(kretprobe_unix_wait_for_peer)
-{
-	unix_wait_end((__u32)bpf_get_current_pid_tgid());
-	return 0;
-}
-
-SEC("?kprobe/tcp_conn_request")
-int BPF_KPROBE(kprobe_tcp_conn_request, void *rsk_ops, void *af_ops, struct sock *sk,
-	       struct sk_buff *skb)
-{
-	tcp_conn_request_enter(sk, skb);
-	return 0;
-}
-
-SEC("?kretprobe/tcp_conn_request")
-int BPF_KRETPROBE(kretprobe_tcp_conn_request)
-{
-	tcp_conn_request_exit();
-	return 0;
-}
-
-SEC("?kprobe/tcp_v4_syn_recv_sock")
-int BPF_KPROBE(kprobe_tcp_v4_syn_recv_sock, struct sock *sk, struct sk_buff *skb)
-{
-	syn_recv_sock_enter(sk, skb);
-	return 0;
-}
-
-SEC("?kretprobe/tcp_v4_syn_recv_sock")
-int BPF_KRETPROBE(kretprobe_tcp_v4_syn_recv_sock)
-{
-	syn_recv_sock_exit();
-	return 0;
-}
-
-SEC("?kprobe/tcp_v6_syn_recv_sock")
-int BPF_KPROBE(kprobe_tcp_v6_syn_recv_sock, struct sock *sk, struct sk_buff *skb)
-{
-	syn_recv_sock_enter(sk, skb);
-	return 0;
-}
-
-SEC("?kretprobe/tcp_v6_syn_recv_sock")
-int BPF_KRETPROBE(kretprobe_tcp_v6_syn_recv_sock)
-{
-	syn_recv_sock_exit();
-	return 0;
-}
-
-SEC("?kprobe/tcp_connect")
-int BPF_KPROBE(kprobe_tcp_connect, struct sock *sk)
-{
-	tcp_client_connect(sk);
-	return 0;
-}
-
-SEC("?kprobe/tcp_retransmit_skb")
-int BPF_KPROBE(kprobe_tcp_retransmit_skb, struct sock *sk)
-{
-	tcp_retransmit(sk);
-	return 0;
-}
+FENTRY_KPROBE(tcp_connect, tcp_client_connect(sk), struct sock *sk)
+FENTRY_KPROBE(tcp_retransmit_skb, tcp_retransmit(sk), struct sock *sk)
 
 /* ---------------------------------------------------------------- tracepoints */
 

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,14 +163,39 @@ bool backlog_requested(void)
 
 /* ------------------------------------------------------------------ attach modes */
 
+/*
+ * The functions probed in fentry/kprobe mode, with their programs as skeleton
+ * fields (offsets in struct backlog_bpf; 0 = no such program): one list for the
+ * capability checks and for enabling the programs.
+ */
+#define PROG(name) offsetof(struct backlog_bpf, progs.name)
+#define ENTRY(f, v6) { #f, v6, PROG(fe_##f), 0, PROG(kp_##f), 0 }
+#define ENTRY_RET(f, v6) { #f, v6, PROG(fe_##f), PROG(fx_##f), PROG(kp_##f), PROG(kr_##f) }
+
+static const struct probe_target {
+	const char *func;
+	bool v6;		/* only when the kernel has IPv6 (tcp_v6_syn_recv_sock) */
+	size_t fe, fx, kp, kr;
+} probe_targets[] = {
+	ENTRY_RET(unix_stream_connect, false),
+	ENTRY_RET(unix_wait_for_peer, false),
+	ENTRY_RET(tcp_conn_request, false),
+	ENTRY_RET(tcp_v4_syn_recv_sock, false),
+	ENTRY_RET(tcp_v6_syn_recv_sock, true),
+	ENTRY(tcp_connect, false),
+	ENTRY(tcp_retransmit_skb, false),
+};
+
 /* Can `mode` be used here for the backlog targets? 0, or -EOPNOTSUPP with the reason. */
 static int mode_usable(enum attach_mode mode, bool with_v6, char *why, size_t len)
 {
-	static const char *const fns[] = { "unix_stream_connect", "unix_wait_for_peer",
-		"tcp_conn_request", "tcp_v4_syn_recv_sock", "tcp_connect", "tcp_retransmit_skb",
-		"tcp_v6_syn_recv_sock" };
-	int n = ARRAY_SIZE(fns) - !with_v6, i, err;
+	const char *fns[ARRAY_SIZE(probe_targets)];
+	int n = 0, i, err;
 	char sym[256];
+
+	for (i = 0; i < (int)ARRAY_SIZE(probe_targets); i++)
+		if (with_v6 || !probe_targets[i].v6)
+			fns[n++] = probe_targets[i].func;
 
 	switch (mode) {
 	case ATTACH_FENTRY:
@@ -222,49 +248,25 @@ static int mode_usable(enum attach_mode mode, bool with_v6, char *why, size_t le
 	}
 }
 
-/* Functions probed in fentry/kprobe mode; ret: also on return (fexit/kretprobe). */
-static const struct {
-	const char *func;
-	bool ret, v6;
-} probe_targets[] = {
-	{ "unix_stream_connect", true },
-	{ "unix_wait_for_peer", true },
-	{ "tcp_conn_request", true },
-	{ "tcp_v4_syn_recv_sock", true },
-	{ "tcp_v6_syn_recv_sock", true, true },
-	{ "tcp_connect" },
-	{ "tcp_retransmit_skb" },
-};
-
-static void add_prog(struct backlog_bpf *skel, const char *prefix, const char *func,
-		     struct bpf_program **p, int *n)
-{
-	char name[64];
-
-	snprintf(name, sizeof(name), "%s_%s", prefix, func);
-	p[*n] = bpf_object__find_program_by_name(skel->obj, name);
-	if (p[*n])
-		(*n)++;
-	else	/* a name out of step with backlog.bpf.c: say so rather than watch less */
-		fprintf(stderr, "udsprobe: internal error: no BPF program %s in backlog.bpf.c\n", name);
-}
-
 static void mode_programs(struct backlog_bpf *skel, enum attach_mode mode, bool v6,
 			  struct bpf_program **p, int *n)
 {
 	bool fentry = mode == ATTACH_FENTRY;
-	size_t i;
+	size_t i, k;
 
 	*n = 0;
 	switch (mode) {
 	case ATTACH_FENTRY:
 	case ATTACH_KPROBE:
 		for (i = 0; i < ARRAY_SIZE(probe_targets); i++) {
-			if (probe_targets[i].v6 && !v6)
+			const struct probe_target *t = &probe_targets[i];
+			size_t off[2] = { fentry ? t->fe : t->kp, fentry ? t->fx : t->kr };
+
+			if (t->v6 && !v6)
 				continue;
-			add_prog(skel, fentry ? "fentry" : "kprobe", probe_targets[i].func, p, n);
-			if (probe_targets[i].ret)
-				add_prog(skel, fentry ? "fexit" : "kretprobe", probe_targets[i].func, p, n);
+			for (k = 0; k < 2; k++)
+				if (off[k])
+					p[(*n)++] = *(struct bpf_program **)((char *)skel + off[k]);
 		}
 		break;
 	default:
