@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: GPL-2.0
+/* --backlog's pure parts: names, filters, JSON lines and Prometheus text (open_memstream). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "unit.h"
+#include "backlog_out.h"
+#include "backlog_table.h"
+#include "util.h"
+
+static const char *addr(const char *path, size_t len)
+{
+	static char buf[600];
+
+	fmt_unix_addr(path, len, buf, sizeof(buf));
+	return buf;
+}
+
+TEST(backlog_addr_forms)
+{
+	CHECK_STR(addr("/run/php/fpm.sock", 17), "/run/php/fpm.sock");
+	CHECK_STR(addr("\0a\0b", 4), "@a\\0b");
+	CHECK_STR(addr("\0a@b", 4), "@a@b");
+	CHECK_STR(addr("@rel", 4), "\\x40rel");		/* a path, not an abstract name */
+	CHECK_STR(addr("/t/\xff\x1b[2J\n", 9), "/t/\\xff\\x1b[2J\\x0a");
+	CHECK_STR(addr("\0x\\y", 4), "@x\\\\y");
+}
+
+TEST(backlog_parse_addr_round_trip)
+{
+	static const struct { const char *bytes; size_t len; } in[] = {
+		{ "/run/php/fpm.sock", 17 }, { "\0a\0b", 4 }, { "\0a@b", 4 }, { "@rel", 4 },
+		{ "/t/\xff\x1b[2J\n", 9 }, { "\0", 1 },
+	};
+	char path[BL_PATH_LEN];
+	uint32_t len;
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(in); i++) {
+		char text[600];
+
+		fmt_unix_addr(in[i].bytes, in[i].len, text, sizeof(text));
+		REQUIRE(parse_unix_addr(text, path, &len) == 0);
+		CHECK_INT(len, in[i].len);
+		CHECK(!memcmp(path, in[i].bytes, in[i].len));
+	}
+	CHECK_INT(parse_unix_addr("", path, &len), -EINVAL);
+	CHECK_INT(parse_unix_addr("/a\\0b", path, &len), -EINVAL);	/* NUL ends a path */
+	CHECK_INT(parse_unix_addr("/bad\\q", path, &len), -EINVAL);
+}
+
+/* A state with one unix and one tcp listener, as the sampler and counters leave it. */
+static void fixture(struct bl_state *s, const struct bl_filters *f, struct client *cl)
+{
+	struct listener *l;
+
+	bl_state_init(s, f);
+	s->netns = 4026531840u;
+	s->run.attach_mode = "tracepoint";
+	s->run.attach_reason = "fentry rejected: x; tracepoint works";
+	s->somaxconn = 4096;
+	l = bl_add_listener(s, BL_UNIX);
+	memcpy(l->path, "\0php\0x", 6);
+	l->path_len = 6;
+	l->netns = 4026531840u;
+	l->ino = 77;
+	bl_set_addr(l, NULL);
+	l->limit = 4;
+	l->peak = 5;
+	l->qlen = 5;
+	l->tot.overflows = 15;
+	l->present = true;
+	l->holders[0] = 100;
+	l->n_holders = 2;
+	strcpy(l->owner_comm, "php-fpm\\x1b");
+	memset(cl, 0, 2 * sizeof(*cl));
+	cl[0].tgid = 200;
+	strcpy(cl[0].comm, "nginx");
+	cl[0].v.overflows = 10;
+	strcpy(cl[1].comm, "nginx");	/* exited nginx processes, per comm */
+	cl[1].v.overflows = 5;
+	l->clients = cl;
+	l->n_clients = 2;
+	l = bl_add_listener(s, BL_TCP);
+	l->port = 9000;
+	l->netns = 4026532000u;		/* another netns, known from counts */
+	bl_set_addr(l, NULL);
+	l->tot.syn_retrans = 3;
+	s->ls[0].watched = bl_match_filters(s, &s->ls[0]);
+	s->ls[1].watched = bl_match_filters(s, &s->ls[1]);
+}
+
+static void unfixture(struct bl_state *s)
+{
+	s->ls[0].clients = NULL;	/* the fixture's, on the stack */
+	bl_state_free(s);
+}
+
+TEST(backlog_filters)
+{
+	struct bl_filters f = {};
+	struct bl_state s;
+	struct client cl[2];
+
+	fixture(&s, &f, cl);
+	CHECK(s.ls[0].watched && s.ls[1].watched);		/* no filter: all */
+	f.unix_paths[f.n_unix++] = "@php\\0x";
+	CHECK(bl_match_filters(&s, &s.ls[0]));
+	CHECK(!bl_match_filters(&s, &s.ls[1]));
+	f.unix_paths[0] = "@php@x";				/* another name */
+	CHECK(!bl_match_filters(&s, &s.ls[0]));
+	f.n_unix = 0;
+	f.ports[f.n_ports++] = 9000;
+	CHECK(bl_match_filters(&s, &s.ls[1]) && !bl_match_filters(&s, &s.ls[0]));
+	f.n_ports = 0;
+	f.pids[f.n_pids++] = 100;				/* the holder */
+	CHECK(bl_match_filters(&s, &s.ls[0]) && !bl_match_filters(&s, &s.ls[1]));
+	unfixture(&s);
+}
+
+static char *capture(struct bl_state *s, int what)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return NULL;
+	if (what == 0)
+		bl_json_summary(s, f, 2.5);
+	else
+		bl_prom_print(s, f, 1700000000);
+	fclose(f);
+	return buf;
+}
+
+TEST(backlog_json_summary)
+{
+	struct bl_filters f = {};
+	struct bl_state s;
+	struct client cl[2];
+	char want[2048], *got;
+
+	fixture(&s, &f, cl);
+	got = capture(&s, 0);
+	REQUIRE(got != NULL);
+	snprintf(want, sizeof(want),
+		 "{\"event\":\"summary\",\"family\":\"unix\",\"address\":\"@php\\\\0x\","
+		 "\"netns\":4026531840,\"owner_pid\":100,\"owner_comm\":\"php-fpm\\\\x1b\","
+		 "\"limit\":4,\"peak_queue\":5,\"overflows\":15,\"clients\":["
+		 "{\"pid\":200,\"comm\":\"nginx\",\"count\":10},"
+		 "{\"pid\":null,\"comm\":\"nginx\",\"count\":5}]}\n"
+		 "{\"event\":\"summary\",\"family\":\"tcp\",\"address\":\"*:9000\","
+		 "\"netns\":4026532000,\"owner_pid\":null,\"owner_comm\":null,\"limit\":0,"
+		 "\"peak_queue\":0,\"overflows\":0,\"clients\":[]}\n"
+		 "{\"event\":\"run\",\"attach_mode\":\"tracepoint\",\"attach_reason\":"
+		 "\"fentry rejected: x; tracepoint works\",\"kernel\":\"%s\",\"duration_s\":2.5,"
+		 "\"tcp_listen_overflow_reason\":false,\"missed\":0,\"dropped_events\":0,"
+		 "\"listeners_missed\":0,\"somaxconn\":4096}\n", kernel_release());
+	CHECK_STR(got, want);
+	free(got);
+	unfixture(&s);
+}
+
+TEST(backlog_prom_text)
+{
+	struct bl_filters f = {};
+	struct bl_state s;
+	struct client cl[2];
+	char *got;
+
+	fixture(&s, &f, cl);
+	got = capture(&s, 1);
+	REQUIRE(got != NULL);
+	CHECK(strstr(got, "# TYPE udsprobe_backlog_overflows_total counter\n"
+			  "udsprobe_backlog_overflows_total{family=\"unix\",address=\"@php\\\\0x\","
+			  "owner_comm=\"php-fpm\\\\x1b\",owner_pid=\"100\",netns=\"4026531840\"} 15\n"
+			  "udsprobe_backlog_overflows_total{family=\"tcp\",address=\"*:9000\","
+			  "owner_comm=\"\",owner_pid=\"0\",netns=\"4026532000\"} 0\n") != NULL);
+	/* family-specific metrics only for their family */
+	CHECK(strstr(got, "udsprobe_backlog_connect_waits_total{family=\"unix\"") != NULL);
+	CHECK(!strstr(got, "udsprobe_backlog_connect_waits_total{family=\"tcp\""));
+	CHECK(strstr(got, "udsprobe_backlog_syn_retransmits_total{family=\"tcp\",address=\"*:9000\","
+			  "owner_comm=\"\",owner_pid=\"0\",netns=\"4026532000\"} 3\n") != NULL);
+	/* clients summed per comm: the live nginx and the exited ones */
+	CHECK(strstr(got, "udsprobe_backlog_client_overflows_total{family=\"unix\",address="
+			  "\"@php\\\\0x\",client_comm=\"nginx\",netns=\"4026531840\"} 15\n") != NULL);
+	CHECK(strstr(got, "udsprobe_backlog_dropped_events_total 0\n") != NULL);
+	CHECK(strstr(got, "udsprobe_backlog_last_update_timestamp_seconds 1700000000\n") != NULL);
+	free(got);
+	unfixture(&s);
+}

@@ -1,0 +1,266 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * --backlog's BPF side: the attach mode (attach_choose with backlog's own
+ * targets), load and attach from one table of probed functions, the iterators'
+ * mmapped output.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "attach.h"
+#include "backlog_bpf.h"
+#include "backlog.skel.h"
+#include "util.h"
+
+/*
+ * The functions probed in fentry/kprobe mode, with their programs as skeleton
+ * fields (offsets in struct backlog_bpf; 0 = no such program): one list for the
+ * capability checks and for enabling the programs.
+ */
+#define PROG(name) offsetof(struct backlog_bpf, progs.name)
+#define ENTRY(f, v6) { #f, v6, PROG(fe_##f), 0, PROG(kp_##f), 0 }
+#define ENTRY_RET(f, v6) { #f, v6, PROG(fe_##f), PROG(fx_##f), PROG(kp_##f), PROG(kr_##f) }
+
+static const struct probe_target {
+	const char *func;
+	bool v6;		/* only when the kernel has IPv6 (tcp_v6_syn_recv_sock) */
+	size_t fe, fx, kp, kr;
+} probe_targets[] = {
+	ENTRY_RET(unix_stream_connect, false),
+	ENTRY_RET(unix_wait_for_peer, false),
+	ENTRY_RET(tcp_conn_request, false),
+	ENTRY_RET(tcp_v4_syn_recv_sock, false),
+	ENTRY_RET(tcp_v6_syn_recv_sock, true),
+	ENTRY(tcp_connect, false),
+	ENTRY(tcp_retransmit_skb, false),
+};
+
+/* Can `mode` be used here for the backlog targets? 0, or -EOPNOTSUPP with the reason. */
+static int mode_usable(enum attach_mode mode, bool with_v6, char *why, size_t len)
+{
+	const char *fns[ARRAY_SIZE(probe_targets)];
+	int n = 0, i, err;
+	char sym[256];
+
+	for (i = 0; i < (int)ARRAY_SIZE(probe_targets); i++)
+		if (with_v6 || !probe_targets[i].v6)
+			fns[n++] = probe_targets[i].func;
+
+	switch (mode) {
+	case ATTACH_FENTRY:
+		for (i = 0; i < n; i++) {
+			if (!btf_has_func(fns[i])) {
+				snprintf(why, len, "no BTF for %s", fns[i]);
+				return -EOPNOTSUPP;
+			}
+		}
+		for (i = 0; i < n; i++) {	/* some kernels refuse some targets (6.1: ENOTSUPP) */
+			err = fentry_can_attach(fns[i]);
+			if (err) {
+				snprintf(why, len, "a test fentry program on %s failed: %s", fns[i],
+					 err == -524 ? "not supported (ENOTSUPP)" : strerror(-err));
+				return -EOPNOTSUPP;
+			}
+		}
+		return 0;
+	case ATTACH_KPROBE:
+		if (!kprobe_supported()) {
+			snprintf(why, len, "kernel has no kprobe PMU (CONFIG_KPROBES unset?)");
+			return -EOPNOTSUPP;
+		}
+		for (i = 0; i < n; i++) {
+			if (!ksym_resolve(fns[i], sym, sizeof(sym))) {
+				snprintf(why, len, "%s is not in /proc/kallsyms (inlined?)", fns[i]);
+				return -EOPNOTSUPP;
+			}
+		}
+		return 0;
+	case ATTACH_TRACEPOINT:
+		if (!kernel_has_btf()) {
+			snprintf(why, len, "no kernel BTF (/sys/kernel/btf/vmlinux) for tp_btf");
+			return -EOPNOTSUPP;
+		}
+		err = ensure_tracefs();
+		if (err) {
+			snprintf(why, len, "cannot mount tracefs: %s", strerror(-err));
+			return -EOPNOTSUPP;
+		}
+		if (!tracefs_has_event("syscalls", "sys_enter_connect")) {
+			snprintf(why, len, "no syscalls:sys_enter_connect tracepoint "
+				 "(CONFIG_FTRACE_SYSCALLS unset?)");
+			return -EOPNOTSUPP;
+		}
+		return 0;
+	default:
+		snprintf(why, len, "unknown mode");
+		return -EINVAL;
+	}
+}
+
+static void mode_programs(struct backlog_bpf *skel, enum attach_mode mode, bool v6,
+			  struct bpf_program **p, int *n)
+{
+	bool fentry = mode == ATTACH_FENTRY;
+	size_t i, k;
+
+	*n = 0;
+	switch (mode) {
+	case ATTACH_FENTRY:
+	case ATTACH_KPROBE:
+		for (i = 0; i < ARRAY_SIZE(probe_targets); i++) {
+			const struct probe_target *t = &probe_targets[i];
+			size_t off[2] = { fentry ? t->fe : t->kp, fentry ? t->fx : t->kr };
+
+			if (t->v6 && !v6)
+				continue;
+			for (k = 0; k < 2; k++)
+				if (off[k])
+					p[(*n)++] = *(struct bpf_program **)((char *)skel + off[k]);
+		}
+		break;
+	default:
+		p[(*n)++] = skel->progs.tp_sys_enter_connect;
+		p[(*n)++] = skel->progs.tp_sys_exit_connect;
+		p[(*n)++] = skel->progs.tp_sched_switch;
+		p[(*n)++] = skel->progs.tp_consume_skb;
+		p[(*n)++] = skel->progs.tp_kfree_skb;
+		p[(*n)++] = skel->progs.tp_inet_sock_set_state;
+		p[(*n)++] = skel->progs.tp_tcp_retransmit_skb;
+		break;
+	}
+}
+
+void bl_bpf_close(struct bl_bpf *b)
+{
+	int i;
+
+	for (i = 0; i < b->n_links; i++)
+		bpf_link__destroy(b->links[i]);
+	b->n_links = 0;
+	bpf_link__destroy(b->iter_unix);
+	bpf_link__destroy(b->iter_tcp);
+	b->iter_unix = b->iter_tcp = NULL;
+	if (b->iter_out)
+		munmap((void *)b->iter_out, b->iter_len);
+	b->iter_out = NULL;
+	backlog_bpf__destroy(b->skel);
+	b->skel = NULL;
+}
+
+/* Open, load and attach one mode's programs plus the iterators; all or nothing. */
+static int bl_bpf_open(struct bl_bpf *b, enum attach_mode mode, char *err_msg, size_t len)
+{
+	struct bpf_program *progs[16];
+	int n, i, err;
+
+	b->skel = backlog_bpf__open();
+	if (!b->skel) {
+		snprintf(err_msg, len, "cannot open the BPF object: %s", strerror(errno));
+		return -errno;
+	}
+	b->skel->rodata->listen_overflow_reason = b->reason > 0 ? b->reason : 0;
+	b->skel->rodata->self_tgid = getpid();
+	mode_programs(b->skel, mode, b->v6, progs, &n);
+	for (i = 0; i < n; i++)
+		bpf_program__set_autoload(progs[i], true);
+	err = backlog_bpf__load(b->skel);
+	if (err) {
+		snprintf(err_msg, len, "cannot load the %s programs: %s", attach_mode_names[mode],
+			 strerror(-err));
+		goto fail;
+	}
+	for (i = 0; i < n; i++) {
+		b->links[b->n_links] = bpf_program__attach(progs[i]);
+		if (!b->links[b->n_links]) {
+			err = -errno;
+			snprintf(err_msg, len, "cannot attach %s: %s", bpf_program__name(progs[i]),
+				 strerror(-err));
+			goto fail;
+		}
+		b->n_links++;
+	}
+	b->iter_unix = bpf_program__attach_iter(b->skel->progs.iter_unix, NULL);
+	b->iter_tcp = bpf_program__attach_iter(b->skel->progs.iter_tcp, NULL);
+	if (!b->iter_unix || !b->iter_tcp) {
+		err = -errno;
+		snprintf(err_msg, len, "cannot attach the iter/unix and iter/tcp programs: %s "
+			 "(needs Linux 5.17+)", strerror(-err));
+		goto fail;
+	}
+	b->iter_len = BL_MAX_LISTENERS * sizeof(struct bl_listener);
+	b->iter_out = mmap(NULL, b->iter_len, PROT_READ, MAP_SHARED,
+			   bpf_map__fd(b->skel->maps.listeners), 0);
+	if (b->iter_out == MAP_FAILED) {
+		err = -errno;
+		b->iter_out = NULL;
+		snprintf(err_msg, len, "cannot map the listeners array: %s", strerror(-err));
+		goto fail;
+	}
+	b->mode = mode;
+	return 0;
+fail:
+	bl_bpf_close(b);
+	return err ? err : -EINVAL;
+}
+
+/* attach_choose's probe for backlog: the targets are there, and the mode's
+ * programs load and attach (then b stays open in that mode). */
+struct mode_try {
+	struct bl_bpf *b;
+	bool open_failed;	/* usable, but loading or attaching failed */
+};
+
+static int mode_try(enum attach_mode mode, void *ctx, char *why, size_t len)
+{
+	struct mode_try *t = ctx;
+	int err;
+
+	t->open_failed = false;
+	err = mode_usable(mode, t->b->v6, why, len);
+	if (err)
+		return err;
+	err = bl_bpf_open(t->b, mode, why, len);
+	t->open_failed = err != 0;
+	return err;
+}
+
+/* auto: fentry -> kprobe -> tracepoint; a forced mode fails with the reason. */
+int bl_bpf_setup(struct bl_bpf *b, enum attach_mode want)
+{
+	struct mode_try t = { .b = b };
+	char reason[512];
+	long long v;
+	int err;
+
+	b->reason = btf_enum_value("SKB_DROP_REASON_TCP_LISTEN_OVERFLOW", &v) ? -1 : (int)v;
+	b->v6 = ksym_resolve("tcp_v6_syn_recv_sock", reason, sizeof(reason));
+	if (want != ATTACH_AUTO) {	/* say which of the two went wrong */
+		err = mode_try(want, &t, reason, sizeof(reason));
+		if (err && !t.open_failed) {
+			fprintf(stderr, "udsprobe: --attach %s is not available here: %s\n"
+				"Try --attach auto to use the best mode this kernel has.\n",
+				attach_mode_names[want], reason);
+			return -ENOTSUP;
+		}
+		if (err) {
+			fprintf(stderr, "udsprobe: --attach %s: %s\n", attach_mode_names[want], reason);
+			return -EINVAL;
+		}
+		b->mode = want;
+		snprintf(b->why, sizeof(b->why), "forced with --attach %s",
+			 attach_mode_names[want]);
+		return 0;
+	}
+	err = attach_choose(want, mode_try, &t, &b->mode, b->why, sizeof(b->why));
+	if (err) {
+		fprintf(stderr, "udsprobe: no attach mode works on this kernel (%s)\n", b->why);
+		return -ENOTSUP;
+	}
+	return 0;
+}

@@ -1,0 +1,33 @@
+/* --backlog's BPF side: mode choice, load/attach, iterators (layer 3). */
+#ifndef UDSPROBE_BACKLOG_BPF_H
+#define UDSPROBE_BACKLOG_BPF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <linux/types.h>
+
+#include "attach.h"
+#include "../bpf/backlog.h"
+
+struct backlog_bpf;
+struct bpf_link;
+
+struct bl_bpf {
+	struct backlog_bpf *skel;
+	struct bpf_link *links[16];
+	int n_links;
+	struct bpf_link *iter_unix, *iter_tcp;
+	enum attach_mode mode;
+	int reason;		/* TCP_LISTEN_OVERFLOW value, or -1 */
+	bool v6;		/* tcp_v6_syn_recv_sock exists (IPv6 built in or loaded) */
+	char why[512];		/* how the mode was chosen */
+	const struct bl_listener *iter_out;	/* the listeners array map, mmapped */
+	size_t iter_len;
+};
+
+/* Choose the mode (auto: fentry -> kprobe -> tracepoint), load and attach its
+ * programs and the iterators. 0, or -errno after saying why on stderr. */
+int bl_bpf_setup(struct bl_bpf *b, enum attach_mode want);
+void bl_bpf_close(struct bl_bpf *b);
+
+#endif

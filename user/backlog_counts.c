@@ -1,0 +1,380 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * --backlog: counter reads. The BPF counts are per (listener key, client); here
+ * they are matched to listeners (by socket, see listener_of), exited clients
+ * are moved to user space, closed listeners retired.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <arpa/inet.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "backlog_bpf.h"
+#include "backlog_table.h"
+#include "backlog.skel.h"
+#include "util.h"
+
+void bl_val_add(struct bl_val *a, const struct bl_val *b)
+{
+	a->overflows += b->overflows;
+	a->ack_overflows += b->ack_overflows;
+	a->other_drops += b->other_drops;
+	a->waits += b->waits;
+	a->wait_ns += b->wait_ns;
+	a->syn_retrans += b->syn_retrans;
+}
+
+uint64_t bl_overflows(const struct bl_val *v)
+{
+	return v->overflows + v->ack_overflows;
+}
+
+/*
+ * The socket file a client's path named: stat the path in the client's mount
+ * namespace (through /proc/PID/root of the client or of any process in that
+ * namespace). Relative paths are not resolved (the client's cwd is unknown).
+ */
+static bool resolve_file(struct bl_state *s, const struct bl_key *k, dev_t *dev, uint64_t *ino)
+{
+	static int last_pid;	/* the process that resolved the last foreign namespace */
+	char p[BL_PATH_LEN + 48];
+	struct dirent *e;
+	struct stat sb;
+	int pid = 0;
+	DIR *d;
+
+	if (k->path[0] != '/' || k->path_len >= BL_PATH_LEN)
+		return false;
+	if (k->mntns != s->mntns) {
+		if (k->tgid && bl_ns_inode(k->tgid, "mnt") == k->mntns)
+			pid = k->tgid;
+		else if (last_pid && bl_ns_inode(last_pid, "mnt") == k->mntns)
+			pid = last_pid;
+		for (d = pid ? NULL : opendir("/proc"); d && (e = readdir(d));)
+			if (atoi(e->d_name) > 0 && bl_ns_inode(atoi(e->d_name), "mnt") == k->mntns)
+				pid = atoi(e->d_name);
+		if (d)
+			closedir(d);
+		if (!pid)
+			return false;	/* nobody left in that namespace */
+		last_pid = pid;
+	}
+	if (pid)
+		snprintf(p, sizeof(p), "/proc/%d/root%.*s", pid, (int)k->path_len, k->path);
+	else
+		snprintf(p, sizeof(p), "%.*s", (int)k->path_len, k->path);
+	if (stat(p, &sb) || !S_ISSOCK(sb.st_mode))
+		return false;
+	*dev = sb.st_dev;
+	*ino = sb.st_ino;
+	return true;
+}
+
+/* The listener a count key belongs to: the live socket when one matches, else a
+ * listener keyed like the count (created here). */
+static struct listener *listener_of(struct bl_state *s, const struct bl_key *k)
+{
+	struct listener *l;
+	uint64_t ino;
+	dev_t dev;
+	int i;
+
+	if (k->family == BL_TCP) {
+		l = bl_find_tcp(s, k->netns, k->port, true);
+		if (!l)
+			l = bl_find_tcp(s, k->netns, k->port, false);
+		if (l)
+			return l;
+		l = bl_add_listener(s, BL_TCP);
+		if (!l)
+			return NULL;
+		l->netns = k->netns;
+		l->port = k->port;
+		bl_set_addr(l, NULL);
+	} else {
+		bool abstract = !k->path[0];
+		bool file = !abstract && resolve_file(s, k, &dev, &ino);
+
+		struct listener *closed = NULL;
+
+		for (i = 0; i < s->n; i++) {
+			l = &s->ls[i];
+			if (l->family != BL_UNIX || !l->ino)
+				continue;
+			if (abstract ? l->netns == k->netns && bl_same_name(l, k->path, k->path_len) :
+			    file && l->file_ino == ino && l->file_dev == dev) {
+				if (l->present)
+					return l;
+				closed = l;	/* a live one of that name wins */
+			}
+		}
+		if (closed)
+			return closed;
+		for (i = 0; i < s->n; i++) {
+			l = &s->ls[i];
+			if (l->family == BL_UNIX && !l->ino && bl_same_name(l, k->path, k->path_len) &&
+			    (abstract ? l->netns == k->netns : l->mntns == k->mntns))
+				return l;
+		}
+		l = bl_add_listener(s, BL_UNIX);
+		if (!l)
+			return NULL;
+		memcpy(l->path, k->path, BL_PATH_LEN);
+		l->path_len = MIN(k->path_len, (uint32_t)BL_PATH_LEN);
+		if (abstract)
+			l->netns = k->netns;
+		else
+			l->mntns = k->mntns;
+		bl_set_addr(l, NULL);
+	}
+	l->owner_done = true;
+	l->watched = bl_match_filters(s, l);
+	return l;
+}
+
+static struct client *client_add(struct client **arr, int *n, int *cap)
+{
+	struct client *c;
+
+	if (*n == *cap) {
+		int nc = *cap ? *cap * 2 : 8;
+
+		c = realloc(*arr, nc * sizeof(*c));
+		if (!c)
+			return NULL;
+		*arr = c;
+		*cap = nc;
+	}
+	c = &(*arr)[(*n)++];
+	memset(c, 0, sizeof(*c));
+	return c;
+}
+
+/*
+ * Keep an evicted client's counts (issue 16 item 6): per process for the first
+ * MAX_GONE of a listener, then summed per comm with pid unknown, so a storm of
+ * short-lived clients costs bounded memory.
+ */
+#define MAX_GONE 256
+
+static void keep_gone(struct listener *l, const struct client *c)
+{
+	struct client *g;
+	int i;
+
+	if (l->n_gone >= MAX_GONE) {
+		for (i = 0; i < l->n_gone; i++)
+			if (!l->gone[i].tgid && !strcmp(l->gone[i].comm, c->comm)) {
+				bl_val_add(&l->gone[i].v, &c->v);
+				return;
+			}
+	}
+	g = client_add(&l->gone, &l->n_gone, &l->cap_gone);
+	if (!g)
+		return;
+	*g = *c;
+	if (l->n_gone > MAX_GONE)
+		g->tgid = 0;
+}
+
+static bool process_gone(uint32_t tgid)
+{
+	return tgid && kill(tgid, 0) && errno == ESRCH;
+}
+
+static void comm_of(struct bl_bpf *b, uint32_t tgid, char *comm)
+{
+	char raw[BL_COMM_LEN] = {};
+
+	if (!tgid) {
+		strcpy(comm, "?");
+		return;
+	}
+	if (bpf_map__lookup_elem(b->skel->maps.comms, &tgid, sizeof(tgid), raw, BL_COMM_LEN, 0)) {
+		bl_proc_comm(tgid, comm);
+		return;
+	}
+	str_escape(raw, strnlen(raw, BL_COMM_LEN), comm, COMM_TXT);
+}
+
+/*
+ * Read every counter; totals and client lists are rebuilt (the maps are
+ * cumulative) on top of what was evicted. Keys of dead clients and of retired
+ * listeners are deleted after reading, so the map holds live clients only.
+ */
+int bl_read_counts(struct bl_state *s, struct bl_bpf *b)
+{
+	int ncpu = libbpf_num_possible_cpus(), i, c, n_dead = 0, cap_dead = 0;
+	struct bl_key key, next, *prev = NULL, *dead = NULL, *dk;
+	struct bl_val *vals, sum;
+	struct listener *l;
+	struct client *cl;
+
+	vals = calloc(ncpu, sizeof(*vals));
+	if (!vals)
+		return -ENOMEM;
+	for (i = 0; i < s->n; i++) {
+		l = &s->ls[i];
+		memset(&l->tot, 0, sizeof(l->tot));
+		l->n_clients = 0;
+		for (c = 0; c < l->n_gone; c++) {
+			cl = client_add(&l->clients, &l->n_clients, &l->cap_clients);
+			if (!cl)
+				break;
+			*cl = l->gone[c];
+			bl_val_add(&l->tot, &cl->v);
+		}
+	}
+	while (!bpf_map__get_next_key(b->skel->maps.counts, prev, &next, sizeof(next))) {
+		key = next;
+		prev = &key;
+		if (bpf_map__lookup_elem(b->skel->maps.counts, &key, sizeof(key), vals,
+					 ncpu * sizeof(*vals), 0))
+			continue;
+		memset(&sum, 0, sizeof(sum));
+		for (c = 0; c < ncpu; c++)
+			bl_val_add(&sum, &vals[c]);
+		l = listener_of(s, &key);
+		if (!l)
+			continue;
+		bl_val_add(&l->tot, &sum);
+		cl = client_add(&l->clients, &l->n_clients, &l->cap_clients);
+		if (!cl)
+			continue;
+		cl->tgid = key.tgid;
+		cl->v = sum;
+		comm_of(b, key.tgid, cl->comm);
+		if (l->retired || process_gone(key.tgid)) {
+			keep_gone(l, cl);
+			if (n_dead == cap_dead) {
+				cap_dead = cap_dead ? cap_dead * 2 : 64;
+				dk = realloc(dead, cap_dead * sizeof(*dead));
+				if (!dk)
+					break;
+				dead = dk;
+			}
+			dead[n_dead++] = key;
+		}
+	}
+	/* after the walk: deleting during get_next_key would restart it */
+	for (i = 0; i < n_dead; i++)
+		bpf_map__delete_elem(b->skel->maps.counts, &dead[i], sizeof(dead[i]), 0);
+	free(dead);
+	free(vals);
+	s->missed = b->skel->bss->missed_map_full;
+	return 0;
+}
+
+void bl_read_netstat(struct bl_state *s, unsigned long long out[2])
+{
+	char hdr[4096], val[4096], *hs, *vs, *h, *v;
+	FILE *f = fopen("/proc/net/netstat", "r");
+
+	s->netstat_ok = false;
+	if (!f)
+		return;
+	while (fgets(hdr, sizeof(hdr), f) && fgets(val, sizeof(val), f)) {
+		if (strncmp(hdr, "TcpExt:", 7))
+			continue;
+		h = strtok_r(hdr, " \n", &hs);
+		v = strtok_r(val, " \n", &vs);
+		while ((h = strtok_r(NULL, " \n", &hs)) && (v = strtok_r(NULL, " \n", &vs))) {
+			if (!strcmp(h, "ListenOverflows"))
+				out[0] = strtoull(v, NULL, 10);
+			else if (!strcmp(h, "ListenDrops"))
+				out[1] = strtoull(v, NULL, 10);
+		}
+		s->netstat_ok = true;
+	}
+	fclose(f);
+}
+
+int bl_cmp_clients(const void *a, const void *b)
+{
+	uint64_t x = bl_overflows(&((const struct client *)a)->v) +
+		     ((const struct client *)a)->v.waits;
+	uint64_t y = bl_overflows(&((const struct client *)b)->v) +
+		     ((const struct client *)b)->v.waits;
+
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+uint64_t bl_listen_drops(const struct listener *l)
+{
+	return l->family == BL_TCP && l->prev_drops >= l->drops_base ?
+	       l->prev_drops - l->drops_base : 0;
+}
+
+void bl_listener_free(struct listener *l)
+{
+	free(l->clients);
+	free(l->gone);
+}
+
+/*
+ * Listeners that closed were reported once (this interval, "closed": true) and
+ * are now forgotten (issue 16 item 7): a listener created and closed every 5 ms
+ * must not grow every later line. One that overflowed stays for the summary,
+ * retired: its counts move to user space (bl_read_counts evicts its keys).
+ */
+void bl_retire_closed(struct bl_state *s, struct bl_bpf *b)
+{
+	int i, n = 0;
+
+	for (i = 0; i < s->n; i++) {
+		struct listener *l = &s->ls[i];
+		const struct bl_val *t = &l->tot;
+		bool events = t->overflows || t->ack_overflows || t->other_drops || t->waits ||
+			      t->syn_retrans || bl_listen_drops(l);
+
+		if (l->ino && !l->present) {
+			if (!events) {
+				bl_listener_free(l);
+				continue;
+			}
+			l->retired = true;
+		}
+		if (n != i)
+			s->ls[n] = *l;
+		n++;
+	}
+	s->n = n;
+}
+
+int bl_cmp_listeners(const void *a, const void *b)
+{
+	const struct listener *x = a, *y = b;
+	uint64_t ox = bl_overflows(&x->tot) + x->tot.waits, oy = bl_overflows(&y->tot) + y->tot.waits;
+
+	if (ox != oy)
+		return ox < oy ? 1 : -1;
+	if (x->family != y->family)
+		return x->family - y->family;
+	return strcmp(x->addr, y->addr);
+}
+
+int bl_owner_pid(const struct listener *l)
+{
+	return l->n_holders ? l->holders[0] : 0;
+}
+
+
+void bl_sort(struct bl_state *s)
+{
+	int i;
+
+	for (i = 0; i < s->n; i++)
+		if (s->ls[i].n_clients)
+			qsort(s->ls[i].clients, s->ls[i].n_clients, sizeof(struct client),
+			      bl_cmp_clients);
+	qsort(s->ls, s->n, sizeof(*s->ls), bl_cmp_listeners);
+}

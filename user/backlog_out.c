@@ -1,0 +1,373 @@
+// SPDX-License-Identifier: GPL-2.0
+/* --backlog's text and JSON: live view, summary, recommendations, JSON lines. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backlog_out.h"
+#include "json_writer.h"
+#include "util.h"
+
+static void fmt_owner(const struct listener *l, char *buf, size_t len)	/* len >= COMM_TXT + 16 */
+{
+	if (bl_owner_pid(l))
+		snprintf(buf, len, "%s/%d%s", l->owner_comm, bl_owner_pid(l),
+			 l->n_holders > 1 ? "+" : "");
+	else
+		snprintf(buf, len, "-");
+}
+
+/* "comm/pid:n ..." in buf, whole entries only (never half an escape or character). */
+static void fmt_clients(const struct listener *l, char *buf, size_t len, bool waits)
+{
+	char one[COMM_TXT + 48];
+	size_t off = 0, k;
+	int i;
+
+	buf[0] = 0;
+	for (i = 0; i < l->n_clients; i++) {
+		const struct client *c = &l->clients[i];
+		uint64_t n = waits ? c->v.waits : bl_overflows(&c->v);
+
+		if (!n)
+			continue;
+		if (c->tgid)
+			k = snprintf(one, sizeof(one), "%s%s/%u:%llu", off ? " " : "", c->comm, c->tgid,
+				     (unsigned long long)n);
+		else if (strcmp(c->comm, "?"))	/* exited, counted per comm */
+			k = snprintf(one, sizeof(one), "%s%s/exited:%llu", off ? " " : "", c->comm,
+				     (unsigned long long)n);
+		else
+			k = snprintf(one, sizeof(one), "%sunknown:%llu", off ? " " : "",
+				     (unsigned long long)n);
+		if (off + k + 4 >= len) {
+			snprintf(buf + off, len - off, " ...");
+			return;
+		}
+		memcpy(buf + off, one, k + 1);
+		off += k;
+	}
+	if (!off)
+		snprintf(buf, len, "-");
+}
+
+/* The address as text, with the namespace when it is not udsprobe's own. */
+const char *bl_addr_text(struct bl_state *s, const struct listener *l, char *buf, size_t len)
+{
+	if (l->netns && l->netns != s->netns)
+		snprintf(buf, len, "%s (netns %u)", l->addr, l->netns);
+	else if (l->mntns && l->mntns != s->mntns)
+		snprintf(buf, len, "%s (mntns %u)", l->addr, l->mntns);
+	else
+		snprintf(buf, len, "%s", l->addr);
+	return buf;
+}
+
+const char *bl_family_name(int f)
+{
+	return f == BL_UNIX ? "unix" : "tcp";
+}
+
+void bl_print_interval(struct bl_state *s, FILE *out, double t)
+{
+	char owner[COMM_TXT + 16], clients[256], tbuf[16], addr[sizeof(s->ls->addr) + 32];
+	time_t now = time(NULL);
+	struct tm tm;
+	bool any = false;
+	int i;
+
+	localtime_r(&now, &tm);
+	strftime(tbuf, sizeof(tbuf), "%H:%M:%S", &tm);
+	for (i = 0; i < s->n; i++) {
+		struct listener *l = &s->ls[i];
+		uint64_t d_ovf = bl_overflows(&l->tot) - bl_overflows(&l->prev);
+		uint64_t d_wait = l->tot.waits - l->prev.waits;
+		uint64_t d_syn = l->tot.syn_retrans - l->prev.syn_retrans;
+
+		if (!l->watched || l->retired || (!d_ovf && !d_wait && !d_syn && !l->qlen))
+			continue;
+		if (!any && s->lines_since_header++ % 20 == 0)
+			fprintf(out, "%-8s %-4s %-32s %-20s %5s %5s %5s %9s %6s %6s  %s\n", "TIME",
+				"FAM", "ADDRESS", "OWNER", "QUEUE", "PEAK", "LIMIT", "OVERFLOWS",
+				"WAITS", "SYNRTX", "CLIENTS (overflows, cumulative)");
+		any = true;
+		fmt_owner(l, owner, sizeof(owner));
+		fmt_clients(l, clients, sizeof(clients), false);
+		fprintf(out, "%-8s %-4s %-32s %-20s %5u %5u %5u %9llu %6llu %6llu  %s\n", tbuf,
+			bl_family_name(l->family), bl_addr_text(s, l, addr, sizeof(addr)), owner, l->qlen,
+			l->peak, l->limit, (unsigned long long)d_ovf, (unsigned long long)d_wait,
+			(unsigned long long)d_syn, clients);
+	}
+	if (s->missed > s->missed_shown) {
+		fprintf(out, "%-8s warning: %llu events not counted in this interval (a BPF map "
+			"was full; %llu since start)\n", tbuf,
+			(unsigned long long)(s->missed - s->missed_shown),
+			(unsigned long long)s->missed);
+		s->missed_shown = s->missed;
+	}
+	if (!any) {
+		fprintf(out, "%-8s no overflows, no queued connections (%.0f s)\n", tbuf, t);
+		s->lines_since_header = 0;	/* next active line gets a header */
+	}
+	fflush(out);
+}
+
+static void json_listener_common(struct jw *w, const struct listener *l)
+{
+	jw_str(w, "family", bl_family_name(l->family));
+	jw_str(w, "address", l->addr);
+	if (l->netns)
+		jw_u64(w, "netns", l->netns);
+	else
+		jw_null(w, "netns");	/* a pathname known only from counts */
+	if (bl_owner_pid(l)) {
+		jw_i64(w, "owner_pid", bl_owner_pid(l));
+		jw_str(w, "owner_comm", l->owner_comm);
+	} else {
+		jw_null(w, "owner_pid");
+		jw_null(w, "owner_comm");
+	}
+	jw_u64(w, "limit", l->limit);
+}
+
+static void json_clients(struct jw *w, const struct listener *l)
+{
+	int i;
+
+	jw_arr_begin(w, "clients");
+	for (i = 0; i < l->n_clients; i++) {
+		if (!bl_overflows(&l->clients[i].v))
+			continue;
+		jw_obj_begin(w, NULL);
+		if (l->clients[i].tgid)
+			jw_i64(w, "pid", l->clients[i].tgid);
+		else
+			jw_null(w, "pid");
+		if (strcmp(l->clients[i].comm, "?"))	/* pid null, comm set: exited, per comm */
+			jw_str(w, "comm", l->clients[i].comm);
+		else
+			jw_null(w, "comm");
+		jw_u64(w, "count", bl_overflows(&l->clients[i].v));
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+}
+
+void bl_json_interval(struct bl_state *s, FILE *f, double t)
+{
+	struct jw w;
+	int i;
+
+	for (i = 0; i < s->n; i++) {
+		struct listener *l = &s->ls[i];
+
+		if (!l->watched || l->retired)
+			continue;
+		jw_init(&w, f, false);
+		jw_obj_begin(&w, NULL);
+		jw_str(&w, "event", "interval");
+		jw_double(&w, "time_s", t);
+		json_listener_common(&w, l);
+		if (l->ino && !l->present)
+			jw_bool(&w, "closed", true);	/* its last line */
+		jw_u64(&w, "queue", l->qlen);
+		jw_u64(&w, "peak_queue", l->peak);
+		jw_u64(&w, "overflows", bl_overflows(&l->tot));
+		jw_u64(&w, "overflows_delta", bl_overflows(&l->tot) - bl_overflows(&l->prev));
+		if (l->family == BL_UNIX) {
+			jw_u64(&w, "connect_waits", l->tot.waits);
+			jw_double(&w, "connect_wait_s", l->tot.wait_ns / 1e9);
+		} else {
+			jw_u64(&w, "syn_overflows", l->tot.overflows);
+			jw_u64(&w, "ack_overflows", l->tot.ack_overflows);
+			jw_u64(&w, "other_listen_drops", l->tot.other_drops);
+			jw_u64(&w, "listen_drops", bl_listen_drops(l));
+			jw_u64(&w, "syn_retransmits", l->tot.syn_retrans);
+		}
+		json_clients(&w, l);
+		jw_obj_end(&w);	/* ends the line */
+	}
+	jw_init(&w, f, false);
+	jw_obj_begin(&w, NULL);
+	jw_str(&w, "event", "stats");
+	jw_double(&w, "time_s", t);
+	jw_u64(&w, "dropped_events", s->missed);
+	jw_u64(&w, "listeners_missed", s->listeners_missed);
+	jw_obj_end(&w);
+	fflush(f);
+}
+
+void bl_json_summary(struct bl_state *s, FILE *f, double t)
+{
+	struct jw w;
+	int i;
+
+	for (i = 0; i < s->n; i++) {
+		struct listener *l = &s->ls[i];
+
+		if (!l->watched)
+			continue;
+		jw_init(&w, f, false);
+		jw_obj_begin(&w, NULL);
+		jw_str(&w, "event", "summary");
+		json_listener_common(&w, l);
+		jw_u64(&w, "peak_queue", l->peak);
+		jw_u64(&w, "overflows", bl_overflows(&l->tot));
+		json_clients(&w, l);
+		jw_obj_end(&w);	/* ends the line */
+	}
+	jw_init(&w, f, false);
+	jw_obj_begin(&w, NULL);
+	jw_str(&w, "event", "run");
+	jw_str(&w, "attach_mode", s->run.attach_mode);
+	jw_str(&w, "attach_reason", s->run.attach_reason);
+	jw_str(&w, "kernel", kernel_release());
+	jw_double(&w, "duration_s", t);
+	jw_bool(&w, "tcp_listen_overflow_reason", s->run.listen_overflow_reason);
+	if (s->netstat_ok) {
+		jw_u64(&w, "netstat_listen_overflows", s->netstat[0] - s->netstat0[0]);
+		jw_u64(&w, "netstat_listen_drops", s->netstat[1] - s->netstat0[1]);
+	}
+	jw_u64(&w, "missed", s->missed);
+	jw_u64(&w, "dropped_events", s->missed);
+	jw_u64(&w, "listeners_missed", s->listeners_missed);
+	jw_u64(&w, "somaxconn", s->somaxconn);
+	jw_obj_end(&w);
+	fflush(f);
+}
+
+static void print_recommendations(struct bl_state *s, FILE *out, const struct listener *l)
+{
+	bool php = strstr(l->owner_comm, "php") != NULL;
+	bool capped = s->somaxconn > 0 && l->limit == (unsigned)s->somaxconn;
+	uint64_t ovf = bl_overflows(&l->tot);
+	int i;
+
+	if (ovf) {
+		fprintf(out, "  - %s's listen queue (limit %u) was full %llu times: ",
+			bl_owner_pid(l) ? l->owner_comm : "the listener", l->limit,
+			(unsigned long long)ovf);
+		if (l->family == BL_UNIX)
+			fprintf(out, "each was a connect() that failed at once with EAGAIN "
+				"(nginx logs \"(11: Resource temporarily unavailable) while connecting "
+				"to upstream\" and answers 502).\n");
+		else
+			fprintf(out, "each was a SYN or handshake ACK the kernel dropped; clients retry "
+				"SYNs after 1 s, 2 s, 4 s..., so this shows up as latency, not errors.\n");
+		if (capped)
+			fprintf(out, "  - The limit equals net.core.somaxconn (%d): the program probably "
+				"asked for more and the kernel capped it. Raise it: sysctl -w "
+				"net.core.somaxconn=%d (and persist it in /etc/sysctl.d/).\n",
+				s->somaxconn, s->somaxconn * 4);
+		else if (php)
+			fprintf(out, "  - Raise listen.backlog in the php-fpm pool (now %u; up to "
+				"net.core.somaxconn = %d) so bursts wait in the queue instead of failing.\n",
+				l->limit, s->somaxconn);
+		else
+			fprintf(out, "  - Raise the listen() backlog of %s (now %u; the kernel caps it at "
+				"net.core.somaxconn = %d).\n", bl_owner_pid(l) ? l->owner_comm : "the server",
+				l->limit, s->somaxconn);
+		if (php)
+			fprintf(out, "  - The queue fills when every php-fpm worker is busy: raise "
+				"pm.max_children (check memory per worker first), or make the slow "
+				"requests faster; a bigger queue only buys time.\n");
+		else
+			fprintf(out, "  - The queue fills when the server accepts slower than clients "
+				"connect: add workers or accept threads to %s.\n",
+				bl_owner_pid(l) ? l->owner_comm : "the server");
+		for (i = 0; i < l->n_clients; i++)
+			if (strstr(l->clients[i].comm, "nginx") && bl_overflows(&l->clients[i].v)) {
+				fprintf(out, "  - nginx opens a new upstream connection per request: "
+					"an upstream block with `keepalive N;` (plus `fastcgi_keep_conn on;` "
+					"or `proxy_http_version 1.1;` and an empty Connection header) reuses "
+					"connections and takes most connects off this queue.\n");
+				break;
+			}
+	}
+	if (l->tot.waits)
+		fprintf(out, "  - %llu blocking connects waited for room, %.3f ms on average: the "
+			"queue was full and callers stalled instead of failing.\n",
+			(unsigned long long)l->tot.waits, l->tot.wait_ns / 1e6 / l->tot.waits);
+	if (l->tot.syn_retrans && !ovf)
+		fprintf(out, "  - Clients retransmitted %llu SYNs to this port: a full queue "
+			"or a lost SYN; each retransmit costs the client at least 1 s.\n",
+			(unsigned long long)l->tot.syn_retrans);
+}
+
+void bl_print_summary(struct bl_state *s, FILE *out, double t)
+{
+	char owner[COMM_TXT + 16], clients[512], addr[sizeof(s->ls->addr) + 32];
+	int i, shown = 0;
+	bool any = false;
+
+	fprintf(out, "\nSummary after %.1f s (attach mode %s):\n", t, s->run.attach_mode);
+	fprintf(out, "%-4s %-36s %-22s %5s %5s %9s %6s  %s\n", "FAM", "ADDRESS", "OWNER", "LIMIT",
+		"PEAK", "OVERFLOWS", "WAITS", "CLIENTS (overflows)");
+	for (i = 0; i < s->n; i++) {
+		struct listener *l = &s->ls[i];
+
+		if (!l->watched)
+			continue;
+		shown++;
+		fmt_owner(l, owner, sizeof(owner));
+		fmt_clients(l, clients, sizeof(clients), false);
+		fprintf(out, "%-4s %-36s %-22s %5u %5u %9llu %6llu  %s\n", bl_family_name(l->family),
+			bl_addr_text(s, l, addr, sizeof(addr)), owner, l->limit, l->peak,
+			(unsigned long long)bl_overflows(&l->tot), (unsigned long long)l->tot.waits,
+			clients);
+	}
+	if (!shown)
+		fprintf(out, "(no listener matched %s)\n",
+			s->f->n_unix || s->f->n_ports || s->f->n_pids ? "the filters" : "");
+	for (i = 0; i < s->n; i++) {
+		struct listener *l = &s->ls[i];
+
+		if (!l->watched)
+			continue;
+		if (l->family == BL_UNIX && l->tot.waits) {
+			fmt_clients(l, clients, sizeof(clients), true);
+			fprintf(out, "%s: %llu blocking connects waited %.3f ms in total (%s)\n",
+				bl_addr_text(s, l, addr, sizeof(addr)),
+				(unsigned long long)l->tot.waits, l->tot.wait_ns / 1e6, clients);
+		}
+		if (l->family == BL_TCP && (bl_overflows(&l->tot) || bl_listen_drops(l) ||
+					    l->tot.other_drops || l->tot.syn_retrans))
+			fprintf(out, "%s: %llu overflows = %llu SYNs + %llu handshake ACKs dropped at a "
+				"full accept queue; %llu other listen drops; the listener's own drop "
+				"counter (sk_drops) +%llu; client SYN retransmits %llu\n",
+				bl_addr_text(s, l, addr, sizeof(addr)),
+				(unsigned long long)bl_overflows(&l->tot),
+				(unsigned long long)l->tot.overflows,
+				(unsigned long long)l->tot.ack_overflows,
+				(unsigned long long)l->tot.other_drops,
+				(unsigned long long)bl_listen_drops(l),
+				(unsigned long long)l->tot.syn_retrans);
+	}
+	if (s->netstat_ok)
+		fprintf(out, "TCP namespace counters: ListenOverflows +%llu, ListenDrops +%llu\n",
+			s->netstat[0] - s->netstat0[0], s->netstat[1] - s->netstat0[1]);
+	if (s->missed)
+		fprintf(out, "warning: %llu events not counted (a BPF map was full)\n",
+			(unsigned long long)s->missed);
+	if (s->listeners_missed)
+		fprintf(out, "warning: more than %d listeners: %llu were not watched\n",
+			BL_MAX_LISTENERS, (unsigned long long)s->listeners_missed);
+	for (i = 0; i < s->n; i++) {
+		struct listener *l = &s->ls[i];
+
+		if (!l->watched || !(bl_overflows(&l->tot) || l->tot.waits || l->tot.syn_retrans))
+			continue;
+		if (!any)
+			fprintf(out, "\nRecommendations:\n");
+		any = true;
+		fprintf(out, "%s %s:\n", bl_family_name(l->family), bl_addr_text(s, l, addr, sizeof(addr)));
+		print_recommendations(s, out, l);
+	}
+	if (!any)
+		fprintf(out, "\nNo listen queue overflowed%s.\n",
+			s->netstat_ok && s->netstat[0] != s->netstat0[0] ?
+			" among the watched listeners (ListenOverflows rose elsewhere)" : "");
+	fflush(out);
+}
+

@@ -1,0 +1,29 @@
+/* --backlog's outputs (layer 3): text, JSON lines, Prometheus (backlog_prom.c). */
+#ifndef UDSPROBE_BACKLOG_OUT_H
+#define UDSPROBE_BACKLOG_OUT_H
+
+#include <stdio.h>
+
+#include "backlog_table.h"
+
+const char *bl_family_name(int family);
+/* The address as text, with the namespace when it is not udsprobe's own. */
+const char *bl_addr_text(struct bl_state *s, const struct listener *l, char *buf, size_t len);
+
+/* One live-view block: a line per active listener, t seconds after the start. */
+void bl_print_interval(struct bl_state *s, FILE *out, double t);
+/* The summary table, TCP detail, netstat deltas and recommendations. */
+void bl_print_summary(struct bl_state *s, FILE *out, double t);
+/* JSON lines: "interval" per watched listener and "stats"; "summary" lines and "run". */
+void bl_json_interval(struct bl_state *s, FILE *f, double t);
+void bl_json_summary(struct bl_state *s, FILE *f, double t);
+
+/* Prometheus text to PATH, atomically (a mkstemp file beside it, renamed): 0 or -errno;
+ * -EEXIST: PATH exists and is not a regular file. */
+int bl_write_prom(struct bl_state *s, const char *path);
+/* The Prometheus text itself (now: the timestamp written). */
+void bl_prom_print(struct bl_state *s, FILE *f, long long now);
+/* PATH is a regular file or absent: 0, else -errno with the reason in msg. */
+int bl_prom_target_ok(const char *path, char *msg, size_t len);
+
+#endif

@@ -1,0 +1,242 @@
+// SPDX-License-Identifier: GPL-2.0
+/* --backlog --prom: the Prometheus textfile, from a table of metrics with one getter each. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+#include "backlog_out.h"
+#include "util.h"
+
+static void prom_label(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\' || *s == '"')
+			fprintf(f, "\\%c", *s);
+		else if (*s == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*s, f);
+	}
+}
+
+/* The netns label: two listeners of one name in two namespaces are two series. */
+static void prom_netns(FILE *f, const struct listener *l)
+{
+	if (l->netns)
+		fprintf(f, "netns=\"%u\"", l->netns);
+	else
+		fprintf(f, "netns=\"\"");
+}
+
+static void prom_labels(FILE *f, const struct listener *l)
+{
+	fprintf(f, "{family=\"%s\",address=\"", bl_family_name(l->family));
+	prom_label(f, l->addr);
+	fprintf(f, "\",owner_comm=\"");
+	prom_label(f, bl_owner_pid(l) ? l->owner_comm : "");
+	fprintf(f, "\",owner_pid=\"%d\",", bl_owner_pid(l));
+	prom_netns(f, l);
+	fputc('}', f);
+}
+
+static void prom_head(FILE *f, const char *name, const char *type, const char *help)
+{
+	fprintf(f, "# HELP udsprobe_backlog_%s %s\n# TYPE udsprobe_backlog_%s %s\n", name, help,
+		name, type);
+}
+
+/*
+ * --prom PATH must be a regular file or not exist yet: rename() would replace a
+ * device node (/dev/full) or a symlink planted there. 0, or -EEXIST with msg set.
+ */
+int bl_prom_target_ok(const char *path, char *msg, size_t len)
+{
+	struct stat sb;
+
+	if (lstat(path, &sb)) {
+		if (errno == ENOENT)
+			return 0;
+		snprintf(msg, len, "%s", strerror(errno));
+		return -errno;
+	}
+	if (S_ISREG(sb.st_mode))
+		return 0;
+	snprintf(msg, len, "it exists and is not a regular file (%s); give the path of a regular "
+		 "file, e.g. in node_exporter's textfile directory",
+		 S_ISLNK(sb.st_mode) ? "a symbolic link" : S_ISDIR(sb.st_mode) ? "a directory" :
+		 S_ISCHR(sb.st_mode) || S_ISBLK(sb.st_mode) ? "a device" : "a special file");
+	return -EEXIST;
+}
+
+/*
+ * A new temp file beside PATH: mkstemp's O_CREAT|O_EXCL never opens an existing
+ * name, so a symlink planted in a shared directory is not followed, and the
+ * name is not predictable. Mode 0644 so the textfile collector can read it.
+ */
+static FILE *prom_tmpfile(const char *path, char *tmp, size_t len)
+{
+	const char *slash = strrchr(path, '/');
+	int fd, n;
+	FILE *f;
+
+	if (slash)
+		n = snprintf(tmp, len, "%.*s/.%s.tmp.XXXXXX", (int)(slash - path), path, slash + 1);
+	else
+		n = snprintf(tmp, len, ".%s.tmp.XXXXXX", path);
+	if (n < 0 || (size_t)n >= len) {
+		errno = ENAMETOOLONG;
+		return NULL;
+	}
+	fd = mkstemp(tmp);
+	if (fd < 0)
+		return NULL;
+	if (fchmod(fd, 0644) || !(f = fdopen(fd, "w"))) {
+		n = errno;
+		close(fd);
+		unlink(tmp);
+		errno = n;
+		return NULL;
+	}
+	return f;
+}
+
+static double get_limit(const struct listener *l) { return l->limit; }
+static double get_queue(const struct listener *l) { return l->qlen; }
+static double get_peak(const struct listener *l) { return l->peak; }
+static double get_overflows(const struct listener *l) { return bl_overflows(&l->tot); }
+static double get_waits(const struct listener *l) { return l->tot.waits; }
+static double get_wait_s(const struct listener *l) { return l->tot.wait_ns / 1e9; }
+static double get_syn_retrans(const struct listener *l) { return l->tot.syn_retrans; }
+static double get_listen_drops(const struct listener *l) { return bl_listen_drops(l); }
+
+/* Per-listener metrics: one row each, one getter each; family 0 = both families. */
+static const struct prom_metric {
+	const char *name, *type, *help;
+	int family;
+	double (*get)(const struct listener *l);
+} metrics[] = {
+	{ "limit", "gauge", "Listen queue limit (sk_max_ack_backlog).", 0, get_limit },
+	{ "queue_length", "gauge", "Connections waiting in the listen queue now.", 0, get_queue },
+	{ "queue_peak", "gauge", "Highest listen queue length seen since udsprobe started.", 0,
+	  get_peak },
+	{ "overflows_total", "counter",
+	  "Connection attempts refused (unix EAGAIN) or dropped (tcp) at a full listen queue.", 0,
+	  get_overflows },
+	{ "connect_waits_total", "counter",
+	  "Blocking AF_UNIX connects that slept waiting for room in the queue.", BL_UNIX,
+	  get_waits },
+	{ "connect_wait_seconds_total", "counter", "Time those connects slept.", BL_UNIX,
+	  get_wait_s },
+	{ "syn_retransmits_total", "counter", "Local clients' SYN retransmits to this port.",
+	  BL_TCP, get_syn_retrans },
+	{ "listen_drops_total", "counter",
+	  "Kernel per-socket drop counter (sk_drops) of a TCP listener, since start.", BL_TCP,
+	  get_listen_drops },
+};
+
+/* Overflows per (listener, client comm): clients of one comm summed, at the first of them. */
+static void prom_clients(FILE *f, const struct listener *l)
+{
+	int j, x;
+
+	for (j = 0; j < l->n_clients; j++) {
+		uint64_t n = 0;
+
+		for (x = 0; x < j; x++)
+			if (!strcmp(l->clients[x].comm, l->clients[j].comm))
+				break;
+		if (x < j)
+			continue;
+		for (x = j; x < l->n_clients; x++)
+			if (!strcmp(l->clients[x].comm, l->clients[j].comm))
+				n += bl_overflows(&l->clients[x].v);
+		if (!n)
+			continue;
+		fprintf(f, "udsprobe_backlog_client_overflows_total{family=\"%s\",address=\"",
+			bl_family_name(l->family));
+		prom_label(f, l->addr);
+		fprintf(f, "\",client_comm=\"");
+		prom_label(f, l->clients[j].comm);
+		fprintf(f, "\",");
+		prom_netns(f, l);
+		fprintf(f, "} %llu\n", (unsigned long long)n);
+	}
+}
+
+/* The namespace and run-wide metrics after the per-listener ones. */
+static void prom_run(struct bl_state *s, FILE *f, long long now)
+{
+	if (s->netstat_ok) {
+		prom_head(f, "netstat_listen_overflows_total", "counter",
+			  "TcpExt ListenOverflows of this network namespace, since start.");
+		fprintf(f, "udsprobe_backlog_netstat_listen_overflows_total %llu\n",
+			s->netstat[0] - s->netstat0[0]);
+		prom_head(f, "netstat_listen_drops_total", "counter",
+			  "TcpExt ListenDrops of this network namespace, since start.");
+		fprintf(f, "udsprobe_backlog_netstat_listen_drops_total %llu\n",
+			s->netstat[1] - s->netstat0[1]);
+	}
+	prom_head(f, "dropped_events_total", "counter",
+		  "Events not counted because a BPF map was full (should stay 0).");
+	fprintf(f, "udsprobe_backlog_dropped_events_total %llu\n", (unsigned long long)s->missed);
+	prom_head(f, "info", "gauge", "Attach mode udsprobe uses.");
+	fprintf(f, "udsprobe_backlog_info{attach_mode=\"%s\",kernel=\"", s->run.attach_mode);
+	prom_label(f, kernel_release());
+	fprintf(f, "\"} 1\n");
+	prom_head(f, "last_update_timestamp_seconds", "gauge", "When udsprobe wrote this file.");
+	fprintf(f, "udsprobe_backlog_last_update_timestamp_seconds %lld\n", now);
+}
+
+void bl_prom_print(struct bl_state *s, FILE *f, long long now)
+{
+	size_t k;
+	int i;
+
+	for (k = 0; k < ARRAY_SIZE(metrics); k++) {
+		prom_head(f, metrics[k].name, metrics[k].type, metrics[k].help);
+		for (i = 0; i < s->n; i++) {
+			const struct listener *l = &s->ls[i];
+
+			if (!l->watched || l->retired ||
+			    (metrics[k].family && l->family != metrics[k].family))
+				continue;
+			fprintf(f, "udsprobe_backlog_%s", metrics[k].name);
+			prom_labels(f, l);
+			fprintf(f, " %.9g\n", metrics[k].get(l));
+		}
+	}
+	prom_head(f, "client_overflows_total", "counter",
+		  "Overflows per listener and client command (all its processes).");
+	for (i = 0; i < s->n; i++)
+		if (s->ls[i].watched && !s->ls[i].retired)
+			prom_clients(f, &s->ls[i]);
+	prom_run(s, f, now);
+}
+
+int bl_write_prom(struct bl_state *s, const char *path)
+{
+	char tmp[4200], msg[256];
+	FILE *f;
+
+	if (bl_prom_target_ok(path, msg, sizeof(msg)))
+		return -EEXIST;		/* replaced since start: checked and said there */
+	f = prom_tmpfile(path, tmp, sizeof(tmp));
+	if (!f)
+		return -errno;
+	bl_prom_print(s, f, (long long)time(NULL));
+	if (ferror(f) | fclose(f)) {
+		unlink(tmp);
+		return -EIO;
+	}
+	if (rename(tmp, path)) {
+		int err = -errno;
+
+		unlink(tmp);
+		return err;
+	}
+	return 0;
+}

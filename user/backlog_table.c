@@ -1,0 +1,326 @@
+// SPDX-License-Identifier: GPL-2.0
+/* --backlog: the listener table, filters, names and the queue sample. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <arpa/inet.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "backlog_bpf.h"
+#include "backlog_table.h"
+#include "backlog.skel.h"
+#include "util.h"
+
+void bl_state_init(struct bl_state *s, const struct bl_filters *f)
+{
+	memset(s, 0, sizeof(*s));
+	s->f = f;
+	s->netns = bl_ns_inode(0, "net");
+	s->mntns = bl_ns_inode(0, "mnt");
+}
+
+void bl_state_free(struct bl_state *s)
+{
+	int i;
+
+	for (i = 0; i < s->n; i++)
+		bl_listener_free(&s->ls[i]);
+	free(s->ls);
+	memset(s, 0, sizeof(*s));
+}
+
+/* Inode number of /proc/PID/ns/NAME (PID 0 = self), or 0. */
+uint32_t bl_ns_inode(int pid, const char *name)
+{
+	char path[64];
+	struct stat sb;
+
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/ns/%s", pid, name);
+	else
+		snprintf(path, sizeof(path), "/proc/self/ns/%s", name);
+	return stat(path, &sb) ? 0 : (uint32_t)sb.st_ino;
+}
+
+/*
+ * The display form of a unix name, lossless and printable (docs/BACKLOG.md,
+ * "Names"): a pathname as str_escape makes it, with a leading '@' written \x40
+ * so it never reads as an abstract name; an abstract name as '@' and the escaped
+ * bytes after its leading NUL (so "\0a\0b" is "@a\0b" and "\0a@b" is "@a@b").
+ */
+void fmt_unix_addr(const char *path, size_t len, char *out, size_t out_len)
+{
+	if (!len || out_len < 5) {
+		if (out_len)
+			out[0] = 0;
+		return;
+	}
+	if (path[0] == '@') {
+		snprintf(out, out_len, "\\x40");
+		str_escape(path + 1, len - 1, out + 4, out_len - 4);
+	} else if (path[0]) {
+		str_escape(path, len, out, out_len);
+	} else {
+		out[0] = '@';
+		str_escape(path + 1, len - 1, out + 1, out_len - 1);
+	}
+}
+
+/* --unix ARG (the display form above) -> name bytes; -EINVAL if it is not one. */
+int parse_unix_addr(const char *arg, char *path, uint32_t *len)
+{
+	char raw[BL_PATH_LEN + 1];
+	int n;
+
+	memset(path, 0, BL_PATH_LEN);
+	if (arg[0] == '@') {	/* abstract: a leading NUL, then the name */
+		n = str_unescape(arg + 1, raw, BL_PATH_LEN - 1);
+		if (n < 0)
+			return -EINVAL;
+		memcpy(path + 1, raw, n);
+		*len = n + 1;
+		return 0;
+	}
+	n = str_unescape(arg, raw, BL_PATH_LEN);
+	if (n <= 0 || memchr(raw, 0, n))	/* a pathname ends at its first NUL */
+		return -EINVAL;
+	memcpy(path, raw, n);
+	*len = n;
+	return 0;
+}
+
+struct listener *bl_add_listener(struct bl_state *s, int family)
+{
+	struct listener *l;
+
+	if (s->n == s->cap) {
+		int cap = s->cap ? s->cap * 2 : 64;
+		void *p = realloc(s->ls, cap * sizeof(*s->ls));
+
+		if (!p)
+			return NULL;
+		s->ls = p;
+		s->cap = cap;
+	}
+	l = &s->ls[s->n++];
+	memset(l, 0, sizeof(*l));
+	l->family = family;
+	return l;
+}
+
+bool bl_same_name(const struct listener *l, const char *path, uint32_t len)
+{
+	return l->path_len == len && !memcmp(l->path, path, len);
+}
+
+bool bl_match_filters(struct bl_state *s, struct listener *l)
+{
+	char path[BL_PATH_LEN];
+	uint32_t len;
+	int i, j;
+
+	if (!s->f->n_unix && !s->f->n_ports && !s->f->n_pids)
+		return true;
+	for (i = 0; i < s->f->n_unix && l->family == BL_UNIX; i++)
+		if (!parse_unix_addr(s->f->unix_paths[i], path, &len) && bl_same_name(l, path, len))
+			return true;
+	for (i = 0; i < s->f->n_ports && l->family == BL_TCP; i++)
+		if (s->f->ports[i] == l->port)
+			return true;
+	for (i = 0; i < s->f->n_pids; i++)
+		for (j = 0; j < l->n_holders; j++)
+			if (s->f->pids[i] == l->holders[j])
+				return true;
+	return false;
+}
+
+/* The text form of where a listener is when that is not udsprobe's own namespace. */
+void bl_set_addr(struct listener *l, const struct bl_listener *r)
+{
+	char ip[INET6_ADDRSTRLEN];
+
+	if (l->family == BL_UNIX) {
+		fmt_unix_addr(l->path, l->path_len, l->addr, sizeof(l->addr));
+	} else if (r) {
+		inet_ntop(r->v6 ? AF_INET6 : AF_INET, r->addr, ip, sizeof(ip));
+		snprintf(l->addr, sizeof(l->addr), r->v6 ? "[%s]:%u" : "%s:%u", ip, r->port);
+	} else {
+		snprintf(l->addr, sizeof(l->addr), "*:%u", l->port);
+	}
+}
+
+/*
+ * Run one iterator to its end. The programs write listeners to the mmapped
+ * listeners array, not to the seq_file, so the read() below returns no data:
+ * see iter_put() in backlog.bpf.c for why (issue 16 item 5).
+ */
+static int run_iter(struct bl_state *s, struct bl_bpf *b, struct bpf_link *link,
+		    void (*fn)(struct bl_state *, const struct bl_listener *))
+{
+	char buf[64];
+	uint32_t i, n;
+	ssize_t got;
+	int fd;
+
+	b->skel->bss->iter_n = 0;
+	fd = bpf_iter_create(bpf_link__fd(link));
+	if (fd < 0)
+		return -errno;
+	while ((got = read(fd, buf, sizeof(buf))) != 0)
+		if (got < 0 && errno != EINTR && errno != EAGAIN)
+			break;
+	if (got < 0)
+		got = -errno;
+	close(fd);
+	if (got < 0)
+		return got;
+	n = b->skel->bss->iter_n;
+	if (n > BL_MAX_LISTENERS) {
+		s->listeners_missed = MAX(s->listeners_missed, (uint64_t)(n - BL_MAX_LISTENERS));
+		n = BL_MAX_LISTENERS;
+	}
+	for (i = 0; i < n; i++)
+		fn(s, &b->iter_out[i]);
+	return 0;
+}
+
+static void add_ino(struct bl_state *s, struct listener *l, uint64_t ino)
+{
+	int i;
+
+	for (i = 0; i < l->n_inos; i++)
+		if (l->inos[i] == ino)
+			return;
+	if (l->n_inos < (int)ARRAY_SIZE(l->inos)) {
+		l->inos[l->n_inos++] = ino;
+		l->owner_done = false;
+		s->owners_dirty = true;
+	}
+}
+
+static struct listener *find_sock(struct bl_state *s, int family, uint64_t ino)
+{
+	int i;
+
+	for (i = 0; i < s->n; i++)
+		if (s->ls[i].family == family && s->ls[i].ino == ino)
+			return &s->ls[i];
+	return NULL;
+}
+
+struct listener *bl_find_tcp(struct bl_state *s, uint32_t netns, unsigned port, bool live)
+{
+	int i;
+
+	for (i = 0; i < s->n; i++)
+		if (s->ls[i].family == BL_TCP && s->ls[i].netns == netns && s->ls[i].port == port &&
+		    !!s->ls[i].ino == live)
+			return &s->ls[i];
+	return NULL;
+}
+
+static void on_listener(struct bl_state *s, const struct bl_listener *r)
+{
+	struct listener *l;
+
+	if (r->family == BL_UNIX) {
+		if (!r->path_len)
+			return;	/* unbound listener: nobody can connect to it by name */
+		l = find_sock(s, BL_UNIX, r->ino);
+		if (!l) {
+			l = bl_add_listener(s, BL_UNIX);
+			if (!l)
+				return;
+			l->ino = r->ino;
+			l->netns = r->netns;
+			memcpy(l->path, r->path, BL_PATH_LEN);
+			l->path_len = MIN(r->path_len, (uint32_t)BL_PATH_LEN);
+			if (l->path[0])	/* pathname: the kernel stores the NUL; stop at it */
+				l->path_len = strnlen(l->path, l->path_len);
+			l->file_ino = r->file_ino;
+			l->file_dev = makedev(r->file_dev >> 20, r->file_dev & 0xfffff);
+			bl_set_addr(l, r);
+		}
+	} else {
+		l = bl_find_tcp(s, r->netns, r->port, true);
+		if (l)
+			l->retired = false;	/* the port has a listener again */
+		if (!l) {
+			l = bl_add_listener(s, BL_TCP);
+			if (!l)
+				return;
+			l->port = r->port;
+			l->netns = r->netns;
+			l->ino = r->ino;
+		}
+		if (!l->seen_now)
+			bl_set_addr(l, r);
+	}
+	if (!l->seen_now) {
+		l->seen_now = true;
+		l->qlen = 0;
+		l->n_socks = 0;
+		l->drops_now = 0;
+		l->sk = r->sk;
+		l->sk_drops0 = r->drops;
+	}
+	l->n_socks++;
+	l->qlen = MAX(l->qlen, r->qlen);
+	l->limit = r->limit;
+	l->drops_now += r->drops;
+	add_ino(s, l, r->ino);
+}
+
+/* One queue sample: both iterators, then bookkeeping. */
+int bl_sample(struct bl_state *s, struct bl_bpf *b)
+{
+	struct bl_port pv;
+	int i, err;
+
+	for (i = 0; i < s->n; i++)
+		s->ls[i].seen_now = false;
+	err = run_iter(s, b, b->iter_unix, on_listener);
+	if (!err)
+		err = run_iter(s, b, b->iter_tcp, on_listener);
+	if (err)
+		return err;
+	for (i = 0; i < s->n; i++) {
+		struct listener *l = &s->ls[i];
+		bool was = l->present;
+
+		l->present = l->seen_now;
+		if (!l->present) {
+			l->qlen = 0;
+			if (was && l->family == BL_TCP)
+				bpf_map__delete_elem(b->skel->maps.tcp_ports, &l->port,
+						     sizeof(l->port), 0);
+			continue;
+		}
+		if (l->family == BL_TCP) {
+			if (!was && !l->prev_drops && !l->drops_base)
+				l->drops_base = l->drops_now;	/* first sight: baseline */
+			l->prev_drops = l->drops_now;
+		}
+		l->peak = MAX(l->peak, l->qlen);
+		l->watched = bl_match_filters(s, l);
+		if (l->family == BL_TCP && l->watched && b->mode == ATTACH_TRACEPOINT &&
+		    (bpf_map__lookup_elem(b->skel->maps.tcp_ports, &l->port, sizeof(l->port),
+					  &pv, sizeof(pv), 0) || pv.sk != l->sk)) {
+			/* new (or replaced) listener: start counting from its sk_drops now */
+			pv.sk = l->sk;
+			pv.last_drops = l->sk_drops0;
+			bpf_map__update_elem(b->skel->maps.tcp_ports, &l->port, sizeof(l->port),
+					     &pv, sizeof(pv), BPF_ANY);
+		}
+	}
+	return 0;
+}
+

@@ -1,0 +1,135 @@
+/*
+ * --backlog's listener table over an explicit state (layer 3): listeners by
+ * socket identity, filters, names, the 100 ms queue sample; counts per listener
+ * and client (backlog_counts.c); owners from /proc (backlog_owners.c).
+ */
+#ifndef UDSPROBE_BACKLOG_TABLE_H
+#define UDSPROBE_BACKLOG_TABLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <linux/types.h>
+
+#include "../bpf/backlog.h"
+
+#define MAX_FILTERS	16
+#define MAX_HOLDERS	64
+#define COMM_TXT	(BL_COMM_LEN * 4 + 1)	/* a comm after str_escape */
+
+struct bl_bpf;
+
+/* --unix, --port, --pid: a listener is watched if it matches any (none given: all). */
+struct bl_filters {
+	const char *unix_paths[MAX_FILTERS];	/* as given: the escaped form (fmt_unix_addr) */
+	int n_unix;
+	unsigned ports[MAX_FILTERS];
+	int n_ports;
+	int pids[MAX_FILTERS];
+	int n_pids;
+};
+
+struct client {
+	uint32_t tgid;
+	char comm[COMM_TXT];
+	struct bl_val v;
+};
+
+/*
+ * A listener is a socket (issue 16 item 4): unix ones by socket inode, TCP ones
+ * by (netns, port) (SO_REUSEPORT groups and v4+v6 pairs are one listener).
+ * Counts the iterators never showed a socket for (another netns, already
+ * closed, unresolved path) get a listener of their own with ino 0, keyed like
+ * the count: (netns, name) abstract, (mntns, path) pathname, (netns, port) tcp.
+ */
+struct listener {
+	int family;
+	uint32_t netns, mntns;		/* mntns: only for a pathname known from counts */
+	uint64_t ino;			/* socket inode; 0 = known from counts only */
+	char path[BL_PATH_LEN];		/* unix name bytes (abstract: leading \0) */
+	uint32_t path_len;
+	uint64_t file_ino;		/* unix pathname: the socket file */
+	dev_t file_dev;
+	unsigned port;			/* tcp */
+	char addr[BL_PATH_LEN * 4 + 48];	/* display: escaped, see fmt_unix_addr */
+	unsigned qlen, peak, limit, n_socks;
+	uint64_t drops_base, drops_now;	/* tcp: sum of sk_drops over its sockets */
+	uint64_t inos[8];
+	int n_inos;
+	int holders[MAX_HOLDERS], n_holders;
+	bool owner_done, present, seen_now, watched;
+	uint64_t sk;			/* first socket, for the tcp_ports map */
+	uint32_t sk_drops0;		/* its sk_drops in the latest sample */
+	struct bl_val tot, prev;
+	struct client *clients;		/* this read: gone + live */
+	int n_clients, cap_clients;
+	struct client *gone;		/* evicted: dead clients, or the listener closed */
+	int n_gone, cap_gone;
+	bool retired;			/* closed and reported: counts kept, no more lines */
+	uint64_t prev_drops;
+	char owner_comm[COMM_TXT];
+};
+
+/* How the BPF side runs, for the outputs. */
+struct bl_run {
+	const char *attach_mode;
+	const char *attach_reason;
+	bool listen_overflow_reason;	/* the kernel has SKB_DROP_REASON_TCP_LISTEN_OVERFLOW */
+};
+
+/* Everything --backlog knows; one per run (bl_state_init / bl_state_free). */
+struct bl_state {
+	const struct bl_filters *f;
+	struct bl_run run;
+	struct listener *ls;
+	int n, cap;
+	int somaxconn;
+	uint32_t netns, mntns;		/* udsprobe's own */
+	unsigned long long netstat0[2], netstat[2];	/* ListenOverflows, ListenDrops */
+	bool netstat_ok;
+	uint64_t missed;		/* events not counted: a BPF map was full */
+	uint64_t missed_shown;		/* missed already said in the live view */
+	uint64_t listeners_missed;	/* more listeners than the iterator array holds */
+	bool owners_dirty;
+	uint64_t last_owner_scan;
+	unsigned lines_since_header;	/* live view */
+};
+
+void bl_state_init(struct bl_state *s, const struct bl_filters *f);
+void bl_state_free(struct bl_state *s);
+
+/* Inode number of /proc/PID/ns/NAME (PID 0 = self), or 0. */
+uint32_t bl_ns_inode(int pid, const char *name);
+/* A unix name (len bytes, abstract with its leading NUL) as text, and back (-EINVAL). */
+void fmt_unix_addr(const char *path, size_t len, char *out, size_t out_len);
+int parse_unix_addr(const char *arg, char *path, uint32_t *len);
+
+struct listener *bl_add_listener(struct bl_state *s, int family);
+struct listener *bl_find_tcp(struct bl_state *s, uint32_t netns, unsigned port, bool live);
+bool bl_same_name(const struct listener *l, const char *path, uint32_t len);
+bool bl_match_filters(struct bl_state *s, struct listener *l);
+/* l->addr from its name (unix) or from the iterator's record r (tcp; NULL: "*:port"). */
+void bl_set_addr(struct listener *l, const struct bl_listener *r);
+/* One queue sample: both iterators, then bookkeeping. 0 or -errno. */
+int bl_sample(struct bl_state *s, struct bl_bpf *b);
+
+/* backlog_counts.c */
+void bl_val_add(struct bl_val *a, const struct bl_val *b);
+uint64_t bl_overflows(const struct bl_val *v);
+uint64_t bl_listen_drops(const struct listener *l);
+int bl_read_counts(struct bl_state *s, struct bl_bpf *b);
+void bl_read_netstat(struct bl_state *s, unsigned long long out[2]);
+void bl_retire_closed(struct bl_state *s, struct bl_bpf *b);
+void bl_listener_free(struct listener *l);
+/* Sort for the summary: listeners by overflows + waits, clients likewise. */
+void bl_sort(struct bl_state *s);
+
+/* backlog_owners.c */
+int bl_owner_pid(const struct listener *l);
+/* /proc/PID/comm, escaped, into out[COMM_TXT]. */
+void bl_proc_comm(int pid, char *out);
+/* Fill holders/owner of listeners with new inodes from /proc/PID/fd. */
+void bl_resolve_owners(struct bl_state *s);
+
+#endif
