@@ -103,7 +103,7 @@ static int mode_usable(enum attach_mode mode, bool with_v6, char *why, size_t le
 	}
 }
 
-static void mode_programs(struct backlog_bpf *skel, enum attach_mode mode, bool v6,
+void bl_mode_programs(struct backlog_bpf *skel, enum attach_mode mode, bool v6,
 			  struct bpf_program **p, int *n)
 {
 	bool fentry = mode == ATTACH_FENTRY;
@@ -166,7 +166,7 @@ static int bl_bpf_open(struct bl_bpf *b, enum attach_mode mode, char *err_msg, s
 	}
 	b->skel->rodata->listen_overflow_reason = b->reason > 0 ? b->reason : 0;
 	b->skel->rodata->self_tgid = getpid();
-	mode_programs(b->skel, mode, b->v6, progs, &n);
+	bl_mode_programs(b->skel, mode, b->v6, progs, &n);
 	for (i = 0; i < n; i++)
 		bpf_program__set_autoload(progs[i], true);
 	err = backlog_bpf__load(b->skel);

@@ -29,5 +29,10 @@ struct bl_bpf {
  * programs and the iterators. 0, or -errno after saying why on stderr. */
 int bl_bpf_setup(struct bl_bpf *b, enum attach_mode want);
 void bl_bpf_close(struct bl_bpf *b);
+/* The programs of one mode, by skeleton field, into p[] (room for 16); *n of them.
+ * v6: also tcp_v6_syn_recv_sock's. */
+struct bpf_program;
+void bl_mode_programs(struct backlog_bpf *skel, enum attach_mode mode, bool v6,
+		      struct bpf_program **p, int *n);
 
 #endif

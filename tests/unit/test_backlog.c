@@ -6,8 +6,12 @@
 #include <string.h>
 
 #include "unit.h"
+#include <bpf/libbpf.h>
+
+#include "backlog_bpf.h"
 #include "backlog_out.h"
 #include "backlog_table.h"
+#include "backlog.skel.h"
 #include "util.h"
 
 static const char *addr(const char *path, size_t len)
@@ -191,4 +195,43 @@ TEST(backlog_prom_text)
 	CHECK(strstr(got, "udsprobe_backlog_last_update_timestamp_seconds 1700000000\n") != NULL);
 	free(got);
 	unfixture(&s);
+}
+
+/* Each mode's programs come from skeleton fields: all present, of that mode's kind,
+ * named fe_/fx_/kp_/kr_ and the function of their section (no name strings to drift). */
+TEST(backlog_mode_programs)
+{
+	static const struct {
+		enum attach_mode mode;
+		const char *entry, *ret;	/* section prefixes */
+		int n_v6, n;
+	} modes[] = {
+		{ ATTACH_FENTRY, "fentry/", "fexit/", 12, 10 },
+		{ ATTACH_KPROBE, "kprobe/", "kretprobe/", 12, 10 },
+		{ ATTACH_TRACEPOINT, "tracepoint/", "tp_btf/", 7, 7 },
+	};
+	struct backlog_bpf *skel = backlog_bpf__open();
+	struct bpf_program *p[16];
+	size_t m;
+	int i, n;
+
+	REQUIRE(skel != NULL);
+	for (m = 0; m < ARRAY_SIZE(modes); m++) {
+		bl_mode_programs(skel, modes[m].mode, false, p, &n);
+		CHECK_INT(n, modes[m].n);
+		bl_mode_programs(skel, modes[m].mode, true, p, &n);
+		CHECK_INT(n, modes[m].n_v6);
+		for (i = 0; i < n; i++) {
+			const char *sec;
+
+			REQUIRE(p[i] != NULL);
+			sec = bpf_program__section_name(p[i]);
+			sec += *sec == '?';	/* optional programs: "?fentry/..." */
+			CHECK(!strncmp(sec, modes[m].entry, strlen(modes[m].entry)) ||
+			      !strncmp(sec, modes[m].ret, strlen(modes[m].ret)));
+			if (modes[m].mode != ATTACH_TRACEPOINT)	/* fe_f on "?fentry/f" etc. */
+				CHECK_STR(strchr(sec, '/') + 1, bpf_program__name(p[i]) + 3);
+		}
+	}
+	backlog_bpf__destroy(skel);
 }
