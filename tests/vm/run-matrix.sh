@@ -27,7 +27,7 @@
 #                             (qemu 7.2) hangs the guest now and then while udsprobe attaches and
 #                             detaches (see tests/vm/qemu-tcg-single.sh); single is as fast here.
 #   UDSPROBE_VM_TIMEOUT       per guest, boot included (default 90 s + PYTEST_TIMEOUT per mode the
-#                             boot runs: each mode is bounded by its own pytest timeout, 240 s)
+#                             boot runs: each mode is bounded by its own pytest timeout, 480 s)
 #   UDSPROBE_VM_RESULTS       results dir (default .output/vm/matrix): check.txt, junit XML per mode
 set -uo pipefail
 
@@ -38,7 +38,7 @@ PYTHON=${PYTHON:-/usr/bin/python3}
 KERNELS=("$@")
 [ ${#KERNELS[@]} -gt 0 ] || read -r -a KERNELS <<<"${UDSPROBE_VM_KERNELS:-debian-6.1 debian-6.12}"
 VM_TIMEOUT=${UDSPROBE_VM_TIMEOUT:-}
-PYTEST_TIMEOUT=${PYTEST_TIMEOUT:-240}
+PYTEST_TIMEOUT=${PYTEST_TIMEOUT:-480}
 BACKLOG=${UDSPROBE_VM_BACKLOG:-debian-6.1=kprobe debian-6.12=fentry}
 SINGLE_TCG=${UDSPROBE_VM_SINGLE_TCG:-all}
 RESULTS=${UDSPROBE_VM_RESULTS:-$REPO/.output/vm/matrix}
