@@ -349,6 +349,18 @@ static __always_inline void on_backlog(void)
 		stamp(m, B_T_BACKLOG, cpu);
 }
 
+/* The in-flight TCP message the current task receives, once it has been signalled. */
+static __always_inline struct msg_state *receivers_msg(void)
+{
+	int r = current_slot();
+	struct msg_state *m;
+
+	if (r < 0 || transport != TRANSPORT_TCP || attribution != ATTR_MESSAGE)
+		return NULL;
+	m = &msgs[r & 1];
+	return in_flight(m) && m->t[B_DATA_READY] ? m : NULL;
+}
+
 static __always_inline void on_data_ready(const struct sock *sk)
 {
 	__u32 cpu = count_hit();
@@ -357,9 +369,13 @@ static __always_inline void on_data_ready(const struct sock *sk)
 	/* TCP outside the send: deferred softirq, or the receiver's release_sock */
 	if (!m)
 		m = rx_msg(B_T_IP_RCV, B_DATA_READY, B_RECV_EXIT, cpu, true);
-	/* a later chunk (skb, segment) of a message already signalled */
+	/*
+	 * A later chunk (segment) of a message already signalled, outside the send: only in the
+	 * receiver's own context (its ACKs clock out the rest of the data). A FIN queued by the
+	 * sender's close() also calls data-ready, and is no chunk.
+	 */
 	if (!m)
-		m = rx_msg(B_DATA_READY, B_RECV_EXIT, B_RECV_EXIT, cpu, true);
+		m = receivers_msg();
 	if (!m)
 		return;
 	if (m->t[B_DATA_READY]) {

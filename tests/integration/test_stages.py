@@ -146,6 +146,8 @@ def test_connect_mode_has_connection_stages(run_json, attach_mode):
             assert s["ns_per_msg"] > 0
         # request and response of every connection
         assert r["messages"] == 2 * r["count"], tr
+        # 64 B is one skb / segment: the peer's FIN (it also calls data-ready) is no chunk
+        assert r["bulk_messages"] == 0, (tr, r["bulk_messages"])
 
 
 def test_stream_mode_attributes_per_call(run_json, attach_mode):
