@@ -18,8 +18,8 @@ export UDSPROBE=${UDSPROBE:-$REPO/udsprobe}
 export BENCH_PINGPONG=${BENCH_PINGPONG:-$REPO/.output/bench_pingpong}
 export PYTHON=${PYTHON:-/usr/bin/python3}
 OUT=${BENCH_OUT:-docs/BENCHMARKS.md}
-ORDER=(fidelity tracing-overhead backlog-overhead)
-declare -A TITLE=([fidelity]="Workload fidelity" [tracing-overhead]="Tracing overhead"
+ORDER=(fidelity accuracy tracing-overhead backlog-overhead)
+declare -A TITLE=([fidelity]="Workload fidelity" [accuracy]="Accuracy" [tracing-overhead]="Tracing overhead"
 	[backlog-overhead]="Backlog watch overhead")
 
 script_of() {	# the executable for a section, or nothing
