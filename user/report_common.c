@@ -449,3 +449,16 @@ int metric_rows(enum wl_mode mode, const struct metric_row **rows)
 		return 0;
 	}
 }
+
+const char *overhead_words(const struct trace_result *r, bool utf8, char *buf, size_t len)
+{
+	char d[32];
+
+	if (r->overhead_ns < 0)
+		snprintf(buf, len, "within run-to-run noise (the traced run was %s faster)",
+			 fmt_dur(-r->overhead_ns, utf8, d, sizeof(d)));
+	else
+		snprintf(buf, len, "%s (%+.0f%%)", fmt_dur(r->overhead_ns, utf8, d, sizeof(d)),
+			 r->overhead_pct);
+	return buf;
+}

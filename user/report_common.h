@@ -83,6 +83,12 @@ const char *place_words(const struct pair_result *pr, bool cpus, char *buf, size
 /* What a run of this mode counts: "round trips", "messages", "connections". */
 const char *mode_count_noun(enum wl_mode mode);
 
+/*
+ * The probe overhead in words: "3.10 us (+49%)", or, when the traced run was faster than the
+ * untraced one, that the probes' cost is within run-to-run noise (never a negative cost).
+ */
+const char *overhead_words(const struct trace_result *r, bool utf8, char *buf, size_t len);
+
 /* One number of the workload's own results, as the text report and report.md show it. */
 struct metric_row {
 	const char *label;		/* text report: "one-way p50" */

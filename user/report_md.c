@@ -345,8 +345,11 @@ static void trust(FILE *f, const struct pair_result *pr)
 			fprintf(f, "mean latency %s traced vs %s untraced, so ",
 				fmt_dur(r->traced.latency.mean, true, a, sizeof(a)),
 				fmt_dur(pr->tr[tr].untraced.latency.mean, true, b, sizeof(b)));
-		fprintf(f, "the probes cost %s per message (%+.0f%%)",
-			fmt_dur(fabs(r->overhead_ns), true, c, sizeof(c)), r->overhead_pct);
+		if (r->overhead_ns < 0)
+			fprintf(f, "the probes' cost per message is %s",
+				overhead_words(r, true, c, sizeof(c)));
+		else
+			fprintf(f, "the probes cost %s per message", overhead_words(r, true, c, sizeof(c)));
 		if (r->coverage > 0)
 			fprintf(f, "; the stages cover %.0f%% of the traced latency", 100 * r->coverage);
 		fputs(".\n", f);

@@ -564,7 +564,7 @@ static const char zoom_js[] =
 static double trust_lines(FILE *f, const struct comparison *cmp, const struct pair_result *pr,
 			  const struct stree *t, double y)
 {
-	char head[400], a[32], b[32];
+	char head[400], a[32], b[32], ow[96];
 	int tr, n;
 
 	for (tr = 0; tr < TR__COUNT; tr++) {
@@ -574,11 +574,12 @@ static double trust_lines(FILE *f, const struct comparison *cmp, const struct pa
 			continue;
 		if (r->coverage > 0)
 			snprintf(b, sizeof(b), "%.0f%%", 100 * r->coverage);
-		n = snprintf(head, sizeof(head), "%s: %llu messages traced%s%s%s; the probes added "
-			     "%s per message (%+.0f%%)", tr_label[tr], (unsigned long long)r->messages,
+		n = snprintf(head, sizeof(head), "%s: %llu messages traced%s%s%s; the probes %s "
+			     "%s%s", tr_label[tr], (unsigned long long)r->messages,
 			     r->coverage > 0 ? ", stages cover " : "", r->coverage > 0 ? b : "",
 			     r->coverage > 0 ? " of the traced latency" : "",
-			     fmt_dur(fabs(r->overhead_ns), true, a, sizeof(a)), r->overhead_pct);
+			     r->overhead_ns < 0 ? "cost per message is" : "added",
+			     overhead_words(r, true, ow, sizeof(ow)), r->overhead_ns < 0 ? "" : " per message");
 		if (t->corrected) {
 			text(f, 24, y + 18, 17, NULL, "fill=\"#555\"", head);
 			y += 24;

@@ -60,7 +60,7 @@ static void stage_table(FILE *f, const struct comparison *cmp, const struct pair
 	const struct trace_result *u = &pr->tr[TR_UNIX].trace, *t = &pr->tr[TR_TCP].trace;
 	bool printed[MAX_STAGES] = { false };
 	int i, j, k;
-	char a[32], b[32], c[160];
+	char a[32], b[32], c[160], c2[160];
 
 	fprintf(f, "\n  where the time goes, ns per %s (%s mode, %s granularity)\n",
 		pr->mode == WL_STREAM ? "send()/recv() call" : "message", cmp->attach_mode,
@@ -95,10 +95,9 @@ static void stage_table(FILE *f, const struct comparison *cmp, const struct pair
 	if (pr->mode == WL_PINGPONG)
 		fprintf(f, "  coverage (stages / traced latency): unix %.2f, tcp %.2f\n", u->coverage,
 			t->coverage);
-	fprintf(f, "  probe overhead (traced - untraced per %s): unix %s (%+.0f%%), tcp %s (%+.0f%%)\n",
+	fprintf(f, "  probe overhead (traced - untraced per %s): unix %s, tcp %s\n",
 		pr->mode == WL_PINGPONG ? "message" : pr->mode == WL_STREAM ? "message" : "connection",
-		fmt_dur(u->overhead_ns, false, a, sizeof(a)), u->overhead_pct,
-		fmt_dur(t->overhead_ns, false, b, sizeof(b)), t->overhead_pct);
+		overhead_words(u, false, c, sizeof(c)), overhead_words(t, false, c2, sizeof(c2)));
 	/* the calibration's prediction next to the measured overhead: how far to trust "corrected" */
 	fprintf(f, "  calibrated probe cost per %s: unix %s, tcp %s (%s)\n",
 		pr->mode == WL_CONNECT ? "connection" : "message",

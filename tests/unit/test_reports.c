@@ -808,3 +808,18 @@ TEST(reports_trace_stage_finds_by_name)
 	CHECK(trace_stage(t, "send") == NULL);	/* whole names only */
 	synth_free(c);
 }
+
+/* A traced run faster than its untraced twin is noise, never a negative probe cost. */
+TEST(reports_overhead_words_never_negative)
+{
+	struct trace_result r = { .overhead_ns = -15871, .overhead_pct = -14 };
+	char buf[128];
+
+	overhead_words(&r, false, buf, sizeof(buf));
+	CHECK(strstr(buf, "within run-to-run noise") != NULL);
+	CHECK(strchr(buf, '-') == NULL);
+	CHECK(strstr(buf, "15.9 us faster") != NULL);
+	r.overhead_ns = 3100;
+	r.overhead_pct = 49;
+	CHECK_STR(overhead_words(&r, false, buf, sizeof(buf)), "3.10 us (+49%)");
+}
