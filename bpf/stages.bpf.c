@@ -23,7 +23,6 @@
 #define NR_recvfrom 45
 #define NR_sendmsg 46
 #define NR_recvmsg 47
-#define NR_getppid 110
 #define NR_accept4 288
 #else
 #error "syscall numbers for this architecture are not defined"
@@ -51,7 +50,7 @@ __u64 msgs_wrong_sock;		/* data-ready socket != the socket that received it */
 __u64 calib_hits;
 /* No data-ready boundary for this transport in this mode (6.1 tracepoints): slice from send entry */
 __u32 slice_from_send;
-long calib_nr;			/* the syscall the calibration loop makes */
+const volatile long calib_nr;	/* the syscall the calibration loop makes (set before load) */
 __u64 cpu_hits[MAX_CPUS];	/* every program run, per CPU: probe-cost correction */
 
 struct task_info tasks[NR_SLOTS];

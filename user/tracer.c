@@ -285,7 +285,7 @@ int tracer_open(enum attach_mode req, int verbose, struct tracer **out)
 		if (tr->mode == ATTACH_FENTRY)
 			bpf_program__set_attach_target(prog, 0, tr->calib_func);
 	}
-	tr->skel->bss->calib_nr = tr->calib_nr;
+	tr->skel->rodata->calib_nr = tr->calib_nr;
 	err = stages_bpf__load(tr->skel);
 	if (err) {
 		fprintf(stderr, "udsprobe: loading the %s-mode BPF programs failed: %s (rerun with -vv "
@@ -682,7 +682,6 @@ int tracer_collect(struct tracer *tr, const struct wl_config *cfg, double probe_
 		   struct trace_result *res)
 {
 	enum transport t = cfg->transport;
-	__u32 base = 0;
 	bool per_call = cfg->mode == WL_STREAM;
 	struct stage_acc acc, total, send_calls, recv_calls;
 	char name[STAGE_NAME_LEN];
@@ -691,9 +690,9 @@ int tracer_collect(struct tracer *tr, const struct wl_config *cfg, double probe_
 	res->n_stages = 0;
 	res->stage_sum_ns = res->corrected_sum_ns = res->probe_hits_per_msg = 0;
 	res->syscall_hit_ns = tr->syscall_hit_ns;
-	read_slot(tr, base + C_TOTAL, &total);
-	read_slot(tr, base + B_SEND_EXIT, &send_calls);
-	read_slot(tr, base + B_RECV_EXIT, &recv_calls);
+	read_slot(tr, C_TOTAL, &total);
+	read_slot(tr, B_SEND_EXIT, &send_calls);
+	read_slot(tr, B_RECV_EXIT, &recv_calls);
 	res->messages = per_call ? send_calls.count : total.count;
 	res->misses = tr->skel->bss->msgs_unmatched;
 	res->out_of_order = tr->skel->bss->msgs_overwritten + tr->skel->bss->msgs_wrong_sock;
@@ -716,7 +715,7 @@ int tracer_collect(struct tracer *tr, const struct wl_config *cfg, double probe_
 		if (per_call && b == B_RUN)
 			prev = B_SEND_EXIT;
 		stage_name(t, prev, b, per_call, tr->mode != ATTACH_TRACEPOINT, name, sizeof(name));
-		read_slot(tr, base + b, &acc);
+		read_slot(tr, b, &acc);
 		if (!acc.count && (b > B_DATA_READY || !tr->avail[t][B_DATA_READY]) && has_bulk(tr)) {
 			prev = b;	/* every message was sliced here */
 			continue;
@@ -728,21 +727,21 @@ int tracer_collect(struct tracer *tr, const struct wl_config *cfg, double probe_
 			add_bulk_stages(tr, res, total.count, probe_cost_ns);
 		if (b == B_SOFTIRQ && !per_call) {
 			/* messages whose NET_RX softirq ran outside the send: shown only when seen */
-			read_slot(tr, base + C_SOFTIRQ_DEFERRED, &acc);
+			read_slot(tr, C_SOFTIRQ_DEFERRED, &acc);
 			if (acc.count)
 				add_stage(res, tr->mode != ATTACH_TRACEPOINT ? SOFTIRQ_DEFERRED_STAGE ";wait" :
 					  SOFTIRQ_DEFERRED_STAGE, &acc, total.count, probe_cost_ns, false);
 		}
 	}
 	if (cfg->mode == WL_CONNECT) {
-		read_slot(tr, base + C_CONNECT, &acc);
+		read_slot(tr, C_CONNECT, &acc);
 		add_stage(res, "conn;connect", &acc, acc.count, probe_cost_ns, true);
-		read_slot(tr, base + C_ACCEPT, &acc);
+		read_slot(tr, C_ACCEPT, &acc);
 		add_stage(res, "conn;accept", &acc, acc.count, probe_cost_ns, true);
 	}
 	if (cfg->mode == WL_PINGPONG) {
 		/* one gap per message: RTT = 2 messages + 2 gaps, so one-way = message + gap */
-		read_slot(tr, base + C_GAP, &acc);
+		read_slot(tr, C_GAP, &acc);
 		add_stage(res, "app;gap", &acc, total.count, probe_cost_ns, false);
 	}
 	res->valid = res->messages > 0;
