@@ -317,35 +317,38 @@ static __always_inline void on_dev_queue(void *skb)
  * leaves the softirq to it (or a later irq exit runs it): the segment waits on the CPU's
  * backlog meanwhile, and that wait is the C_SOFTIRQ_DEFERRED stage.
  */
-static __always_inline void on_softirq(void)
+/*
+ * A receive-path boundary b without an skb argument, crossed after `after`: in the sender's
+ * send, or else in whichever context runs the softirq for the segment queued on this CPU.
+ * Returns the message when it was stamped outside the send.
+ */
+static __always_inline struct msg_state *rx_boundary(__u32 b, __u32 after)
 {
 	__u32 cpu = count_hit();
 	struct msg_state *m = sending_msg();
 
-	if (m && m->t[B_DEV_QUEUE]) {
-		stamp(m, B_SOFTIRQ, cpu);
-		return;
+	if (m && m->t[after]) {
+		stamp(m, b, cpu);
+		return NULL;
 	}
-	m = rx_msg(B_DEV_QUEUE, B_SOFTIRQ, B_T_IP_RCV, cpu, false);
-	if (m) {
+	m = rx_msg(after, b, B_T_IP_RCV, cpu, false);
+	if (m)
+		stamp(m, b, cpu);
+	return m;
+}
+
+static __always_inline void on_softirq(void)
+{
+	struct msg_state *m = rx_boundary(B_SOFTIRQ, B_DEV_QUEUE);
+
+	if (m)
 		m->softirq_deferred = 1;
-		stamp(m, B_SOFTIRQ, cpu);
-	}
 }
 
 /* process_backlog: in whichever context ran the NET_RX softirq that found our segment. */
 static __always_inline void on_backlog(void)
 {
-	__u32 cpu = count_hit();
-	struct msg_state *m = sending_msg();
-
-	if (m && m->t[B_SOFTIRQ]) {
-		stamp(m, B_T_BACKLOG, cpu);
-		return;
-	}
-	m = rx_msg(B_SOFTIRQ, B_T_BACKLOG, B_T_IP_RCV, cpu, false);
-	if (m)
-		stamp(m, B_T_BACKLOG, cpu);
+	rx_boundary(B_T_BACKLOG, B_SOFTIRQ);
 }
 
 /* The in-flight TCP message the current task receives, once it has been signalled. */
