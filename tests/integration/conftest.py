@@ -216,3 +216,52 @@ def partition_counts(stages, bulk_messages=0):
             continue
         out.append((s["name"], s["count"]))
     return out
+
+
+BACKLOG_ASSETS = REPO / "tests" / "backlog"
+
+
+def compile_helpers(tmp_path_factory, names, prefix):
+    """Compile tests/backlog/<name>.c for each name into a dir others can traverse; {name: path}."""
+    out = tmp_path_factory.mktemp(prefix)
+    os.chmod(out, 0o755)
+    res = {}
+    for name in names:
+        subprocess.run(["gcc", "-O2", "-Wall", "-o", str(out / name),
+                        str(BACKLOG_ASSETS / f"{name}.c")], check=True)
+        res[name] = str(out / name)
+    return res
+
+
+@pytest.fixture
+def procs():
+    """start(argv, **popen_kw) -> Popen in its own process group; at teardown every group gets
+    SIGTERM, and SIGKILL if it is still there 5 s later."""
+    started = []
+
+    def start(argv, **kw):
+        kw.setdefault("start_new_session", True)
+        p = subprocess.Popen(argv, **kw)
+        started.append(p)
+        return p
+
+    yield start
+    for p in started:
+        if p.poll() is None:
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+    deadline = time.time() + 5
+    for p in started:
+        try:
+            p.wait(timeout=max(0.1, deadline - time.time()))
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait()
+        for f in (p.stdout, p.stderr, p.stdin):
+            if f:
+                f.close()

@@ -24,6 +24,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import compile_helpers
+
 REPO = Path(__file__).resolve().parents[2]
 ASSETS = REPO / "tests" / "backlog"
 PHP_FPM = shutil.which("php-fpm8.2") or "/usr/sbin/php-fpm8.2"
@@ -38,46 +40,9 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="--backlog needs root"
 @pytest.fixture(scope="session")
 def bl_bins(tmp_path_factory):
     """The helper programs of tests/backlog, compiled once."""
-    out = tmp_path_factory.mktemp("backlog-bins")
-    bins = {}
-    for name in ("listen_noaccept", "connect_burst"):
-        subprocess.run(["gcc", "-O2", "-Wall", "-o", str(out / name), str(ASSETS / f"{name}.c")],
-                       check=True)
-        bins[name] = str(out / name)
-    return bins
+    return compile_helpers(tmp_path_factory, ("listen_noaccept", "connect_burst"), "backlog-bins")
 
 
-@pytest.fixture
-def procs():
-    """start(argv, **popen_kw) -> Popen; every process is killed (group) at teardown."""
-    started = []
-
-    def start(argv, **kw):
-        kw.setdefault("start_new_session", True)
-        p = subprocess.Popen(argv, **kw)
-        started.append(p)
-        return p
-
-    yield start
-    for p in started:
-        if p.poll() is None:
-            try:
-                os.killpg(p.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-    deadline = time.time() + 5
-    for p in started:
-        try:
-            p.wait(timeout=max(0.1, deadline - time.time()))
-        except subprocess.TimeoutExpired:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            p.wait()
-        for f in (p.stdout, p.stderr, p.stdin):
-            if f:
-                f.close()
 
 
 @pytest.fixture

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import compile_helpers
+
 REPO = Path(__file__).resolve().parents[2]
 ASSETS = REPO / "tests" / "backlog"
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
@@ -27,38 +29,11 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="--backlog needs root"
 
 @pytest.fixture(scope="module")
 def bins(tmp_path_factory):
-    out = tmp_path_factory.mktemp("reliability-bins")
-    os.chmod(out, 0o755)
-    res = {}
-    for name in ("listen_noaccept", "connect_burst", "fork_clients", "raw_connect"):
-        subprocess.run(["gcc", "-O2", "-Wall", "-o", str(out / name), str(ASSETS / f"{name}.c")],
-                       check=True)
-        res[name] = str(out / name)
-    return res
+    return compile_helpers(tmp_path_factory,
+                           ("listen_noaccept", "connect_burst", "fork_clients", "raw_connect"),
+                           "reliability-bins")
 
 
-@pytest.fixture
-def procs():
-    """start(argv, **kw) -> Popen in its own process group, killed at teardown."""
-    started = []
-
-    def start(argv, **kw):
-        kw.setdefault("start_new_session", True)
-        p = subprocess.Popen(argv, **kw)
-        started.append(p)
-        return p
-
-    yield start
-    for p in started:
-        if p.poll() is None:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        p.wait()
-        for f in (p.stdout, p.stderr, p.stdin):
-            if f:
-                f.close()
 
 
 @pytest.fixture
