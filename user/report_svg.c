@@ -19,6 +19,7 @@
 
 #include "report_common.h"
 #include "reports.h"
+#include "svg_draw.h"
 #include "util.h"
 
 #define W	1600		/* canvas width, px */
@@ -27,118 +28,9 @@
 #define PW	(W - ML - MR)	/* plot width */
 #define ROW	40		/* flame row height */
 #define FS	21		/* frame label font size */
-#define CHAR_W	0.58		/* average glyph width / font size, DejaVu Sans / Verdana */
-#define FONTS	"DejaVu Sans, Verdana, Arial, Helvetica, sans-serif"
 
 static const char *const tr_label[TR__COUNT] = { "UDS", "TCP" };
 static const char *const tr_sub[TR__COUNT] = { "AF_UNIX stream", "127.0.0.1 loopback" };
-
-/* ---- small SVG helpers ---- */
-
-static void esc(FILE *f, const char *s)
-{
-	for (; *s; s++) {
-		switch (*s) {
-		case '&': fputs("&amp;", f); break;
-		case '<': fputs("&lt;", f); break;
-		case '>': fputs("&gt;", f); break;
-		case '"': fputs("&quot;", f); break;
-		default:
-			if ((unsigned char)*s < ' ' && *s != '\n' && *s != '\t')
-				fputc('?', f);	/* not allowed in XML 1.0 */
-			else
-				fputc(*s, f);
-		}
-	}
-}
-
-static int utf8_len(const char *s)
-{
-	int n = 0;
-
-	for (; *s; s++)
-		n += ((unsigned char)*s & 0xc0) != 0x80;
-	return n;
-}
-
-/* Largest prefix of s (UTF-8 safe, ".." appended when cut) that fits in px at size; "" if none. */
-static void fit(const char *s, double px, double size, char *out, size_t len)
-{
-	int max = (int)((px - 10) / (size * CHAR_W)), n = 0;
-	const char *p;
-
-	out[0] = 0;
-	if (utf8_len(s) <= max) {
-		snprintf(out, len, "%s", s);
-		return;
-	}
-	if (max < 4)
-		return;
-	for (p = s; *p && n < max - 2; p++)
-		if (((unsigned char)p[1] & 0xc0) != 0x80)
-			n++;
-	snprintf(out, len, "%.*s..", (int)(p - s), s);
-}
-
-static void text(FILE *f, double x, double y, double size, const char *anchor, const char *style,
-		 const char *s)
-{
-	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"%.0f\"%s%s%s %s>", x, y, size,
-		anchor ? " text-anchor=\"" : "", anchor ? anchor : "", anchor ? "\"" : "",
-		style ? style : "");
-	esc(f, s);
-	fputs("</text>\n", f);
-}
-
-struct rgb {
-	double r, g, b;
-};
-
-static struct rgb hex(unsigned v)
-{
-	return (struct rgb){ (v >> 16) & 0xff, (v >> 8) & 0xff, v & 0xff };
-}
-
-static struct rgb mix(struct rgb a, struct rgb b, double t)
-{
-	return (struct rgb){ a.r + (b.r - a.r) * t, a.g + (b.g - a.g) * t, a.b + (b.b - a.b) * t };
-}
-
-static const char *css(struct rgb c, char *buf)
-{
-	sprintf(buf, "#%02x%02x%02x", (int)lround(c.r), (int)lround(c.g), (int)lround(c.b));
-	return buf;
-}
-
-/* Phase colours: Paul Tol's colour-blind-safe "light" scheme, without its blue and orange
- * (those mean "cheaper"/"costlier" in the diff view). */
-static const struct {
-	const char *phase, *what;
-	unsigned rgb;
-} phases[] = {
-	{ "send", "sender's send()", 0x44bb99 },
-	{ "rx_softirq", "receive softirq", 0xeedd88 },
-	{ "deliver", "queue + wake receiver", 0xffaabb },
-	{ "sched", "receiver waits for CPU", 0xbbcc33 },
-	{ "recv", "receiver's recv()", 0x99ddff },
-	{ "app", "user space between messages", 0xdddddd },
-	{ "unattributed", "not attributed", 0xcccccc },
-};
-static const unsigned other_rgb[] = { 0xaaaa00, 0xdddddd, 0xe5c3f0 };
-
-static struct rgb phase_color(const char *path, int depth)
-{
-	size_t i, len = strcspn(path, ";");
-	unsigned v = other_rgb[(len + (unsigned char)path[0]) % ARRAY_SIZE(other_rgb)];
-	struct rgb white = { 255, 255, 255 };
-
-	for (i = 0; i < ARRAY_SIZE(phases); i++)
-		if (strlen(phases[i].phase) == len && !strncmp(phases[i].phase, path, len)) {
-			v = phases[i].rgb;
-			break;
-		}
-	return mix(hex(v), white, depth <= 1 ? 0 : depth == 2 ? 0.35 : 0.6);
-}
 
 /* Diverging scale for TCP - UDS: blue (TCP cheaper) .. light grey .. orange (TCP costlier). */
 static struct rgb diff_color(double d, double maxabs)
@@ -154,17 +46,6 @@ static struct rgb diff_color(double d, double maxabs)
 	return t >= 0 ? mix(hex(mid), hex(pos), sqrt(t)) : mix(hex(mid), hex(neg), sqrt(-t));
 }
 
-/* 1, 2, 5 x 10^k giving 5..10 ticks up to max. */
-static double nice_step(double max)
-{
-	double step = pow(10, floor(log10(max > 0 ? max : 1)));
-
-	while (max / step < 5)
-		step /= 2;
-	while (max / step > 10)
-		step *= 2;
-	return step;
-}
 
 /* ---- the flame view ---- */
 
@@ -353,20 +234,20 @@ static double flame_view(FILE *f, const struct comparison *cmp, const struct pai
 	{
 		double x = 24;
 
-		for (i = 0; i < ARRAY_SIZE(phases); i++) {
+		for (i = 0; i < svg_n_phases; i++) {
 			char fill[8], lab[64];
 			double w;
 
-			if (stree_find(t, phases[i].phase) < 0)
+			if (stree_find(t, svg_phases[i].phase) < 0)
 				continue;
-			snprintf(lab, sizeof(lab), "%s: %s", phases[i].phase, phases[i].what);
+			snprintf(lab, sizeof(lab), "%s: %s", svg_phases[i].phase, svg_phases[i].what);
 			w = 48 + utf8_len(lab) * 18 * 0.53;
 			if (x > 24 && x + w > W - MR) {
 				x = 24;
 				y += 34;
 			}
 			fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"24\" height=\"24\" rx=\"3\" "
-				"fill=\"%s\" stroke=\"#555\"/>\n", x, y - 6, css(hex(phases[i].rgb), fill));
+				"fill=\"%s\" stroke=\"#555\"/>\n", x, y - 6, css(hex(svg_phases[i].rgb), fill));
 			text(f, x + 32, y + 13, 18, NULL, NULL, lab);
 			x += w;
 		}
