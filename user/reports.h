@@ -29,6 +29,12 @@ int folded_write(const struct comparison *cmp, int transport, bool with_pair, FI
 /* --folded PATH ('-' = stdout). 0, -ENODATA when no stage data (message printed), -errno. */
 int report_folded(const struct comparison *cmp, const char *path);
 
+/* ---- the size curve (report_sweep.c) ---- */
+
+/* Latency, ratio, throughput and stage composition across the sizes of one placement;
+ * -EINVAL when fewer than two pingpong/stream sizes were measured. */
+int sweep_svg_write(const struct comparison *cmp, FILE *f);
+
 /* ---- SVG flame graph (report_svg.c) ---- */
 
 enum svg_view { SVG_FLAME = 1, SVG_DIFF = 2, SVG_BOTH = 3 };

@@ -823,3 +823,63 @@ TEST(reports_overhead_words_never_negative)
 	r.overhead_pct = 49;
 	CHECK_STR(overhead_words(&r, false, buf, sizeof(buf)), "3.10 us (+49%)");
 }
+
+/* The size curve: four sizes where the transports cross over, both modes, traced. */
+TEST(reports_sweep_svg_panels_points_and_crossing)
+{
+	struct comparison *c = synth(8, true, true, false);
+	char *buf = NULL;
+	size_t len = 0, circles = 0;
+	const char *p;
+	FILE *f;
+	int i;
+
+	for (i = 0; i < c->n_pairs; i++) {
+		struct pair_result *pr = &c->pairs[i];
+		uint64_t size = (uint64_t)1 << (6 * (i / 2));	/* 1 B, 64 B, 4 KiB, 256 KiB */
+
+		pr->msg_size = size;
+		pr->tr[TR_UNIX].untraced.latency.p50 = 2700 + size / 2;	/* UDS loses at 256 KiB */
+		pr->tr[TR_TCP].untraced.latency.p50 = 3900 + size / 4;
+		pr->tr[TR_UNIX].untraced.bytes_per_sec = 1e6 * (i + 1);
+		pr->tr[TR_TCP].untraced.bytes_per_sec = 0.8e6 * (i + 1);
+	}
+	f = open_memstream(&buf, &len);
+	REQUIRE(f != NULL);
+	CHECK_INT(sweep_svg_write(c, f), 0);
+	fclose(f);
+	if (getenv("UDSPROBE_SWEEP_SVG")) {	/* to look at it: rsvg-convert the file */
+		FILE *out = fopen(getenv("UDSPROBE_SWEEP_SVG"), "w");
+
+		if (out) {
+			fputs(buf, out);
+			fclose(out);
+		}
+	}
+	CHECK(strncmp(buf, "<svg", 4) == 0 && strstr(buf, "</svg>") != NULL);
+	for (p = buf; (p = strstr(p, "<circle")); p++)
+		circles++;
+	/* latency and throughput: 2 transports x 4 sizes; ratio: 4 sizes */
+	CHECK_U64(circles, 2 * 4 + 4 + 2 * 4);
+	CHECK(strstr(buf, "256 KiB: UDS/TCP = 1.93 (TCP faster)") != NULL);
+	CHECK(strstr(buf, "1 B: UDS/TCP = 0.69 (UDS faster)") != NULL);
+	CHECK(strstr(buf, "Where a message's time goes") != NULL);
+	CHECK(strstr(buf, "UDS, 64 B: send ") != NULL);	/* a composition tooltip */
+	free(buf);
+	synth_free(c);
+}
+
+/* One size is no curve. */
+TEST(reports_sweep_svg_needs_two_sizes)
+{
+	struct comparison *c = synth(2, true, true, false);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	REQUIRE(f != NULL);
+	CHECK_INT(sweep_svg_write(c, f), -EINVAL);
+	fclose(f);
+	free(buf);
+	synth_free(c);
+}
