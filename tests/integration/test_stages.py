@@ -5,6 +5,7 @@ fentry, kprobe and tracepoint in stock kernels). Counts are small inside a VM (U
 """
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -172,13 +173,30 @@ def test_list_stages(run):
 
 # ---- nothing left behind -------------------------------------------------------------------
 
-def udsprobe_progs():
-    """Names of loaded BPF programs that belong to stages.bpf.c (via bpftool)."""
+def held_prog_ids(pid):
+    """IDs of the BPF programs that pid and its children hold open (/proc/PID/fdinfo), so the
+    check sees only this udsprobe's programs, never another instance's on the same machine."""
+    ids = set()
+    for p in {pid, *proc_tree(pid)}:
+        try:
+            fds = os.listdir(f"/proc/{p}/fdinfo")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                with open(f"/proc/{p}/fdinfo/{fd}") as f:
+                    m = re.search(r"^prog_id:\s*(\d+)", f.read(), re.M)
+            except OSError:
+                continue
+            if m:
+                ids.add(int(m[1]))
+    return ids
+
+
+def loaded_prog_ids():
     res = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
-    ours = {"tp_sys_enter", "tp_sys_exit", "tp_sched_switch"}
-    return [p for p in json.loads(res.stdout or "[]")
-            if p.get("name", "") in ours or p.get("name", "").startswith(("fe_", "fx_", "kp_", "kr_"))]
+    return {p["id"] for p in json.loads(res.stdout or "[]")}
 
 
 def ss_unix_paths():
@@ -190,8 +208,10 @@ def sockdirs():
     return {d for d in os.listdir("/tmp") if d.startswith("udsprobe.") and os.path.isdir(f"/tmp/{d}")}
 
 
-def assert_clean(pid, dirs_before):
-    assert wait_for(lambda: not udsprobe_progs(), timeout=10), udsprobe_progs()
+def assert_clean(pid, dirs_before, prog_ids):
+    assert prog_ids, "never saw udsprobe's BPF programs while it ran"
+    assert wait_for(lambda: not (prog_ids & loaded_prog_ids()), timeout=10), \
+        prog_ids & loaded_prog_ids()
     assert wait_for(lambda: not [p for p in proc_tree(pid) if alive(p)], timeout=10)
     assert wait_for(lambda: not ss_unix_paths(), timeout=10), ss_unix_paths()
     # the run's private socket directory is gone (its janitor removes it even after SIGKILL)
@@ -202,22 +222,32 @@ def assert_clean(pid, dirs_before):
 def test_nothing_left_behind(spawn, attach_mode, how):
     extra = ["--attach", attach_mode] if attach_mode else []
     dirs_before = sockdirs()
+    seen = set()
+
+    def traced_run_started():
+        seen.update(held_prog_ids(p.pid))
+        return len(seen) >= 3 and sockdir_of(p.pid)
+
     if how == "exit":
         p = spawn("--compare", *extra, "--mode", "pingpong", "--count", COUNT)
-        p.wait(timeout=600)
+        # collect its programs while it runs, then let it finish
+        wait_for(lambda: traced_run_started() or p.poll() is not None, timeout=120)
+        while p.poll() is None:
+            seen.update(held_prog_ids(p.pid))
+            time.sleep(0.05)
         assert p.returncode == 0, p.stderr.read()
     else:
         p = spawn("--compare", *extra, "--mode", "pingpong", "--duration", 60)
         # wait until the traced run is under way: its programs are loaded and attached
-        assert wait_for(lambda: udsprobe_progs() and sockdir_of(p.pid), timeout=120), \
-            "traced run never started"
+        assert wait_for(traced_run_started, timeout=120), "traced run never started"
         time.sleep(0.3)
+        seen.update(held_prog_ids(p.pid))
         os.killpg(p.pid, signal.SIGINT if how == "sigint" else signal.SIGKILL)
         p.wait(timeout=60)
         if how == "sigint":
             assert p.returncode == 1
             assert "interrupted" in p.stderr.read()
-    assert_clean(p.pid, dirs_before)
+    assert_clean(p.pid, dirs_before, seen)
 
 
 LARGE_COUNT = {"64K": 30 if IN_VM else 2000, "1M": 8 if IN_VM else 150}
