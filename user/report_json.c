@@ -39,6 +39,10 @@ static void trace(struct jw *w, const struct trace_result *t)
 	jw_double(w, "syscall_hit_ns", t->syscall_hit_ns);
 	jw_double(w, "calibrated_probe_ns", t->stage_sum_ns - t->corrected_sum_ns);
 	jw_u64(w, "bulk_messages", t->bulk_messages);
+	if (t->recv_calls) {
+		jw_u64(w, "recv_calls", t->recv_calls);
+		jw_u64(w, "xmit_calls", t->xmit_calls);
+	}
 	if (t->bulk_messages) {
 		jw_double(w, "chunks_per_msg", t->chunks_per_msg);
 		jw_double(w, "sender_sleeps_per_msg", t->sleeps_per_msg);

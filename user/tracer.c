@@ -694,6 +694,9 @@ int tracer_collect(struct tracer *tr, const struct wl_config *cfg, double probe_
 	read_slot(tr, B_SEND_EXIT, &send_calls);
 	read_slot(tr, B_RECV_EXIT, &recv_calls);
 	res->messages = per_call ? send_calls.count : total.count;
+	res->recv_calls = per_call ? recv_calls.count : 0;
+	read_slot(tr, B_DEV_QUEUE, &acc);
+	res->xmit_calls = per_call && t == TR_TCP ? acc.count : 0;
 	res->misses = tr->skel->bss->msgs_unmatched;
 	res->out_of_order = tr->skel->bss->msgs_overwritten + tr->skel->bss->msgs_wrong_sock;
 	res->kernel_misses = kernel_missed(tr) - tr->missed_at_begin;

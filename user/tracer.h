@@ -41,6 +41,8 @@ struct trace_result {
 	uint64_t misses, out_of_order;	/* from the BPF .bss counters */
 	uint64_t kernel_misses;		/* program runs the kernel skipped (recursion_misses) */
 	uint64_t bulk_messages;		/* messages in several chunks, sliced (bulk;*) */
+	uint64_t recv_calls;		/* stream: the receiver's recv() calls that returned data */
+	uint64_t xmit_calls;		/* stream, TCP: send() calls that put a segment on the device */
 	double syscall_hit_ns;		/* calibrated cost of a syscall-tracepoint hit */
 	double chunks_per_msg;		/* of those: skbs (UDS) or segments (TCP) per message */
 	double sleeps_per_msg;		/* of those: the sender's sleeps for buffer space */

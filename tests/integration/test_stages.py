@@ -153,7 +153,11 @@ def test_connect_mode_has_connection_stages(run_json, attach_mode):
 
 def test_stream_mode_attributes_per_call(run_json, attach_mode):
     n = 2000 if IN_VM else 20000
-    data, _ = traced(run_json, attach_mode, "--mode", "stream", "--count", n)
+    data, res = traced(run_json, attach_mode, "--mode", "stream", "--count", n)
+    # the explanation says how often TCP transmitted inside the send() call (from the stages)
+    assert "TCP put a segment on the loopback device in" in res.stdout, res.stdout
+    tcp = by_transport(data, "stream")["tcp"]
+    assert 0 < tcp["xmit_calls"] <= tcp["messages"] and tcp["recv_calls"] > 0, tcp
     for tr, r in by_transport(data, "stream").items():
         names = [s["name"] for s in r["stages"]]
         assert "recv;wait" in names and "recv;copy" in names, names

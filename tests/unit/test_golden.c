@@ -114,6 +114,8 @@ static void load_result(const struct jnode *o, struct pair_result *pr, struct tr
 	r->out_of_order = jnum(o, "out_of_order", 0);
 	r->kernel_misses = jnum(o, "kernel_misses", 0);
 	r->bulk_messages = jnum(o, "bulk_messages", 0);
+	r->recv_calls = jnum(o, "recv_calls", 0);
+	r->xmit_calls = jnum(o, "xmit_calls", 0);
 	r->syscall_hit_ns = jnum(o, "syscall_hit_ns", 0);
 	for (s = stages->child; s && r->n_stages < MAX_STAGES; s = s->next) {
 		struct stage_stat *st = &r->stages[r->n_stages++];
