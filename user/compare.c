@@ -117,11 +117,111 @@ static int traced_pair(struct tracer *tr, const struct compare_opts *opts, struc
 	return err;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static struct spread spread_of(double *v, int n)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	return (struct spread){ v[0], n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2, v[n - 1] };
+}
+
+/*
+ * --repeat: the pair was run `runs` times, untraced and traced alternating; keep, per
+ * transport, the run whose overhead is the median (its stages, latency and coverage belong
+ * together) and the median and range of the per-message times and overhead over all runs.
+ */
+static void keep_median_run(struct pair_result *out, const struct pair_result *reps, int runs)
+{
+	double un[runs], trd[runs], ov[runs], sorted[runs];
+	int t, i, best;
+
+	for (t = 0; t < TR__COUNT; t++) {
+		for (i = 0; i < runs; i++) {
+			un[i] = per_message_ns(out->mode, &reps[i].tr[t].untraced);
+			trd[i] = reps[i].tr[t].trace.valid ? per_message_ns(out->mode, &reps[i].tr[t].trace.traced) : 0;
+			ov[i] = sorted[i] = reps[i].tr[t].trace.overhead_pct;
+		}
+		qsort(sorted, runs, sizeof(double), cmp_double);
+		for (best = 0; best < runs && ov[best] != sorted[runs / 2]; best++)
+			;
+		out->tr[t] = reps[best < runs ? best : 0].tr[t];
+		out->tr[t].runs = runs;
+		out->tr[t].untraced_ns = spread_of(un, runs);
+		out->tr[t].traced_ns = spread_of(trd, runs);
+		out->tr[t].overhead_pct = spread_of(ov, runs);
+	}
+}
+
+/* What one pair of runs measures, and where it stands in the matrix (progress lines). */
+struct pair_spec {
+	enum wl_mode mode;
+	uint64_t size;
+	enum cpu_place place;
+	const char *sockdir;
+	int n, total;
+};
+
+/* Both transports untraced, then (tracing) both traced: one run of the pair. */
+static int run_pair(struct tracer *tr, const struct compare_opts *opts, struct comparison *cmp,
+		    const struct pair_spec *sp, struct pair_result *pr)
+{
+	int t, err;
+
+	pr->mode = sp->mode;
+	pr->msg_size = sp->size;
+	pr->place = sp->place;
+	for (t = 0; t < TR__COUNT; t++) {
+		struct transport_result *x = &pr->tr[t];
+		uint64_t count = opts->count;
+
+		if (!count && !opts->duration_s)
+			count = default_count(sp->mode);
+		x->cfg = (struct wl_config){
+			.transport = t, .mode = sp->mode, .msg_size = sp->size,
+			.count = count, .duration_s = opts->duration_s,
+			.warmup = opts->warmup == UINT64_MAX ? default_warmup(sp->mode, count) : opts->warmup,
+			.place = sp->place, .sock_dir = sp->sockdir,
+		};
+		if (!opts->quiet)
+			fprintf(stderr, "udsprobe: [%d/%d] %-8s %-5s %7llu B cpu=%s untraced\n", sp->n + 1,
+				sp->total, mode_names[sp->mode], transport_names[t],
+				(unsigned long long)sp->size, place_names[sp->place]);
+		err = workload_run(&x->cfg, NULL, &x->untraced);
+		if (err)
+			return err;
+	}
+	return tr ? traced_pair(tr, opts, cmp, pr, sp->n, sp->total) : 0;
+}
+
+/* The pair `--repeat` times (at least once), alternating untraced and traced runs. */
+static int run_repeated(struct tracer *tr, const struct compare_opts *opts, struct comparison *cmp,
+			const struct pair_spec *sp, struct pair_result *out)
+{
+	int r, runs = MAX(opts->repeat, 1), err = 0;
+	struct pair_result *reps = calloc(runs, sizeof(*reps));
+
+	if (!reps)
+		return -ENOMEM;
+	for (r = 0; r < runs && !err; r++)
+		err = run_pair(tr, opts, cmp, sp, &reps[r]);
+	if (!err) {
+		*out = reps[0];
+		keep_median_run(out, reps, runs);
+	}
+	free(reps);
+	return err;
+}
+
 int compare_run(const struct compare_opts *opts, struct comparison *cmp)
 {
 	struct tracer *tr = NULL;
 	char sockdir[64];
-	int m, s, p, t, n = 0, total = 0, err;
+	int m, s, p, n = 0, total = 0, err;
 
 	memset(cmp, 0, sizeof(*cmp));
 	cmp->n_cpus = allowed_cpu_count();
@@ -157,37 +257,11 @@ int compare_run(const struct compare_opts *opts, struct comparison *cmp)
 			if (!opts->places[p] || !opts->modes[m])
 				continue;
 			for (s = 0; s < opts->n_sizes; s++) {
-				struct pair_result *pr = &cmp->pairs[n];
+				struct pair_spec spec = { m, opts->sizes[s], p, sockdir, n, total };
 
-				pr->mode = m;
-				pr->msg_size = opts->sizes[s];
-				pr->place = p;
-				for (t = 0; t < TR__COUNT; t++) {
-					struct transport_result *x = &pr->tr[t];
-					uint64_t count = opts->count;
-
-					if (!count && !opts->duration_s)
-						count = default_count(m);
-					x->cfg = (struct wl_config){
-						.transport = t, .mode = m, .msg_size = opts->sizes[s],
-						.count = count, .duration_s = opts->duration_s,
-						.warmup = opts->warmup == UINT64_MAX ?
-							default_warmup(m, count) : opts->warmup,
-						.place = p, .sock_dir = sockdir,
-					};
-					if (!opts->quiet)
-						fprintf(stderr, "udsprobe: [%d/%d] %-8s %-5s %7llu B cpu=%s untraced\n",
-							n + 1, total, mode_names[m], transport_names[t],
-							(unsigned long long)opts->sizes[s], place_names[p]);
-					err = workload_run(&x->cfg, NULL, &x->untraced);
-					if (err)
-						goto out;
-				}
-				if (tr) {
-					err = traced_pair(tr, opts, cmp, pr, n, total);
-					if (err)
-						goto out;
-				}
+				err = run_repeated(tr, opts, cmp, &spec, &cmp->pairs[n]);
+				if (err)
+					goto out;
 				cmp->n_pairs = ++n;
 			}
 		}

@@ -20,9 +20,15 @@ struct compare_opts {
 	double duration_s;	/* 0: use count */
 	uint64_t warmup;	/* UINT64_MAX: automatic */
 	bool trace;
+	int repeat;		/* alternating untraced/traced runs per pair (0, 1: once) */
 	enum attach_mode attach;
 	bool quiet;
 	int verbose;
+};
+
+/* Median and range over repeated runs (--repeat). */
+struct spread {
+	double min, median, max;
 };
 
 /* One transport's numbers for one (mode, size, placement). */
@@ -30,6 +36,9 @@ struct transport_result {
 	struct wl_config cfg;
 	struct wl_result untraced;
 	struct trace_result trace;
+	/* --repeat N > 1: the run shown is the one with the median overhead; these are over all N */
+	int runs;
+	struct spread untraced_ns, traced_ns, overhead_pct;	/* per message (connect: connection) */
 };
 
 /* Both transports for one (mode, size, placement): one row group of the report. */

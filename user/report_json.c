@@ -64,6 +64,28 @@ static void trace(struct jw *w, const struct trace_result *t)
 	jw_arr_end(w);
 }
 
+static void spread(struct jw *w, const char *key, const struct spread *s)
+{
+	jw_obj_begin(w, key);
+	jw_double(w, "min", s->min);
+	jw_double(w, "median", s->median);
+	jw_double(w, "max", s->max);
+	jw_obj_end(w);
+}
+
+/* --repeat: the result above is the median-overhead run; these are over all runs. */
+static void repeat(struct jw *w, const struct transport_result *tr)
+{
+	jw_obj_begin(w, "repeat");
+	jw_i64(w, "runs", tr->runs);
+	spread(w, "untraced_ns", &tr->untraced_ns);
+	if (tr->trace.valid) {
+		spread(w, "traced_ns", &tr->traced_ns);
+		spread(w, "overhead_pct", &tr->overhead_pct);
+	}
+	jw_obj_end(w);
+}
+
 static void result(struct jw *w, const struct pair_result *pr, const struct transport_result *tr)
 {
 	const struct wl_result *r = &tr->untraced;
@@ -87,6 +109,8 @@ static void result(struct jw *w, const struct pair_result *pr, const struct tran
 	}
 	if (tr->trace.valid)
 		trace(w, &tr->trace);
+	if (tr->runs > 1)
+		repeat(w, tr);
 	jw_obj_end(w);
 }
 

@@ -98,6 +98,13 @@ static void stage_table(FILE *f, const struct comparison *cmp, const struct pair
 	fprintf(f, "  probe overhead (traced - untraced per %s): unix %s, tcp %s\n",
 		pr->mode == WL_PINGPONG ? "message" : pr->mode == WL_STREAM ? "message" : "connection",
 		overhead_words(u, false, c, sizeof(c)), overhead_words(t, false, c2, sizeof(c2)));
+	if (pr->tr[TR_UNIX].runs > 1)
+		fprintf(f, "  over %d alternating runs, probe overhead median (min..max): unix %+.0f%% "
+			"(%+.0f..%+.0f%%), tcp %+.0f%% (%+.0f..%+.0f%%); the table is the median run\n",
+			pr->tr[TR_UNIX].runs, pr->tr[TR_UNIX].overhead_pct.median,
+			pr->tr[TR_UNIX].overhead_pct.min, pr->tr[TR_UNIX].overhead_pct.max,
+			pr->tr[TR_TCP].overhead_pct.median, pr->tr[TR_TCP].overhead_pct.min,
+			pr->tr[TR_TCP].overhead_pct.max);
 	/* the calibration's prediction next to the measured overhead: how far to trust "corrected" */
 	fprintf(f, "  calibrated probe cost per %s: unix %s, tcp %s (%s)\n",
 		pr->mode == WL_CONNECT ? "connection" : "message",
@@ -118,6 +125,19 @@ static void stage_table(FILE *f, const struct comparison *cmp, const struct pair
 		fprintf(f, "  program runs the kernel skipped (nested BPF on one CPU): unix %llu, tcp %llu; "
 			"stages that missed them merge into the next\n",
 			(unsigned long long)u->kernel_misses, (unsigned long long)t->kernel_misses);
+}
+
+/* --repeat: the spread of the untraced time per message over the runs (the rows are the median run). */
+static void repeat_line(FILE *f, const struct pair_result *pr)
+{
+	const struct spread *u = &pr->tr[TR_UNIX].untraced_ns, *t = &pr->tr[TR_TCP].untraced_ns;
+	char a[32], b[32], c[32], d[32], e[32], g[32];
+
+	fprintf(f, "  over %d alternating runs, untraced per %s median (min..max): unix %s (%s..%s), "
+		"tcp %s (%s..%s)\n", pr->tr[TR_UNIX].runs, pr->mode == WL_CONNECT ? "connection" : "message",
+		fmt_dur(u->median, false, a, sizeof(a)), fmt_dur(u->min, false, b, sizeof(b)),
+		fmt_dur(u->max, false, c, sizeof(c)), fmt_dur(t->median, false, d, sizeof(d)),
+		fmt_dur(t->min, false, e, sizeof(e)), fmt_dur(t->max, false, g, sizeof(g)));
 }
 
 void report_text(const struct comparison *cmp, FILE *f)
@@ -149,6 +169,8 @@ void report_text(const struct comparison *cmp, FILE *f)
 		fprintf(f, "\n  %-22s %12s %12s %9s\n", "", "unix", "tcp", "ratio");
 		for (m = 0; m < metric_rows(pr->mode, &rows); m++)
 			metric_row(f, &rows[m], pr);
+		if (pr->tr[TR_UNIX].runs > 1)
+			repeat_line(f, pr);
 		if (pr->tr[TR_UNIX].trace.valid && pr->tr[TR_TCP].trace.valid)
 			stage_table(f, cmp, pr);
 		fprintf(f, "\n");
