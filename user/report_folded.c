@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "outfile.h"
 #include "report_common.h"
 #include "reports.h"
 #include "util.h"
@@ -60,31 +61,17 @@ int folded_write(const struct comparison *cmp, int transport, bool with_pair, FI
 
 int report_folded(const struct comparison *cmp, const char *path)
 {
-	bool to_stdout = !strcmp(path, "-");
-	FILE *f;
-	int err = 0;
+	struct outfile of;
+	int err;
 
 	if (!comparison_has_stages(cmp)) {
 		fprintf(stderr, "udsprobe: --folded: nothing written to '%s': %s\n", path,
 			no_stages_reason(cmp));
 		return -ENODATA;
 	}
-	f = to_stdout ? stdout : fopen(path, "w");
-	if (!f) {
-		err = -errno;
-		fprintf(stderr, "udsprobe: cannot write folded stacks to '%s': %s\n", path,
-			strerror(errno));
-		return err;
-	}
-	folded_write(cmp, -1, cmp->n_pairs > 1, f);
-	if (ferror(f))
-		err = -EIO;
-	if (to_stdout)
-		fflush(f);
-	else if (fclose(f) && !err)
-		err = -errno;
+	err = outfile_begin(&of, "--folded", path);
 	if (err)
-		fprintf(stderr, "udsprobe: writing folded stacks to '%s' failed: %s\n", path,
-			strerror(-err));
-	return err;
+		return err;
+	folded_write(cmp, -1, cmp->n_pairs > 1, of.f);
+	return outfile_commit(&of, 0);
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "json_writer.h"
+#include "outfile.h"
 #include "reports.h"
 #include "util.h"
 
@@ -114,18 +115,11 @@ static void result(struct jw *w, const struct pair_result *pr, const struct tran
 	jw_obj_end(w);
 }
 
-int report_json(const struct comparison *cmp, const char *path)
+int json_write(const struct comparison *cmp, FILE *f)
 {
-	bool to_stdout = !strcmp(path, "-");
-	FILE *f = to_stdout ? stdout : fopen(path, "w");
 	struct jw w;
-	int i, t, err = 0;
+	int i, t;
 
-	if (!f) {
-		err = -errno;
-		fprintf(stderr, "udsprobe: cannot write JSON to '%s': %s\n", path, strerror(errno));
-		return err;
-	}
 	jw_init(&w, f, true);
 	jw_obj_begin(&w, NULL);
 	jw_str(&w, "tool", "udsprobe");
@@ -158,13 +152,16 @@ int report_json(const struct comparison *cmp, const char *path)
 			result(&w, &cmp->pairs[i], &cmp->pairs[i].tr[t]);
 	jw_arr_end(&w);
 	jw_obj_end(&w);
-	if (ferror(f))
-		err = -EIO;
-	if (!to_stdout && fclose(f))
-		err = -errno;
-	else if (to_stdout)
-		fflush(f);
+	return ferror(f) ? -EIO : 0;
+}
+
+int report_json(const struct comparison *cmp, const char *path)
+{
+	struct outfile of;
+	int err = outfile_begin(&of, "--json", path);
+
 	if (err)
-		fprintf(stderr, "udsprobe: writing JSON to '%s' failed: %s\n", path, strerror(-err));
-	return err;
+		return err;
+	json_write(cmp, of.f);
+	return outfile_commit(&of, 0);
 }

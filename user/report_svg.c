@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "outfile.h"
 #include "report_common.h"
 #include "reports.h"
 #include "svg_draw.h"
@@ -580,7 +581,7 @@ int svg_write(const struct comparison *cmp, int pair, unsigned views, FILE *f)
 
 int report_svg(const struct comparison *cmp, const char *path)
 {
-	FILE *f;
+	struct outfile of;
 	int err;
 
 	if (!comparison_has_stages(cmp)) {
@@ -588,18 +589,8 @@ int report_svg(const struct comparison *cmp, const char *path)
 			no_stages_reason(cmp));
 		return -ENODATA;
 	}
-	f = fopen(path, "w");
-	if (!f) {
-		err = -errno;
-		fprintf(stderr, "udsprobe: cannot write SVG to '%s': %s\n", path, strerror(errno));
-		return err;
-	}
-	err = svg_write(cmp, -1, SVG_BOTH, f);
-	if (ferror(f) && !err)
-		err = -EIO;
-	if (fclose(f) && !err)
-		err = -errno;
+	err = outfile_begin(&of, "--svg", path);
 	if (err)
-		fprintf(stderr, "udsprobe: writing SVG to '%s' failed: %s\n", path, strerror(-err));
-	return err;
+		return err;
+	return outfile_commit(&of, svg_write(cmp, -1, SVG_BOTH, of.f));
 }

@@ -15,7 +15,9 @@
 /* ---- text report (report_text.c) and JSON (report_json.c) ---- */
 
 void report_text(const struct comparison *cmp, FILE *f);
+/* --json PATH ('-' = stdout); json_write() is the document itself. */
 int report_json(const struct comparison *cmp, const char *path);
+int json_write(const struct comparison *cmp, FILE *f);
 
 /* ---- folded stacks (report_folded.c) ---- */
 
@@ -55,7 +57,11 @@ void report_bars(const struct comparison *cmp, FILE *f, bool color, int width);
 
 /* report.md for a directory that holds the files named in it. */
 void md_write(const struct comparison *cmp, FILE *f);
-/* Create DIR (one level) and write report.md, report.json, *.folded and *.svg into it. */
+/* Create DIR (one level) and write report.md, report.json, *.folded and *.svg into it
+ * (report_out.c: safe file creation, a manifest that lets a rerun replace its own files). */
 int report_out(const struct comparison *cmp, const char *dir);
+struct outdir;
+/* The same into a directory already opened (and checked) with outdir_open(). */
+int report_out_at(const struct comparison *cmp, struct outdir *od);
 
 #endif

@@ -559,7 +559,10 @@ TEST(reports_out_writes_the_directory)
 		CHECK(!stat(path, &st) && st.st_size > 0);
 		unlink(path);
 	}
-	rmdir(sub);
+	snprintf(path, sizeof(path), "%s/.udsprobe-manifest", sub);
+	CHECK(access(path, F_OK) == 0);
+	unlink(path);
+	CHECK(rmdir(sub) == 0);		/* nothing else left, no temporary file */
 	/* a file where the directory should be */
 	snprintf(path, sizeof(path), "%s/file", dir);
 	fclose(fopen(path, "w"));
