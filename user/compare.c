@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "compare.h"
+#include "interrupt.h"
 #include "tracer.h"
 #include "util.h"
 
@@ -220,7 +221,7 @@ static int run_repeated(struct tracer *tr, const struct compare_opts *opts, stru
 int compare_run(const struct compare_opts *opts, struct comparison *cmp)
 {
 	struct tracer *tr = NULL;
-	char sockdir[64];
+	char sockdir[64] = "";
 	int m, s, p, n = 0, total = 0, err;
 
 	memset(cmp, 0, sizeof(*cmp));
@@ -244,12 +245,20 @@ int compare_run(const struct compare_opts *opts, struct comparison *cmp)
 		if (!opts->quiet)
 			fprintf(stderr, "udsprobe: attach mode %s (%s); calibrating probe cost...\n",
 				cmp->attach_mode, cmp->attach_reason);
-		cmp->probe_cost_ns = tracer_calibrate(tr);
+		/* Ctrl-C while loading or calibrating: stop here, not after the first run */
+		if (!udsprobe_stop)
+			cmp->probe_cost_ns = tracer_calibrate(tr);
+		if (udsprobe_stop) {
+			err = -EINTR;
+			goto out;
+		}
 	}
+	sockdir[0] = 0;
 	err = sockdir_create(sockdir, sizeof(sockdir));
 	if (err) {
 		fprintf(stderr, "udsprobe: cannot create a private socket directory in /tmp: %s\n",
 			strerror(-err));
+		sockdir[0] = 0;
 		goto out;
 	}
 	for (p = 0; p < CPU__COUNT; p++) {
@@ -266,8 +275,9 @@ int compare_run(const struct compare_opts *opts, struct comparison *cmp)
 			}
 		}
 	}
-	sockdir_remove(sockdir);
 out:
+	if (sockdir[0])
+		sockdir_remove(sockdir);
 	tracer_close(tr);
 	return err;
 }

@@ -244,6 +244,7 @@ int outfile_commit(struct outfile *of, int err)
 		if (werr && !err)
 			fprintf(stderr, "udsprobe: %s: writing to standard output failed: %s\n",
 				of->what, strerror(-werr));
+		clearerr(stdout);	/* said here; close_stdout() need not say it again */
 		return err ? err : werr;
 	}
 	if (fclose(of->f) && !werr)

@@ -5,31 +5,49 @@
  */
 #include <argp.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "backlog.h"
 #include "attach.h"
 #include "compare.h"
+#include "interrupt.h"
+#include "outfile.h"
 #include "reports.h"
 #include "tracer.h"
 #include "util.h"
 #include "workload.h"
 
-enum action { ACT_NONE, ACT_COMPARE, ACT_CHECK, ACT_LIST_STAGES };
+enum action { ACT_NONE, ACT_COMPARE, ACT_BACKLOG, ACT_CHECK, ACT_LIST_STAGES, ACT__COUNT };
+
+/* Which actions take an option, as a mask of 1 << action. */
+#define FOR_COMPARE (1u << ACT_COMPARE)
+#define FOR_BACKLOG (1u << ACT_BACKLOG)
+#define FOR_CHECK (1u << ACT_CHECK)
 
 static struct env {
 	enum action action;
+	const char *action_opt;		/* the option that chose it, for conflict messages */
 	struct compare_opts cmp;
 	const char *json_path;
 	const char *folded_path, *svg_path, *out_dir;	/* reports.h */
 	const char *attach_arg;	/* --attach as given, for --backlog */
+	bool attach_given;
 	int verbose;
+	/* options given that only some actions take: name and mask of those actions */
+	struct { const char *name; unsigned actions; } scoped[16];
+	int n_scoped;
+	struct outdir out;	/* --out, opened before the run */
 } env = {
 	.cmp = { .warmup = UINT64_MAX, .trace = true },
+	.out = { .fd = -1 },
 };
 
 const char *argp_program_version = "udsprobe " UDSPROBE_VERSION;
@@ -156,11 +174,50 @@ static const struct argp_child argp_children[] = {
 	{},
 };
 
+static void set_action(struct argp_state *state, enum action act, const char *opt)
+{
+	if (env.action != ACT_NONE && env.action != act) {
+		fprintf(stderr, "udsprobe: %s and %s exclude each other: give one action\n"
+			"Try 'udsprobe --help' for more information.\n", env.action_opt, opt);
+		exit(2);
+	}
+	env.action = act;
+	env.action_opt = opt;
+}
+
+/* Options that only some actions take: which, by key. */
+static const struct { int key; const char *name; unsigned actions; } scoped_opts[] = {
+	{ OPT_NO_TRACE, "--no-trace", FOR_COMPARE },
+	{ OPT_MODE, "--mode", FOR_COMPARE },
+	{ OPT_SIZE, "--size", FOR_COMPARE },
+	{ OPT_COUNT, "--count", FOR_COMPARE },
+	{ OPT_WARMUP, "--warmup", FOR_COMPARE },
+	{ OPT_CPU, "--cpu", FOR_COMPARE },
+	{ OPT_FOLDED, "--folded", FOR_COMPARE },
+	{ OPT_SVG, "--svg", FOR_COMPARE },
+	{ OPT_OUT, "--out", FOR_COMPARE },
+	{ OPT_DURATION, "--duration", FOR_COMPARE | FOR_BACKLOG },
+	{ OPT_JSON, "--json", FOR_COMPARE | FOR_BACKLOG },
+	{ OPT_ATTACH, "--attach", FOR_COMPARE | FOR_BACKLOG | FOR_CHECK },
+};
+
+static void note_scoped(int key)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(scoped_opts); i++)
+		if (scoped_opts[i].key == key && env.n_scoped < (int)ARRAY_SIZE(env.scoped)) {
+			env.scoped[env.n_scoped].name = scoped_opts[i].name;
+			env.scoped[env.n_scoped++].actions = scoped_opts[i].actions;
+		}
+}
+
 static error_t parse_arg(int key, char *arg, struct argp_state *state)
 {
 	char *items[MAX_SIZES + 1];
 	int i, n;
 
+	note_scoped(key);
 	switch (key) {
 	case 'h':
 		argp_state_help(state, stdout, ARGP_HELP_STD_HELP);
@@ -169,13 +226,13 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 		env.verbose++;
 		break;
 	case OPT_COMPARE:
-		env.action = ACT_COMPARE;
+		set_action(state, ACT_COMPARE, "--compare");
 		break;
 	case OPT_CHECK:
-		env.action = ACT_CHECK;
+		set_action(state, ACT_CHECK, "--check");
 		break;
 	case OPT_LIST_STAGES:
-		env.action = ACT_LIST_STAGES;
+		set_action(state, ACT_LIST_STAGES, "--list-stages");
 		break;
 	case OPT_ATTACH:
 		i = attach_mode_parse(arg);
@@ -241,32 +298,11 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
-static volatile sig_atomic_t exiting;
-
-static void sig_handler(int sig)
+/* Usage checks of --compare and its defaults, before anything runs; exit 2 on a problem. */
+static void compare_validate(void)
 {
-	if (exiting) {	/* a second Ctrl-C: stop now */
-		signal(sig, SIG_DFL);
-		raise(sig);
-	}
-	exiting = 1;
-	workload_interrupt();
-}
-
-static void setup_signals(void)
-{
-	struct sigaction sa = { .sa_handler = sig_handler };
-
-	/* no SA_RESTART: blocking waits return EINTR and unwind to cleanup */
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
-}
-
-static int do_compare(void)
-{
-	struct comparison cmp;
-	int i, err;
+	const char *why = NULL;
+	int i;
 	bool any;
 
 	for (any = false, i = 0; i < WL__COUNT; i++)
@@ -282,48 +318,151 @@ static int do_compare(void)
 		env.cmp.sizes[0] = 64;
 		env.cmp.n_sizes = 1;
 	}
-	if (env.cmp.count && env.cmp.duration_s) {
-		fprintf(stderr, "udsprobe: --count and --duration exclude each other\n");
-		return 2;
-	}
-	if (!env.cmp.trace && (env.folded_path || env.svg_path)) {
-		fprintf(stderr, "udsprobe: --%s draws the traced stages and --no-trace has none: "
-			"drop --no-trace (--out works with both)\n", env.folded_path ? "folded" : "svg");
-		return 2;
-	}
-	if (env.folded_path && env.json_path && !strcmp(env.folded_path, "-") &&
-	    !strcmp(env.json_path, "-")) {
-		fprintf(stderr, "udsprobe: --json - and --folded - cannot both go to stdout\n");
-		return 2;
+	if (env.cmp.count && env.cmp.duration_s)
+		why = "--count and --duration exclude each other";
+	else if (!env.cmp.trace && env.folded_path)
+		why = "--folded draws the traced stages and --no-trace has none: drop --no-trace "
+		      "(--out works with both)";
+	else if (!env.cmp.trace && env.svg_path)
+		why = "--svg draws the traced stages and --no-trace has none: drop --no-trace "
+		      "(--out works with both)";
+	else if (env.folded_path && env.json_path && !strcmp(env.folded_path, "-") &&
+		 !strcmp(env.json_path, "-"))
+		why = "--json - and --folded - cannot both go to stdout";
+	if (why) {
+		fprintf(stderr, "udsprobe: %s\n", why);
+		exit(2);
 	}
 	env.cmp.verbose = env.verbose;
+}
+
+/*
+ * One --compare at a time on a host: two would share CPU 0 and each one's probes would fire
+ * in the other's untraced baseline. A root-only lock file (0600: another user cannot hold
+ * it to block root's runs); runs without root cannot open it and are not serialised.
+ */
+static int compare_lock(void)
+{
+	static const char path[] = "/run/udsprobe.lock";
+	char line[256];
+	struct stat st;
+	long holder = 0;
+	FILE *f;
+	int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+
+	if (fd < 0)
+		return 0;
+	if (!flock(fd, LOCK_EX | LOCK_NB))
+		return 0;	/* held until exit; the fd is never closed */
+	if (errno != EWOULDBLOCK) {
+		close(fd);
+		return 0;
+	}
+	/* who holds it: /proc/locks "1: FLOCK ADVISORY WRITE PID MAJ:MIN:INODE 0 EOF" */
+	if (!fstat(fd, &st) && (f = fopen("/proc/locks", "r"))) {
+		while (fgets(line, sizeof(line), f)) {
+			unsigned int maj, min;
+			unsigned long ino;
+			long pid;
+
+			if (sscanf(line, "%*s FLOCK %*s %*s %ld %x:%x:%lu", &pid, &maj, &min, &ino) == 4 &&
+			    ino == st.st_ino && makedev(maj, min) == st.st_dev && pid != getpid()) {
+				holder = pid;
+				break;
+			}
+		}
+		fclose(f);
+	}
+	close(fd);
+	fprintf(stderr, "udsprobe: another udsprobe --compare is running (pid %ld): two at once "
+		"share CPUs and trace each other's workloads; wait for it to finish\n", holder);
+	return -EBUSY;
+}
+
+/* What can be known before a long run: CPUs for every placement, every output writable. */
+static int compare_precheck(void)
+{
+	int p, err;
+
+	for (p = 0; p < CPU__COUNT; p++)
+		if (env.cmp.places[p] && (err = workload_check_place(p)))
+			return err;
+	if (env.json_path && (err = outfile_check("--json", env.json_path)))
+		return err;
+	if (env.folded_path && (err = outfile_check("--folded", env.folded_path)))
+		return err;
+	if (env.svg_path && (err = outfile_check("--svg", env.svg_path)))
+		return err;
+	if (env.out_dir && (err = outdir_open(&env.out, "--out", env.out_dir)))
+		return err;
+	return 0;
+}
+
+static int write_outputs(const struct comparison *cmp)
+{
+	int err = 0, e;
+
+	if ((!env.json_path || strcmp(env.json_path, "-")) &&
+	    (!env.folded_path || strcmp(env.folded_path, "-"))) {
+		report_text(cmp, stdout);
+		report_bars(cmp, stdout, bars_use_color(stdout), 0);
+		/* a full disk or a closed pipe is a failure, said once, here */
+		if (fflush(stdout) || ferror(stdout)) {
+			err = errno ? -errno : -EIO;
+			fprintf(stderr, "udsprobe: writing the report to standard output failed: %s\n",
+				strerror(-err));
+			clearerr(stdout);
+		}
+	}
+	if (env.json_path && (e = report_json(cmp, env.json_path)))
+		err = err ? err : e;
+	if (env.folded_path && (e = report_folded(cmp, env.folded_path)))
+		err = err ? err : e;
+	if (env.svg_path && (e = report_svg(cmp, env.svg_path)))
+		err = err ? err : e;
+	if (env.out_dir && (e = report_out_at(cmp, &env.out)))
+		err = err ? err : e;
+	return err;
+}
+
+static int do_compare(void)
+{
+	struct comparison cmp = {};
+	int err, e;
+
 	if (env.cmp.trace && geteuid() != 0) {
 		fprintf(stderr, "udsprobe: tracing needs root (CAP_BPF and CAP_PERFMON): run it with "
 			"sudo, or add --no-trace to run the workload only\n");
-		return 1;
+		return -EPERM;
 	}
+	err = compare_precheck();
+	if (!err)
+		err = compare_lock();
+	if (err)
+		goto out;
 
 	err = compare_run(&env.cmp, &cmp);
-	if (err == -EINTR)
-		fprintf(stderr, "udsprobe: interrupted; partial results follow\n");
-	else if (err)
-		goto out;
-	if ((!env.json_path || strcmp(env.json_path, "-")) &&
-	    (!env.folded_path || strcmp(env.folded_path, "-"))) {
-		report_text(&cmp, stdout);
-		report_bars(&cmp, stdout, bars_use_color(stdout), 0);
+	if (err && cmp.n_pairs) {
+		/* say what completed: the runs before the failure are still valid numbers */
+		if (err == -EINTR)
+			fprintf(stderr, "udsprobe: interrupted; the %d completed run%s follow\n",
+				cmp.n_pairs, cmp.n_pairs == 1 ? "" : "s");
+		else
+			fprintf(stderr, "udsprobe: the run failed (above); the %d run%s completed before "
+				"it follow\n", cmp.n_pairs, cmp.n_pairs == 1 ? "" : "s");
+	} else if (err == -EINTR) {
+		fprintf(stderr, "udsprobe: interrupted before any run completed\n");
 	}
-	if (env.json_path && report_json(&cmp, env.json_path))
-		err = err ? err : -EIO;
-	if (env.folded_path && report_folded(&cmp, env.folded_path))
-		err = err ? err : -EIO;
-	if (env.svg_path && report_svg(&cmp, env.svg_path))
-		err = err ? err : -EIO;
-	if (env.out_dir && report_out(&cmp, env.out_dir))
-		err = err ? err : -EIO;
+	if (!err || cmp.n_pairs) {
+		e = write_outputs(&cmp);
+		err = err ? err : e;
+	}
 out:
+	/* a directory udsprobe created for --out but never wrote into goes again */
+	if (env.out.fd >= 0)
+		outdir_close(&env.out, true);
 	comparison_free(&cmp);
-	return err ? 1 : 0;
+	return err;
 }
 
 static int do_check(void)
@@ -337,11 +476,11 @@ static int do_check(void)
 	       kernel_has_btf() ? "present (/sys/kernel/btf/vmlinux)" : "MISSING");
 	if (geteuid() != 0) {
 		fprintf(stderr, "udsprobe: --check loads test programs and needs root: run it with sudo\n");
-		return 1;
+		return -EPERM;
 	}
 	if (!kernel_has_btf()) {
 		fprintf(stderr, "udsprobe: no kernel BTF: boot a kernel with CONFIG_DEBUG_INFO_BTF=y\n");
-		return 1;
+		return -ENOENT;
 	}
 	err = ensure_tracefs();
 	printf("tracefs %s\n", err ? strerror(-err) : "mounted");
@@ -352,7 +491,7 @@ static int do_check(void)
 	err = attach_choose(env.cmp.attach, attach_caps_probe, &caps, &chosen, why, sizeof(why));
 	if (err) {
 		printf("chosen: none: %s\n", why);
-		return 1;
+		return err;
 	}
 	printf("chosen: %s (%s)\n", attach_mode_names[chosen], why);
 	for (m = ATTACH_FENTRY; m < ATTACH__COUNT; m++) {
@@ -360,14 +499,65 @@ static int do_check(void)
 
 		if (!caps.works[m])
 			continue;
-		if (tracer_open(m, env.verbose, &tr))
-			return 1;
+		err = tracer_open(m, env.verbose, &tr);
+		if (err)
+			return err;
 		printf("%s mode: %s granularity; boundaries not visible here: %s\n",
 		       attach_mode_names[m], tracer_granularity(tr),
 		       *tracer_missing(tr) ? tracer_missing(tr) : "none");
 		tracer_close(tr);
 	}
 	return 0;
+}
+
+static int do_backlog(void)
+{
+	int status;
+
+	if (env.json_path && outfile_check("--json", env.json_path))
+		return -EIO;
+	status = backlog_main(env.json_path, env.cmp.duration_s, env.attach_arg, env.verbose);
+	/* backlog_main reports in exit statuses (2: usage, said already) */
+	return status == 0 ? 0 : status == 2 ? -EINVAL : -EIO;
+}
+
+static int do_list_stages(void)
+{
+	stages_list(stdout);
+	return 0;
+}
+
+/* The actions, as bpftool's cmds[]: each returns 0 or -errno; main maps that to the exit status. */
+static const struct cmd {
+	const char *name;
+	int (*fn)(void);
+} cmds[ACT__COUNT] = {
+	[ACT_COMPARE] = { "--compare", do_compare },
+	[ACT_BACKLOG] = { "--backlog", do_backlog },
+	[ACT_CHECK] = { "--check", do_check },
+	[ACT_LIST_STAGES] = { "--list-stages", do_list_stages },
+};
+
+/* An option the chosen action does not take: exit 2 naming both. */
+static void check_scoped(void)
+{
+
+	char takers[64];
+	int i, a;
+
+	for (i = 0; i < env.n_scoped; i++) {
+		if (env.scoped[i].actions & (1u << env.action))
+			continue;
+		takers[0] = 0;
+		for (a = 0; a < ACT__COUNT; a++)
+			if (env.scoped[i].actions & (1u << a))
+				snprintf(takers + strlen(takers), sizeof(takers) - strlen(takers), "%s%s",
+					 takers[0] ? " and " : "", cmds[a].name);
+		fprintf(stderr, "udsprobe: %s does not take %s (an option of %s only)\n"
+			"Try 'udsprobe --help' for more information.\n", cmds[env.action].name,
+			env.scoped[i].name, takers);
+		exit(2);
+	}
 }
 
 int main(int argc, char **argv)
@@ -377,30 +567,25 @@ int main(int argc, char **argv)
 	};
 	int err;
 
+	/* stdout errors (a full disk, > /dev/full) turn any exit into exit 1, help included */
+	atexit(close_stdout);
 	argp_err_exit_status = 2;
 	err = argp_parse(&argp, argc, argv, 0, NULL, NULL);
 	if (err)
 		return 2;
-	setup_signals();
-	if (backlog_requested()) {	/* --backlog: user/backlog.c */
-		if (env.action != ACT_NONE) {
-			fprintf(stderr, "udsprobe: --backlog and --compare exclude each other\n"
-				"Try 'udsprobe --help' for more information.\n");
-			return 2;
-		}
-		return backlog_main(env.json_path, env.cmp.duration_s, env.attach_arg, env.verbose);
-	}
-	switch (env.action) {
-	case ACT_COMPARE:
-		return do_compare();
-	case ACT_CHECK:
-		return do_check();
-	case ACT_LIST_STAGES:
-		stages_list(stdout);
-		return 0;
-	default:
+	if (backlog_requested())	/* --backlog is parsed by backlog.c's argp child */
+		set_action(NULL, ACT_BACKLOG, "--backlog");
+	if (env.action == ACT_NONE) {
 		fprintf(stderr, "udsprobe: nothing to do: give --compare, --backlog, --check or --list-stages\n"
 			"Try 'udsprobe --help' for more information.\n");
 		return 2;
 	}
+	check_scoped();
+	if (env.action == ACT_COMPARE)
+		compare_validate();
+	interrupt_setup();
+	err = cmds[env.action].fn();
+	if (err == -EINVAL && env.action == ACT_BACKLOG)
+		return 2;
+	return err ? 1 : 0;
 }

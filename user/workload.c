@@ -39,7 +39,7 @@ struct shared {
 	uint64_t elapsed_ns;
 	int client_cpu, server_cpu;
 	int client_err, server_err;
-	char errmsg[256];
+	char client_msg[256], server_msg[256];	/* each side's own failure */
 	uint64_t samples[];
 };
 
@@ -50,10 +50,27 @@ struct endpoint {
 };
 
 static volatile sig_atomic_t interrupted;
+/* The running workload's processes, for the signal handler (0: none). */
+static volatile sig_atomic_t cur_client, cur_server;
 
 void workload_interrupt(void)
 {
+	pid_t c = cur_client, s = cur_server;
+
 	interrupted = 1;
+	/* kill(2) is async-signal-safe: the run ends now, whatever the parent is doing */
+	if (c > 0)
+		kill(c, SIGKILL);
+	if (s > 0)
+		kill(s, SIGKILL);
+}
+
+/* Publish a child to the handler; one that arrived before it was known is acted on now. */
+static void track(volatile sig_atomic_t *slot, pid_t pid)
+{
+	*slot = pid;
+	if (interrupted && pid > 0)
+		kill(pid, SIGKILL);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -86,9 +103,10 @@ void latency_summary(uint64_t *s, uint64_t n, uint64_t divisor, struct wl_latenc
 static void child_fail(struct shared *sh, int *err_slot, const char *what)
 {
 	int err = errno ? errno : EIO;
+	char *msg = err_slot == &sh->client_err ? sh->client_msg : sh->server_msg;
 
 	*err_slot = err;
-	snprintf(sh->errmsg, sizeof(sh->errmsg), "%s: %s", what, strerror(err));
+	snprintf(msg, sizeof(sh->client_msg), "%s: %s", what, strerror(err));
 	_exit(1);
 }
 
@@ -408,12 +426,20 @@ static int pick_cpus(enum cpu_place place, int *client_cpu, int *server_cpu)
 	*client_cpu = allowed_cpu(0);
 	*server_cpu = place == CPU_SAME ? *client_cpu : allowed_cpu(1);
 	if (*client_cpu < 0 || *server_cpu < 0) {
-		fprintf(stderr, "udsprobe: --cpu %s needs %d usable CPUs, this process may use %d; "
-			"use --cpu same or none\n", place_names[place], place == CPU_SAME ? 1 : 2,
-			allowed_cpu_count());
+		fprintf(stderr, "udsprobe: --cpu %s needs %d usable CPU%s, this process may use %d "
+			"(taskset, cgroup cpuset); use --cpu %s\n", place_names[place],
+			place == CPU_SAME ? 1 : 2, place == CPU_SAME ? "" : "s", allowed_cpu_count(),
+			place == CPU_SPLIT ? "same or none" : "none");
 		return -EINVAL;
 	}
 	return 0;
+}
+
+int workload_check_place(enum cpu_place place)
+{
+	int c, s;
+
+	return pick_cpus(place, &c, &s);
 }
 
 static void pin_self(int cpu, struct shared *sh, int *err_slot)
@@ -468,8 +494,10 @@ static int reap(pid_t pid, const char *who, struct shared *sh, bool *failed)
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		return 0;
 	if (!*failed && !interrupted) {
-		if (sh->errmsg[0])
-			fprintf(stderr, "udsprobe: workload %s failed: %s\n", who, sh->errmsg);
+		const char *msg = !strcmp(who, "client") ? sh->client_msg : sh->server_msg;
+
+		if (msg[0])
+			fprintf(stderr, "udsprobe: workload %s failed: %s\n", who, msg);
 		else if (WIFSIGNALED(status))
 			fprintf(stderr, "udsprobe: workload %s killed by signal %d\n", who,
 				WTERMSIG(status));
@@ -492,6 +520,8 @@ int workload_run(const struct wl_config *cfg, const struct wl_hooks *hooks, stru
 	bool failed = false;
 
 	memset(res, 0, sizeof(*res));
+	if (interrupted)	/* Ctrl-C came before this run (attach, calibration) */
+		return -EINTR;
 	if (cfg->msg_size < 1 || cfg->msg_size > WL_MAX_MSG_SIZE)
 		return -EINVAL;
 	err = pick_cpus(cfg->place, &ccpu, &scpu);
@@ -536,6 +566,7 @@ int workload_run(const struct wl_config *cfg, const struct wl_hooks *hooks, stru
 		err = -errno;
 		goto out_close;
 	}
+	track(&cur_server, server);
 	client = spawn(parent, go[0], go[1]);
 	if (client == 0) {
 		char *buf = malloc(cfg->msg_size);
@@ -559,6 +590,7 @@ int workload_run(const struct wl_config *cfg, const struct wl_hooks *hooks, stru
 		kill(server, SIGKILL);
 		goto out_reap;
 	}
+	track(&cur_client, client);
 	close(lfd);
 	lfd = -1;
 	close(go[0]);
@@ -584,6 +616,7 @@ out_reap:
 		kill(server, SIGKILL);	/* a server waiting for a dead client never returns */
 	if (server > 0)
 		reap(server, "server", sh, &failed);
+	cur_client = cur_server = 0;
 	if (interrupted)
 		err = -EINTR;
 	else if (failed && !err)

@@ -53,7 +53,10 @@ extern const char *const place_names[CPU__COUNT];
 
 /* 0, or -errno with a message already printed to stderr. -EINTR when interrupted. */
 int workload_run(const struct wl_config *cfg, const struct wl_hooks *hooks, struct wl_result *res);
-/* Set from a signal handler: running workloads stop and clean up. */
+/* Can this process place client and server so (affinity allows the CPUs)? 0 or -EINVAL,
+ * the reason printed. workload_run checks again; this is for checking before a long run. */
+int workload_check_place(enum cpu_place place);
+/* Set from a signal handler: the running workload is killed, later runs return -EINTR. */
 void workload_interrupt(void);
 /* Latency summary of n samples (sorted in place). */
 void latency_summary(uint64_t *samples, uint64_t n, uint64_t divisor, struct wl_latency *out);

@@ -47,6 +47,31 @@ def shared_dir():
     shutil.rmtree(d, ignore_errors=True)
 
 
+@pytest.fixture(scope="module")
+def nobody_copy(udsprobe):
+    """A copy of udsprobe that uid 65534 can execute (the repo may sit in a 0700 dir)."""
+    d = tempfile.mkdtemp(prefix="udsprobe-rel-bin-")
+    os.chmod(d, 0o755)
+    dst = os.path.join(d, "udsprobe")
+    shutil.copy2(udsprobe, dst)
+    os.chmod(dst, 0o755)
+    yield dst
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def read_until(p, word, timeout=20):
+    end = time.monotonic() + timeout
+    lines = []
+    while time.monotonic() < end:
+        line = p.stderr.readline()
+        if not line:
+            break
+        lines.append(line)
+        if word in line:
+            return lines
+    raise AssertionError(f"'{word}' never printed:\n{''.join(lines)}")
+
+
 def leftovers(d):
     """udsprobe's temporary files left in d."""
     return [e for e in os.listdir(d) if e.startswith(".udsprobe-") and e.endswith(".tmp")]
@@ -102,6 +127,8 @@ def test_file_output_never_writes_through_planted_symlink(run, shared_dir, opt):
     res = run(*args, opt, link)
     assert res.returncode == 1, res.stderr
     assert "symbolic link" in res.stderr, res.stderr
+    assert "[1/1]" not in res.stderr, "refused only after running the workload"
+    assert time.monotonic() - t0 < 5
     with open(secret) as f:
         assert f.read() == "root only\n"
     assert leftovers(shared) == []
@@ -133,3 +160,109 @@ def test_json_replaces_file_atomically(run, tmp_path):
     assert res.returncode == 0, res.stderr
     json.loads(out.read_text())
     assert leftovers(tmp_path) == []
+
+
+# ---- issue 16.12: outputs and placements checked before the run -------------------------
+
+@pytest.mark.parametrize("opt,path", [
+    ("--json", "/nonexistent-udsprobe/dir/x.json"),
+    ("--out", "/nonexistent-udsprobe/dir"),
+    ("--json", "/proc/version"),
+])
+def test_outputs_checked_before_running(run, opt, path):
+    t0 = time.monotonic()
+    res = run("--compare", "--no-trace", "--mode", "pingpong", "--duration", "5", opt, path)
+    assert res.returncode == 1, res.stderr
+    assert time.monotonic() - t0 < 3, "found only after the 5 s run"
+    assert "untraced" not in res.stderr, res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and opt in lines[0] and path in lines[0], res.stderr
+
+
+def test_unwritable_out_as_nobody(nobody_copy, tmp_path):
+    d = tmp_path / "rootonly"
+    d.mkdir(mode=0o755)
+    res = as_nobody(nobody_copy, *SMALL, "--out", d / "sub", cwd="/")
+    assert res.returncode == 1, res.stderr
+    assert "Permission denied" in res.stderr and "--out" in res.stderr, res.stderr
+    assert "untraced" not in res.stderr
+
+
+def test_placement_checked_before_running(udsprobe):
+    # one allowed CPU: split cannot be honoured; say so before running 'same'
+    res = subprocess.run(["taskset", "-c", "0", udsprobe, "--compare", "--no-trace", "--mode",
+                          "pingpong", "--count", "200", "--cpu", "same,split"],
+                         capture_output=True, text=True, timeout=30)
+    assert res.returncode == 1, res.stderr
+    assert "--cpu split" in res.stderr and "untraced" not in res.stderr, res.stderr
+    assert res.stdout == ""
+
+
+def workload_children(pid):
+    """udsprobe's workload processes now (its children, less the janitor in its own session)."""
+    return [c for c in proc_tree(pid)[1:] if os.getsid(c) != c]
+
+
+def test_failure_later_prints_what_completed(spawn):
+    p = spawn("--compare", "--no-trace", "--mode", "pingpong,stream", "--duration", "1.5")
+    read_until(p, "[2/2] stream   unix")
+    kids = wait_for(lambda: workload_children(p.pid), timeout=5)
+    assert kids
+    os.kill(kids[0], signal.SIGKILL)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 1, err
+    assert "workload" in err and ("killed by signal 9" in err or "failed" in err), err
+    assert "completed before it follow" in err, err
+    assert "pingpong 64 B" in out and "stream 64 B" not in out, out
+
+
+# ---- issue 16.13: stdout write failure --------------------------------------------------
+
+@pytest.mark.parametrize("args", [SMALL, ("--list-stages",), ("--help",),
+                                  SMALL + ("--json", "-")], ids=["compare", "list-stages",
+                                                                 "help", "json-stdout"])
+def test_stdout_write_failure_exits_1(udsprobe, args):
+    with open("/dev/full", "w") as full:
+        res = subprocess.run([udsprobe, *args], stdout=full, stderr=subprocess.PIPE, text=True,
+                             timeout=30)
+    assert res.returncode == 1, res.stderr
+    assert res.stderr.count("standard output") == 1, res.stderr
+    if "--help" not in args:  # argp writes and flushes help itself: only the failure is known
+        assert "No space left on device" in res.stderr, res.stderr
+
+
+# ---- issue 16.14: conflicting actions ---------------------------------------------------
+
+@pytest.mark.parametrize("args,words", [
+    (("--compare", "--check"), ("--compare", "--check")),
+    (("--check", "--compare"), ("--compare", "--check")),
+    (("--backlog", "--check"), ("--backlog", "--check")),
+    (("--backlog", "--compare"), ("--backlog", "--compare")),
+    (("--list-stages", "--compare"), ("--list-stages", "--compare")),
+    (("--backlog", "--count", "5"), ("--backlog", "--count")),
+    (("--backlog", "--no-trace"), ("--backlog", "--no-trace")),
+    (("--backlog", "--out", "x"), ("--backlog", "--out")),
+    (("--backlog", "--mode", "pingpong"), ("--backlog", "--mode")),
+    (("--check", "--json", "x"), ("--check", "--json")),
+])
+def test_conflicting_actions_exit_2(run, args, words):
+    res = run(*args, timeout=10)
+    assert res.returncode == 2, (res.returncode, res.stderr)
+    assert res.stdout == ""
+    first = res.stderr.splitlines()[0]
+    for w in words:
+        assert w in first, first
+    assert len(res.stderr.splitlines()) <= 2
+
+
+# ---- issue 16.10: Ctrl-C during attach and calibration ----------------------------------
+
+def test_ctrl_c_during_calibration_stops_promptly(spawn):
+    p = spawn("--compare", "--mode", "pingpong", "--duration", "10")
+    read_until(p, "calibrating")
+    t0 = time.monotonic()
+    os.kill(p.pid, signal.SIGINT)
+    out, err = p.communicate(timeout=30)
+    assert time.monotonic() - t0 < 3, "Ctrl-C waited for the first run"
+    assert p.returncode == 1, err
+    assert "interrupted" in err, err

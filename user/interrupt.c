@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <signal.h>
+#include <stddef.h>
+
+#include "interrupt.h"
+#include "outfile.h"
+#include "workload.h"
+
+volatile sig_atomic_t udsprobe_stop;
+
+static void on_signal(int sig)
+{
+	if (udsprobe_stop) {	/* a second Ctrl-C: stop now, leaving no half-written file */
+		outfile_remove_pending();
+		signal(sig, SIG_DFL);
+		raise(sig);
+		return;
+	}
+	udsprobe_stop = 1;
+	workload_interrupt();
+}
+
+void interrupt_setup(void)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}

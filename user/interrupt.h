@@ -1,0 +1,16 @@
+/*
+ * One SIGINT/SIGTERM handler for every action. The first signal sets udsprobe_stop (every
+ * action's loop checks it) and stops the running workload; a second one removes temporary
+ * output files and ends the process at once (retsnoop's habit).
+ */
+#ifndef UDSPROBE_INTERRUPT_H
+#define UDSPROBE_INTERRUPT_H
+
+#include <signal.h>
+
+extern volatile sig_atomic_t udsprobe_stop;
+
+/* Install the handler (no SA_RESTART: blocking waits return EINTR) and ignore SIGPIPE. */
+void interrupt_setup(void);
+
+#endif
