@@ -282,6 +282,16 @@ out:
 	return err;
 }
 
+uint64_t transport_strangers(const struct transport_result *x)
+{
+	return x->untraced.strangers + x->trace.traced.strangers;
+}
+
+uint64_t pair_strangers(const struct pair_result *pr)
+{
+	return transport_strangers(&pr->tr[TR_UNIX]) + transport_strangers(&pr->tr[TR_TCP]);
+}
+
 void comparison_free(struct comparison *cmp)
 {
 	free((char *)cmp->attach_reason);

@@ -100,6 +100,7 @@ static void result(struct jw *w, const struct pair_result *pr, const struct tran
 	jw_i64(w, "server_cpu", r->server_cpu);
 	jw_u64(w, "count", r->count);
 	jw_u64(w, "elapsed_ns", r->elapsed_ns);
+	jw_u64(w, "strangers", transport_strangers(tr));
 	if (r->has_latency)
 		latency(w, "latency_ns", &r->latency);
 	if (pr->mode != WL_CONNECT) {

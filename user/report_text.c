@@ -171,6 +171,12 @@ void report_text(const struct comparison *cmp, FILE *f)
 			metric_row(f, &rows[m], pr);
 		if (pr->tr[TR_UNIX].runs > 1)
 			repeat_line(f, pr);
+		if (pair_strangers(pr))
+			fprintf(f, "  strangers: %llu connection%s from other processes refused (unix %llu, "
+				"tcp %llu); not measured, but they took the server's time\n",
+				(unsigned long long)pair_strangers(pr), pair_strangers(pr) == 1 ? "" : "s",
+				(unsigned long long)transport_strangers(&pr->tr[TR_UNIX]),
+				(unsigned long long)transport_strangers(&pr->tr[TR_TCP]));
 		if (pr->tr[TR_UNIX].trace.valid && pr->tr[TR_TCP].trace.valid)
 			stage_table(f, cmp, pr);
 		fprintf(f, "\n");

@@ -19,6 +19,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/time.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -32,10 +34,16 @@ const char *const mode_names[WL__COUNT] = { "pingpong", "stream", "connect" };
 const char *const place_names[CPU__COUNT] = { "same", "split", "none" };
 
 #define MAX_SAMPLES (16u << 20)	/* duration runs stop storing samples beyond this */
+#define TOKEN_LEN 8
+/* connect-mode server: a silent stranger is dropped after this; our client never waits */
+#define STRANGER_TIMEOUT_S 2
 
 struct shared {
 	uint64_t n_samples;
 	uint64_t count;
+	uint64_t strangers;		/* connections the server refused: not its client */
+	unsigned char token[TOKEN_LEN];	/* starts each connect-mode request (parent sets it) */
+	uint16_t client_port;		/* TCP pingpong/stream: the client's bound port */
 	uint64_t elapsed_ns;
 	int client_cpu, server_cpu;
 	int client_err, server_err;
@@ -185,6 +193,14 @@ static int make_listener(const struct wl_config *cfg, struct endpoint *ep)
 		in->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 		ep->addr_len = sizeof(*in);
 	}
+	if (cfg->mode == WL_CONNECT) {
+		/* TCP connections inherit it from the listener (AF_UNIX ones do not, and need
+		 * not: only we can connect): a stranger that connects and stays silent is
+		 * dropped instead of stalling the run. Our client sends its request at once. */
+		struct timeval tv = { .tv_sec = STRANGER_TIMEOUT_S };
+
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	}
 	if (bind(fd, (struct sockaddr *)&ep->addr, ep->addr_len) || listen(fd, 128))
 		goto fail;
 	if (cfg->transport == TR_TCP &&
@@ -199,12 +215,32 @@ fail: {
 }
 }
 
-static int connect_to(const struct wl_config *cfg, const struct endpoint *ep)
+/*
+ * sh != NULL (the one connection of pingpong and stream): over TCP, bind to a port first and
+ * publish it, so the server can tell this client from anyone else who connects to the port.
+ */
+static int connect_to(const struct wl_config *cfg, const struct endpoint *ep, struct shared *sh)
 {
 	int fd = make_socket(cfg);
 
 	if (fd < 0)
 		return -1;
+	if (sh && cfg->transport == TR_TCP) {
+		struct sockaddr_in me = { .sin_family = AF_INET,
+					  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+		socklen_t len = sizeof(me);
+
+		if (bind(fd, (struct sockaddr *)&me, sizeof(me)) ||
+		    getsockname(fd, (struct sockaddr *)&me, &len)) {
+			int err = errno;
+
+			close(fd);
+			errno = err;
+			return -1;
+		}
+		/* published before the SYN exists: the server reads it after accept() */
+		__atomic_store_n(&sh->client_port, me.sin_port, __ATOMIC_RELEASE);
+	}
 	if (connect(fd, (const struct sockaddr *)&ep->addr, ep->addr_len)) {
 		int err = errno;
 
@@ -259,7 +295,7 @@ static void client_pingpong(const struct wl_config *cfg, const struct wl_hooks *
 {
 	uint64_t i, n = 0, t_prev, deadline = 0;
 	size_t len = cfg->msg_size;
-	int fd = connect_to(cfg, ep);
+	int fd = connect_to(cfg, ep, sh);
 
 	if (fd < 0)
 		child_fail(sh, &sh->client_err, "client connect");
@@ -284,7 +320,7 @@ static void client_stream(const struct wl_config *cfg, const struct wl_hooks *ho
 {
 	uint64_t i, n = 0, t0, t = 0, deadline = 0, total;
 	size_t len = cfg->msg_size;
-	int fd = connect_to(cfg, ep);
+	int fd = connect_to(cfg, ep, sh);
 	char ack;
 
 	if (fd < 0)
@@ -329,14 +365,14 @@ static void client_connect(const struct wl_config *cfg, const struct wl_hooks *h
 	int fd;
 
 	for (i = 0; i < warmup_of(cfg); i++) {
-		fd = connect_to(cfg, ep);
+		fd = connect_to(cfg, ep, NULL);
 		if (fd < 0 || send_all(fd, buf, len) < 0 || recv_all(fd, buf, len) <= 0)
 			child_fail(sh, &sh->client_err, "client warm-up connection");
 		close(fd);
 	}
 	t_prev = start_measuring(cfg, hooks, &deadline);
 	for (;;) {
-		fd = connect_to(cfg, ep);
+		fd = connect_to(cfg, ep, NULL);
 		if (fd < 0 || send_all(fd, buf, len) < 0 || recv_all(fd, buf, len) <= 0)
 			child_fail(sh, &sh->client_err, "client connection");
 		close(fd);
@@ -346,13 +382,61 @@ static void client_connect(const struct wl_config *cfg, const struct wl_hooks *h
 	stop_measuring(hooks);
 	sh->count = n;
 	sh->n_samples = MIN(n, cap);
-	/* an empty connection tells the server to stop */
-	fd = connect_to(cfg, ep);
-	if (fd >= 0)
+	/* a request carrying the inverted token tells the server to stop */
+	for (i = 0; i < MIN(len, TOKEN_LEN); i++)
+		buf[i] = ~sh->token[i];
+	fd = connect_to(cfg, ep, NULL);
+	if (fd >= 0) {
+		send_all(fd, buf, len);
 		close(fd);
+	}
 }
 
 /* ---- server side --------------------------------------------------------- */
+
+/* How a connect-mode request starts: our token, the stop token, or neither (a stranger). */
+enum req_kind { REQ_OURS, REQ_STOP, REQ_STRANGER };
+
+static enum req_kind request_kind(const struct shared *sh, const char *buf, size_t len)
+{
+	size_t i, n = MIN(len, TOKEN_LEN);
+	bool ours = true, stop = true;
+
+	for (i = 0; i < n; i++) {
+		unsigned char c = buf[i], inv = ~sh->token[i];
+
+		ours &= c == sh->token[i];
+		stop &= c == inv;
+	}
+	return ours ? REQ_OURS : stop ? REQ_STOP : REQ_STRANGER;
+}
+
+/*
+ * The one connection of pingpong and stream. Anyone may connect to a TCP port on 127.0.0.1:
+ * accept until the peer is our client (the port it published), closing the others.
+ */
+static int accept_client(const struct wl_config *cfg, struct shared *sh, int lfd)
+{
+	struct sockaddr_in peer;
+	socklen_t len;
+	int fd;
+
+	for (;;) {
+		len = sizeof(peer);
+		fd = accept4(lfd, (struct sockaddr *)&peer, &len, SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EINTR)
+				continue;
+			child_fail(sh, &sh->server_err, "server accept");
+		}
+		if (cfg->transport != TR_TCP ||	/* unix: only we can reach the 0700 directory */
+		    (peer.sin_addr.s_addr == htonl(INADDR_LOOPBACK) &&
+		     peer.sin_port == __atomic_load_n(&sh->client_port, __ATOMIC_ACQUIRE)))
+			return fd;
+		close(fd);
+		sh->strangers++;
+	}
+}
 
 static void server_run(const struct wl_config *cfg, struct shared *sh, int lfd, char *buf)
 {
@@ -370,20 +454,27 @@ static void server_run(const struct wl_config *cfg, struct shared *sh, int lfd, 
 					continue;
 				child_fail(sh, &sh->server_err, "server accept");
 			}
+			/* a stranger closes, resets, times out or sends something else: drop it.
+			 * A failure of our own client ends the run through its exit status. */
 			n = recv_all(fd, buf, len);
-			if (n == 0) {	/* the client's stop connection */
+			switch (n > 0 ? request_kind(sh, buf, len) : REQ_STRANGER) {
+			case REQ_STOP:
 				close(fd);
 				return;
+			case REQ_STRANGER:
+				sh->strangers++;
+				close(fd);
+				continue;
+			case REQ_OURS:
+				break;
 			}
-			if (n < 0 || send_all(fd, buf, len) < 0)
+			if (send_all(fd, buf, len) < 0)
 				child_fail(sh, &sh->server_err, "server connection");
 			close(fd);
 		}
 	}
 
-	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-	if (fd < 0)
-		child_fail(sh, &sh->server_err, "server accept");
+	fd = accept_client(cfg, sh, lfd);
 	if (cfg->mode == WL_PINGPONG) {
 		while ((n = recv_all(fd, buf, len)) > 0)
 			if (send_all(fd, buf, len) < 0)
@@ -537,6 +628,11 @@ int workload_run(const struct wl_config *cfg, const struct wl_hooks *hooks, stru
 		return err;
 	}
 	sh->client_cpu = sh->server_cpu = -1;
+	if (getrandom(sh->token, sizeof(sh->token), 0) != sizeof(sh->token)) {
+		uint64_t x = now_ns() ^ ((uint64_t)getpid() << 40);
+
+		memcpy(sh->token, &x, sizeof(sh->token));
+	}
 
 	lfd = make_listener(cfg, &ep);
 	if (lfd < 0) {
@@ -575,6 +671,7 @@ int workload_run(const struct wl_config *cfg, const struct wl_hooks *hooks, stru
 		if (!buf)
 			child_fail(sh, &sh->client_err, "client buffer");
 		memset(buf, 'c', cfg->msg_size);
+		memcpy(buf, sh->token, MIN(cfg->msg_size, TOKEN_LEN));
 		pin_self(ccpu, sh, &sh->client_err);
 		if (cfg->mode == WL_PINGPONG)
 			client_pingpong(cfg, hooks, sh, &ep, buf, cap);
@@ -623,6 +720,7 @@ out_reap:
 		err = -EIO;
 	if (!err) {
 		res->count = sh->count;
+		res->strangers = sh->strangers;
 		res->client_cpu = sh->client_cpu;
 		res->server_cpu = sh->server_cpu;
 		res->client_pid = client;

@@ -44,6 +44,7 @@ struct wl_result {
 	struct wl_latency latency;	/* pingpong: one-way (RTT/2); connect: per connection */
 	double msgs_per_sec, bytes_per_sec, conns_per_sec;
 	int client_cpu, server_cpu;	/* where each side ran at the end; -1 unknown */
+	uint64_t strangers;	/* connections from other processes the server refused */
 	pid_t client_pid, server_pid;
 };
 

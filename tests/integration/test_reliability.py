@@ -266,3 +266,104 @@ def test_ctrl_c_during_calibration_stops_promptly(spawn):
     assert time.monotonic() - t0 < 3, "Ctrl-C waited for the first run"
     assert p.returncode == 1, err
     assert "interrupted" in err, err
+
+
+# ---- issue 15.1: the workload talks only to itself -------------------------------------
+
+POLLER = r"""
+import socket, subprocess, sys, time
+mode, life = sys.argv[1], float(sys.argv[2])
+
+def listening():
+    # ss asks sock_diag for listeners only; /proc/net/tcp would list every TIME_WAIT
+    # socket of the connect runs (tens of thousands) and take ~0.3 s per read
+    out = subprocess.run(["ss", "-Hltn", "src", "127.0.0.1"], capture_output=True,
+                         text=True).stdout
+    return {int(line.split()[3].rsplit(":", 1)[1]) for line in out.splitlines()}
+
+old = listening()  # already there: not udsprobe's, leave them alone
+held, end = [], time.monotonic() + life
+print("ready", flush=True)
+while time.monotonic() < end:
+    for port in listening() - old:
+        try:
+            s = socket.create_connection(("127.0.0.1", port), timeout=0.5)
+        except OSError:
+            continue
+        if mode == "silent":      # connect, say nothing, keep it open
+            held.append(s)
+            old.add(port)         # one per port is enough to stall a naive server
+        else:                     # connect and close at once
+            s.close()
+    time.sleep(0.0005)
+"""
+
+
+@pytest.fixture
+def poller():
+    """poller(mode) starts a uid-65534 process poking every new 127.0.0.1 listening port;
+    it is killed by PID at teardown (and ends by itself after 120 s)."""
+    procs = []
+
+    def _start(mode="close"):
+        p = subprocess.Popen(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}",
+                              "--clear-groups", "--inh-caps=-all", "/usr/bin/python3", "-c",
+                              POLLER, mode, "120"], stdout=subprocess.PIPE, text=True, cwd="/")
+        procs.append(p)
+        assert p.stdout.readline().strip() == "ready"
+        return p
+
+    yield _start
+    for p in procs:
+        p.kill()
+        p.wait()
+
+
+@pytest.mark.parametrize("cpu", ["same", "split"])
+@pytest.mark.parametrize("mode", ["pingpong", "stream", "connect"])
+def test_strangers_do_not_break_the_run(run, poller, ncpus, mode, cpu, tmp_path):
+    if cpu == "split" and ncpus < 2:
+        pytest.skip("--cpu split needs 2 CPUs")
+    poller("close")
+    out = tmp_path / "r.json"
+    res = run("--compare", "--no-trace", "--mode", mode, "--count", "3000", "--cpu", cpu,
+              "--json", out, timeout=120)
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(out.read_text())
+    for r in doc["results"]:
+        assert r["count"] == 3000, r
+        assert isinstance(r["strangers"], int)
+        if r["transport"] == "unix":
+            assert r["strangers"] == 0  # the 0700 socket directory keeps them out
+    tcp = [r for r in doc["results"] if r["transport"] == "tcp"][0]
+    if mode == "connect":
+        # connect mode listens for the whole run: the poller certainly got in
+        assert tcp["strangers"] > 0, tcp
+
+
+def test_strangers_reported_in_text(run, poller):
+    poller("close")
+    res = run("--compare", "--no-trace", "--mode", "connect", "--count", "3000", timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert "strangers:" in res.stdout and "refused" in res.stdout, res.stdout
+
+
+def test_silent_stranger_does_not_hang_connect(run, poller):
+    poller("silent")
+    t0 = time.monotonic()
+    res = run("--compare", "--no-trace", "--mode", "connect", "--count", "500", "--json", "-",
+              timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert time.monotonic() - t0 < 30
+    tcp = [r for r in json.loads(res.stdout)["results"] if r["transport"] == "tcp"][0]
+    assert tcp["count"] == 500
+
+
+def test_traced_run_with_strangers(run, poller, attach_mode):
+    poller("close")
+    args = ["--compare", "--mode", "pingpong,connect", "--count", "2000", "--json", "-"]
+    args += ["--attach", attach_mode] if attach_mode else []
+    res = run(*args, timeout=120)
+    assert res.returncode == 0, res.stderr
+    for r in json.loads(res.stdout)["results"]:
+        assert r["count"] == 2000

@@ -89,6 +89,7 @@ static void load_result(const struct jnode *o, struct pair_result *pr, struct tr
 				     .msg_size = pr->msg_size, .place = pr->place };
 	u->count = jnum(o, "count", 0);
 	u->elapsed_ns = jnum(o, "elapsed_ns", 0);
+	u->strangers = jnum(o, "strangers", 0);	/* total of both runs, kept on the untraced */
 	u->has_latency = jget(o, "latency_ns") != NULL;
 	load_latency(jget(o, "latency_ns"), &u->latency);
 	u->msgs_per_sec = jnum(o, "msgs_per_sec", 0);
