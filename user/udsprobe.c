@@ -338,8 +338,10 @@ static void compare_validate(void)
 
 /*
  * One --compare at a time on a host: two would share CPU 0 and each one's probes would fire
- * in the other's untraced baseline. A root-only lock file (0600: another user cannot hold
- * it to block root's runs); runs without root cannot open it and are not serialised.
+ * in the other's untraced baseline. The second one waits, saying for whom (Ctrl-C gives up):
+ * waiting, not refusing, so two scripts or test suites on one machine both finish with clean
+ * numbers. A root-only lock file (0600: another user cannot hold it to stall root's runs);
+ * runs without root cannot open it and are not serialised.
  */
 static int compare_lock(void)
 {
@@ -359,7 +361,7 @@ static int compare_lock(void)
 		return 0;
 	}
 	/* who holds it: /proc/locks "1: FLOCK ADVISORY WRITE PID MAJ:MIN:INODE 0 EOF" */
-	if (!fstat(fd, &st) && (f = fopen("/proc/locks", "r"))) {
+	if (!fstat(fd, &st) && (f = fopen("/proc/locks", "re"))) {
 		while (fgets(line, sizeof(line), f)) {
 			unsigned int maj, min;
 			unsigned long ino;
@@ -373,10 +375,22 @@ static int compare_lock(void)
 		}
 		fclose(f);
 	}
-	close(fd);
-	fprintf(stderr, "udsprobe: another udsprobe --compare is running (pid %ld): two at once "
-		"share CPUs and trace each other's workloads; wait for it to finish\n", holder);
-	return -EBUSY;
+	fprintf(stderr, "udsprobe: waiting for another udsprobe --compare (pid %ld) to finish: two "
+		"at once would share CPUs and trace each other's workloads (Ctrl-C gives up)\n",
+		holder);
+	while (flock(fd, LOCK_EX)) {
+		if (errno != EINTR || udsprobe_stop) {
+			int err = udsprobe_stop ? -EINTR : -errno;
+
+			if (err != -EINTR)
+				fprintf(stderr, "udsprobe: cannot lock %s: %s\n", path, strerror(-err));
+			else
+				fprintf(stderr, "udsprobe: interrupted while waiting\n");
+			close(fd);
+			return err;
+		}
+	}
+	return 0;
 }
 
 /* What can be known before a long run: CPUs for every placement, every output writable. */

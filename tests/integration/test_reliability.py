@@ -367,3 +367,93 @@ def test_traced_run_with_strangers(run, poller, attach_mode):
     assert res.returncode == 0, res.stderr
     for r in json.loads(res.stdout)["results"]:
         assert r["count"] == 2000
+
+
+# ---- issue 16.11: two --compare at once ----------------------------------------------
+
+def test_second_compare_waits_for_the_first(spawn):
+    first = spawn("--compare", "--no-trace", "--mode", "pingpong", "--duration", "2")
+    assert wait_for(lambda: sockdir_of(first.pid), timeout=5)
+    second = spawn("--compare", "--no-trace", "--mode", "pingpong", "--count", "200")
+    line = second.stderr.readline()
+    assert "waiting for another udsprobe --compare" in line, line
+    assert f"pid {first.pid}" in line, line
+    read_until(second, "[1/1] pingpong unix")
+    # the second one's workload starts only when the first is gone
+    assert first.poll() is not None, "both ran at once"
+    out, err = second.communicate(timeout=30)
+    assert second.returncode == 0, err
+    assert first.wait(timeout=10) == 0
+
+
+def test_ctrl_c_while_waiting_for_the_lock(spawn):
+    first = spawn("--compare", "--no-trace", "--mode", "pingpong", "--duration", "3")
+    assert wait_for(lambda: sockdir_of(first.pid), timeout=5)
+    second = spawn("--compare", "--no-trace", "--mode", "pingpong", "--count", "200")
+    assert "waiting" in second.stderr.readline()
+    t0 = time.monotonic()
+    os.kill(second.pid, signal.SIGINT)
+    out, err = second.communicate(timeout=10)
+    assert time.monotonic() - t0 < 2
+    assert second.returncode == 1 and "interrupted" in err, err
+    assert first.poll() is None  # the first one carries on
+    os.killpg(first.pid, signal.SIGINT)
+    first.communicate(timeout=10)
+
+
+def test_other_user_cannot_hold_the_lock(run):
+    assert run(*SMALL).returncode == 0  # creates /run/udsprobe.lock if missing
+    st = os.stat("/run/udsprobe.lock")
+    assert st.st_uid == 0 and st.st_mode & 0o077 == 0, oct(st.st_mode)
+    res = as_nobody("/usr/bin/python3", "-c", "open('/run/udsprobe.lock')")
+    assert res.returncode != 0 and "Permission denied" in res.stderr, res.stderr
+
+
+# ---- issue 16.15: reusing an --out directory ------------------------------------------
+
+def traced(attach_mode, *args):
+    return ("--compare", "--count", "500", *args) + (("--attach", attach_mode) if attach_mode
+                                                     else ())
+
+
+def test_out_reuse_replaces_exactly_its_own_files(run, tmp_path, attach_mode):
+    d = tmp_path / "rep"
+    res = run(*traced(attach_mode, "--mode", "pingpong", "--out", d), timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert (d / "flame-pingpong-64B-same.svg").exists()
+    (d / "notes.txt").write_text("mine")
+    (d / "flame-mine.svg").write_text("<svg/>")  # looks like ours, but not in the manifest
+    res = run(*traced(attach_mode, "--mode", "stream", "--out", d), timeout=120)
+    assert res.returncode == 0, res.stderr
+    names = set(os.listdir(d))
+    assert "flame-stream-64B-same.svg" in names
+    assert "flame-pingpong-64B-same.svg" not in names, "previous run's picture left behind"
+    assert "diff-pingpong-64B-same.svg" not in names
+    assert {"notes.txt", "flame-mine.svg", "report.md", "report.json"} <= names
+    assert leftovers(d) == []
+
+
+def test_out_ignores_a_planted_manifest(run, shared_dir):
+    d, shared, secret = shared_dir
+    victim = os.path.join(shared, "udsprobe.svg")  # a name udsprobe uses, someone else's file
+    as_nobody("sh", "-c", f"echo theirs > {victim}")
+    manifest = os.path.join(shared, ".udsprobe-manifest")
+    as_nobody("sh", "-c", f"printf 'udsprobe.svg\\n../secret\\nreport.md\\n' > {manifest}")
+    res = run(*SMALL, "--out", shared)
+    assert res.returncode == 0, res.stderr
+    with open(victim) as f:
+        assert f.read() == "theirs\n"
+    assert os.path.exists(secret)
+    assert os.path.exists(os.path.join(shared, "report.md"))
+    # the manifest is now udsprobe's own, not the planted one
+    st = os.lstat(manifest)
+    assert st.st_uid == 0
+
+
+def test_out_reuse_untraced_after_traced(run, tmp_path, attach_mode):
+    d = tmp_path / "rep"
+    assert run(*traced(attach_mode, "--mode", "pingpong", "--out", d),
+               timeout=120).returncode == 0
+    res = run(*SMALL, "--out", d)
+    assert res.returncode == 0, res.stderr
+    assert sorted(e for e in os.listdir(d)) == [".udsprobe-manifest", "report.json", "report.md"]
