@@ -457,3 +457,148 @@ def test_out_reuse_untraced_after_traced(run, tmp_path, attach_mode):
     res = run(*SMALL, "--out", d)
     assert res.returncode == 0, res.stderr
     assert sorted(e for e in os.listdir(d)) == [".udsprobe-manifest", "report.json", "report.md"]
+
+
+# ---- issue 15.2: signals at every phase leave nothing behind ---------------------------
+
+def bpf_prog_ids(pids):
+    """BPF program ids the processes hold (through program fds; links hold theirs too)."""
+    ids = set()
+    for p in pids:
+        try:
+            fds = os.listdir(f"/proc/{p}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if "bpf" not in os.readlink(f"/proc/{p}/fd/{fd}"):
+                    continue
+                with open(f"/proc/{p}/fdinfo/{fd}") as f:
+                    for line in f:
+                        if line.startswith("prog_id:"):
+                            ids.add(int(line.split()[1]))
+            except OSError:
+                continue
+    return ids
+
+
+def loaded_prog_ids():
+    out = subprocess.run(["bpftool", "prog", "show", "-j"], capture_output=True, text=True,
+                         check=True).stdout
+    return {p["id"] for p in json.loads(out)}
+
+
+PHASES = {
+    # phase: (extra args, stderr text that marks it, delay after it)
+    "load": ((), None, 0.05),
+    "calibration": ((), "calibrating", 0.0),
+    "untraced": ((), "pingpong unix       64 B cpu=same untraced", 0.2),
+    "traced": ((), "pingpong unix       64 B cpu=same traced", 0.2),
+    # the pingpong pair is complete: its report must be written whole, nothing else
+    "with-out": (("--out", "{tmp}/rep"), "stream   tcp        64 B cpu=same traced", 0.2),
+    # nothing complete yet: the --out directory udsprobe created goes again
+    "with-out-early": (("--out", "{tmp}/rep"), "pingpong tcp        64 B cpu=same traced", 0.2),
+}
+
+
+@pytest.mark.parametrize("phase,sig", [(ph, signal.SIGINT) for ph in PHASES] +
+                         [("traced", signal.SIGTERM)])
+def test_signal_at_every_phase_leaves_nothing(spawn, tmp_path, attach_mode, phase, sig):
+    extra, mark, delay = PHASES[phase]
+    extra = tuple(a.replace("{tmp}", str(tmp_path)) for a in extra)
+    args = ("--compare", "--mode", "pingpong,stream", "--duration", "0.5") + extra
+    args += ("--attach", attach_mode) if attach_mode else ()
+    p = spawn(*args)
+    if mark:
+        read_until(p, mark)
+    time.sleep(delay)
+    tree = proc_tree(p.pid)
+    progs = bpf_prog_ids(tree)
+    sockdir = sockdir_of(p.pid)
+    if phase != "load":
+        assert progs, "no BPF programs seen while tracing"
+    t0 = time.monotonic()
+    os.killpg(p.pid, sig)
+    out, err = p.communicate(timeout=20)
+    assert time.monotonic() - t0 < 5, f"took {time.monotonic() - t0:.1f} s to stop"
+    assert p.returncode == 1, (p.returncode, err)
+    assert "interrupted" in err, err
+    assert wait_for(lambda: not [q for q in tree if alive(q)], timeout=5), "processes left"
+    if sockdir:
+        assert wait_for(lambda: not os.path.exists(sockdir), timeout=5), f"{sockdir} left"
+    assert wait_for(lambda: not (progs & loaded_prog_ids()), timeout=5), \
+        f"BPF programs left loaded: {progs & loaded_prog_ids()}"
+    rep = tmp_path / "rep"
+    if phase == "with-out":
+        assert leftovers(rep) == []
+        doc = json.loads((rep / "report.json").read_text())
+        assert {r["mode"] for r in doc["results"]} == {"pingpong"}
+        assert (rep / "flame-pingpong-64B-same.svg").exists()
+    elif phase == "with-out-early":
+        assert not rep.exists(), os.listdir(rep)
+
+
+def test_second_signal_while_writing_leaves_no_temp_file(spawn, tmp_path, attach_mode):
+    # a second SIGINT right after the first: udsprobe dies at once, wherever it was; no
+    # half-written report and no temporary file may remain
+    rep = tmp_path / "rep"
+    args = ("--compare", "--mode", "pingpong,stream", "--duration", "0.5", "--out", rep)
+    args += ("--attach", attach_mode) if attach_mode else ()
+    for gap in (0.0, 0.005):
+        p = spawn(*args)
+        read_until(p, "stream   tcp        64 B cpu=same traced")
+        time.sleep(0.2)
+        os.kill(p.pid, signal.SIGINT)
+        time.sleep(gap)
+        os.kill(p.pid, signal.SIGINT)
+        p.communicate(timeout=20)
+        assert p.returncode != 0
+        if rep.exists():
+            assert leftovers(rep) == []
+            for name in os.listdir(rep):
+                if name == "report.json":
+                    json.loads((rep / name).read_text())
+
+
+# ---- issue 15.2: unprivileged user, read-only cwd, missing TMPDIR ------------------------
+
+def test_nobody_untraced_works_anywhere(nobody_copy):
+    # cwd "/" is not writable for uid 65534; TMPDIR points nowhere
+    res = as_nobody("env", "TMPDIR=/nonexistent-udsprobe", nobody_copy, *SMALL, "--json", "-",
+                    cwd="/")
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["results"]
+
+
+@pytest.mark.parametrize("args", [("--compare", "--count", "100"), ("--backlog", "--duration", "1"),
+                                  ("--check",)], ids=["compare", "backlog", "check"])
+def test_nobody_traced_fails_with_one_line(nobody_copy, args):
+    res = as_nobody(nobody_copy, *args, cwd="/")
+    assert res.returncode == 1, res.stderr
+    errs = [l for l in res.stderr.splitlines() if l.startswith("udsprobe:")]
+    assert len(errs) == 1 and ("root" in errs[0] or "CAP_BPF" in errs[0]), res.stderr
+
+
+def in_readonly_dir(udsprobe, tmp_path, *args):
+    """Run udsprobe with its cwd on a read-only bind mount, in a private mount namespace
+    (nothing to unmount afterwards)."""
+    d = tmp_path / "ro"
+    d.mkdir()
+    script = 'mount --bind -o ro "$1" "$1" && cd "$1" && shift && exec "$@"'
+    return subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script,
+                           "sh", str(d), udsprobe, *args], capture_output=True, text=True,
+                          timeout=60)
+
+
+def test_readonly_cwd_untraced_works(udsprobe, tmp_path):
+    res = in_readonly_dir(udsprobe, tmp_path, *SMALL)
+    assert res.returncode == 0, res.stderr
+    assert "one-way p50" in res.stdout
+
+
+@pytest.mark.parametrize("opt,path", [("--json", "r.json"), ("--out", "rep")])
+def test_readonly_cwd_output_refused_before_run(udsprobe, tmp_path, opt, path):
+    res = in_readonly_dir(udsprobe, tmp_path, "--compare", "--no-trace", "--mode", "pingpong",
+                          "--count", "200", opt, path)
+    assert res.returncode == 1, res.stderr
+    assert "Read-only file system" in res.stderr and "untraced" not in res.stderr, res.stderr
