@@ -21,6 +21,7 @@
 
 #include "attach.h"
 #include "backlog.h"
+#include "interrupt.h"
 #include "backlog_bpf.h"
 #include "backlog_out.h"
 #include "backlog_table.h"
@@ -145,17 +146,6 @@ bool backlog_requested(void)
 
 /* ------------------------------------------------------------------ main loop */
 
-static volatile sig_atomic_t stop;
-
-static void on_signal(int sig)
-{
-	if (stop) {	/* second Ctrl-C: leave now */
-		signal(sig, SIG_DFL);
-		raise(sig);
-	}
-	stop = 1;
-}
-
 static int read_somaxconn(void)
 {
 	FILE *f = fopen("/proc/sys/net/core/somaxconn", "r");
@@ -194,20 +184,20 @@ static void prom_write(struct bl_loop *r)
 	}
 }
 
-/* --attach/--backlog-attach, root, the output files: 0, or the exit status. */
-static int check_args(struct bl_loop *r, const char *attach, enum attach_mode *want)
+/* --attach (parsed by udsprobe.c)/--backlog-attach, root, the output files: 0, or the exit
+ * status. */
+static int check_args(struct bl_loop *r, enum attach_mode attach, enum attach_mode *want)
 {
 	char msg[256];
 	int m;
 
-	if (!attach)
-		attach = opts.attach;
-	if (attach) {
-		m = attach_mode_parse(attach);
+	*want = attach;
+	if (attach == ATTACH_AUTO && opts.attach) {
+		m = attach_mode_parse(opts.attach);
 		if (m < 0) {
-			fprintf(stderr, "udsprobe: --attach: unknown mode '%s' (valid: auto fentry "
-				"kprobe tracepoint)\nTry 'udsprobe --help' for more information.\n",
-				attach);
+			fprintf(stderr, "udsprobe: --backlog-attach: unknown mode '%s' (valid: auto "
+				"fentry kprobe tracepoint)\nTry 'udsprobe --help' for more information.\n",
+				opts.attach);
 			return 2;
 		}
 		*want = m;
@@ -298,7 +288,7 @@ static void loop(struct bl_loop *r)
 	uint64_t next_sample = r->t0 + SAMPLE_NS, next_report = r->t0 + period;
 	struct bl_state *s = &r->s;
 
-	while (!stop) {
+	while (!udsprobe_stop) {	/* set by udsprobe's one signal handler (interrupt.c) */
 		uint64_t now = now_ns(), wake = MIN(next_sample, next_report);
 		struct timespec ts;
 
@@ -356,9 +346,8 @@ static void finish(struct bl_loop *r)
 	}
 }
 
-int backlog_main(const char *json_path, double duration_s, const char *attach, int verbose)
+int backlog_main(const char *json_path, double duration_s, enum attach_mode attach, int verbose)
 {
-	struct sigaction sa = { .sa_handler = on_signal };
 	enum attach_mode want = ATTACH_AUTO;
 	struct bl_loop r = { .out = stdout, .json_path = json_path };
 	int ret;
@@ -367,9 +356,6 @@ int backlog_main(const char *json_path, double duration_s, const char *attach, i
 	if (ret)
 		goto out;
 	libbpf_setup(verbose);	/* -v: libbpf warnings, -vv: debug (as for --compare) */
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
 
 	bl_state_init(&r.s, &opts.f);
 	r.interval = opts.interval_s ? opts.interval_s : 1.0;

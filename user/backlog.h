@@ -5,6 +5,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "attach.h"
+
 /* Options of --backlog, as an argp child of udsprobe's parser. */
 extern const struct argp backlog_argp;
 
@@ -12,11 +14,12 @@ extern const struct argp backlog_argp;
 bool backlog_requested(void);
 
 /*
- * Run --backlog until --duration or Ctrl-C. json_path and duration_s come from
- * udsprobe's shared --json/--duration options (NULL / 0 = none); attach is the
- * shared --attach value when there is one (NULL = --backlog-attach or auto).
- * Returns the process exit status: 0 ok, 1 runtime failure, 2 bad usage.
+ * Run --backlog until --duration or udsprobe_stop (interrupt.h: udsprobe's one signal
+ * handler). json_path and duration_s come from udsprobe's shared --json/--duration options
+ * (NULL / 0 = none); attach is the shared --attach mode, parsed once by udsprobe.c
+ * (ATTACH_AUTO = --backlog-attach or auto). Returns the process exit status: 0 ok,
+ * 1 runtime failure, 2 bad usage.
  */
-int backlog_main(const char *json_path, double duration_s, const char *attach, int verbose);
+int backlog_main(const char *json_path, double duration_s, enum attach_mode attach, int verbose);
 
 #endif

@@ -38,8 +38,6 @@ static struct env {
 	struct compare_opts cmp;
 	const char *json_path;
 	const char *folded_path, *svg_path, *out_dir;	/* reports.h */
-	const char *attach_arg;	/* --attach as given, for --backlog */
-	bool attach_given;
 	int verbose;
 	/* options given that only some actions take: name and mask of those actions */
 	struct { const char *name; unsigned actions; } scoped[16];
@@ -240,7 +238,6 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 			usage_error(state, "--attach: unknown mode '%s' (valid: auto fentry kprobe tracepoint)",
 				    arg);
 		env.cmp.attach = i;
-		env.attach_arg = arg;
 		break;
 	case OPT_NO_TRACE:
 		env.cmp.trace = false;
@@ -530,7 +527,7 @@ static int do_backlog(void)
 
 	if (env.json_path && outfile_check("--json", env.json_path))
 		return -EIO;
-	status = backlog_main(env.json_path, env.cmp.duration_s, env.attach_arg, env.verbose);
+	status = backlog_main(env.json_path, env.cmp.duration_s, env.cmp.attach, env.verbose);
 	/* backlog_main reports in exit statuses (2: usage, said already) */
 	return status == 0 ? 0 : status == 2 ? -EINVAL : -EIO;
 }
@@ -587,8 +584,14 @@ int main(int argc, char **argv)
 	err = argp_parse(&argp, argc, argv, 0, NULL, NULL);
 	if (err)
 		return 2;
-	if (backlog_requested())	/* --backlog is parsed by backlog.c's argp child */
+	if (backlog_requested()) {	/* --backlog is parsed by backlog.c's argp child */
+		if (env.action != ACT_NONE) {
+			fprintf(stderr, "udsprobe: --backlog and %s exclude each other: give one action\n"
+				"Try 'udsprobe --help' for more information.\n", env.action_opt);
+			return 2;
+		}
 		set_action(NULL, ACT_BACKLOG, "--backlog");
+	}
 	if (env.action == ACT_NONE) {
 		fprintf(stderr, "udsprobe: nothing to do: give --compare, --backlog, --check or --list-stages\n"
 			"Try 'udsprobe --help' for more information.\n");
