@@ -600,6 +600,90 @@ static int reap(pid_t pid, const char *who, struct shared *sh, bool *failed)
 	return -EIO;
 }
 
+/* The page shared with both children: results, the run's token, cap samples. */
+static struct shared *shared_map(uint64_t cap, size_t *len)
+{
+	struct shared *sh;
+
+	*len = sizeof(*sh) + cap * sizeof(uint64_t);
+	sh = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (sh == MAP_FAILED) {
+		fprintf(stderr, "udsprobe: cannot map %zu bytes for samples: %s\n", *len,
+			strerror(errno));
+		return NULL;
+	}
+	sh->client_cpu = sh->server_cpu = -1;
+	if (getrandom(sh->token, sizeof(sh->token), 0) != sizeof(sh->token)) {
+		uint64_t x = now_ns() ^ ((uint64_t)getpid() << 40);
+
+		memcpy(sh->token, &x, sizeof(sh->token));
+	}
+	return sh;
+}
+
+static void __attribute__((noreturn))
+server_child(const struct wl_config *cfg, struct shared *sh, int lfd, int cpu)
+{
+	char *buf = malloc(cfg->msg_size);
+
+	if (!buf)
+		child_fail(sh, &sh->server_err, "server buffer");
+	memset(buf, 's', cfg->msg_size);
+	pin_self(cpu, sh, &sh->server_err);
+	server_run(cfg, sh, lfd, buf);
+	sh->server_cpu = sched_getcpu();
+	_exit(0);
+}
+
+static void __attribute__((noreturn))
+client_child(const struct wl_config *cfg, const struct wl_hooks *hooks, struct shared *sh,
+	     const struct endpoint *ep, int cpu, uint64_t cap)
+{
+	char *buf = malloc(cfg->msg_size);
+
+	if (!buf)
+		child_fail(sh, &sh->client_err, "client buffer");
+	memset(buf, 'c', cfg->msg_size);
+	memcpy(buf, sh->token, MIN(cfg->msg_size, TOKEN_LEN));
+	pin_self(cpu, sh, &sh->client_err);
+	if (cfg->mode == WL_PINGPONG)
+		client_pingpong(cfg, hooks, sh, ep, buf, cap);
+	else if (cfg->mode == WL_STREAM)
+		client_stream(cfg, hooks, sh, ep, buf);
+	else
+		client_connect(cfg, hooks, sh, ep, buf, cap);
+	sh->client_cpu = sched_getcpu();
+	_exit(0);
+}
+
+/* A finished run's numbers, from the shared page. */
+static void fill_result(const struct wl_config *cfg, struct shared *sh, struct wl_result *res)
+{
+	uint64_t i;
+
+	res->count = sh->count;
+	res->strangers = sh->strangers;
+	res->client_cpu = sh->client_cpu;
+	res->server_cpu = sh->server_cpu;
+	if (cfg->mode == WL_STREAM) {
+		res->elapsed_ns = sh->elapsed_ns;
+		res->msgs_per_sec = sh->count * 1e9 / MAX(sh->elapsed_ns, 1);
+		res->bytes_per_sec = res->msgs_per_sec * cfg->msg_size;
+		return;
+	}
+	for (i = 0; i < sh->n_samples; i++)
+		res->elapsed_ns += sh->samples[i];
+	res->has_latency = true;
+	/* pingpong samples are round trips: one-way is half */
+	latency_summary(sh->samples, sh->n_samples, cfg->mode == WL_PINGPONG ? 2 : 1, &res->latency);
+	if (cfg->mode == WL_PINGPONG) {
+		res->msgs_per_sec = 2 * sh->n_samples * 1e9 / MAX(res->elapsed_ns, 1);
+		res->bytes_per_sec = res->msgs_per_sec * cfg->msg_size;
+	} else {
+		res->conns_per_sec = sh->n_samples * 1e9 / MAX(res->elapsed_ns, 1);
+	}
+}
+
 int workload_run(const struct wl_config *cfg, const struct wl_hooks *hooks, struct wl_result *res)
 {
 	uint64_t cap = 0;
@@ -620,19 +704,9 @@ int workload_run(const struct wl_config *cfg, const struct wl_hooks *hooks, stru
 		return err;
 	if (cfg->mode != WL_STREAM)
 		cap = cfg->count ? cfg->count : MIN((uint64_t)(cfg->duration_s * 2e6) + 1, MAX_SAMPLES);
-	shm_len = sizeof(*sh) + cap * sizeof(uint64_t);
-	sh = mmap(NULL, shm_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (sh == MAP_FAILED) {
-		err = -errno;
-		fprintf(stderr, "udsprobe: cannot map %zu bytes for samples: %s\n", shm_len, strerror(-err));
-		return err;
-	}
-	sh->client_cpu = sh->server_cpu = -1;
-	if (getrandom(sh->token, sizeof(sh->token), 0) != sizeof(sh->token)) {
-		uint64_t x = now_ns() ^ ((uint64_t)getpid() << 40);
-
-		memcpy(sh->token, &x, sizeof(sh->token));
-	}
+	sh = shared_map(cap, &shm_len);
+	if (!sh)
+		return -ENOMEM;
 
 	lfd = make_listener(cfg, &ep);
 	if (lfd < 0) {
@@ -647,17 +721,8 @@ int workload_run(const struct wl_config *cfg, const struct wl_hooks *hooks, stru
 	}
 
 	server = spawn(parent, go[0], go[1]);
-	if (server == 0) {
-		char *buf = malloc(cfg->msg_size);
-
-		if (!buf)
-			child_fail(sh, &sh->server_err, "server buffer");
-		memset(buf, 's', cfg->msg_size);
-		pin_self(scpu, sh, &sh->server_err);
-		server_run(cfg, sh, lfd, buf);
-		sh->server_cpu = sched_getcpu();
-		_exit(0);
-	}
+	if (server == 0)
+		server_child(cfg, sh, lfd, scpu);
 	if (server < 0) {
 		err = -errno;
 		goto out_close;
@@ -665,22 +730,8 @@ int workload_run(const struct wl_config *cfg, const struct wl_hooks *hooks, stru
 	track(&cur_server, server);
 	client = spawn(parent, go[0], go[1]);
 	if (client == 0) {
-		char *buf = malloc(cfg->msg_size);
-
 		close(lfd);
-		if (!buf)
-			child_fail(sh, &sh->client_err, "client buffer");
-		memset(buf, 'c', cfg->msg_size);
-		memcpy(buf, sh->token, MIN(cfg->msg_size, TOKEN_LEN));
-		pin_self(ccpu, sh, &sh->client_err);
-		if (cfg->mode == WL_PINGPONG)
-			client_pingpong(cfg, hooks, sh, &ep, buf, cap);
-		else if (cfg->mode == WL_STREAM)
-			client_stream(cfg, hooks, sh, &ep, buf);
-		else
-			client_connect(cfg, hooks, sh, &ep, buf, cap);
-		sh->client_cpu = sched_getcpu();
-		_exit(0);
+		client_child(cfg, hooks, sh, &ep, ccpu, cap);
 	}
 	if (client < 0) {
 		err = -errno;
@@ -719,32 +770,9 @@ out_reap:
 	else if (failed && !err)
 		err = -EIO;
 	if (!err) {
-		res->count = sh->count;
-		res->strangers = sh->strangers;
-		res->client_cpu = sh->client_cpu;
-		res->server_cpu = sh->server_cpu;
+		fill_result(cfg, sh, res);
 		res->client_pid = client;
 		res->server_pid = server;
-		if (cfg->mode == WL_STREAM) {
-			res->elapsed_ns = sh->elapsed_ns;
-			res->msgs_per_sec = sh->count * 1e9 / MAX(sh->elapsed_ns, 1);
-			res->bytes_per_sec = res->msgs_per_sec * cfg->msg_size;
-		} else {
-			uint64_t i;
-
-			for (i = 0; i < sh->n_samples; i++)
-				res->elapsed_ns += sh->samples[i];
-			res->has_latency = true;
-			/* pingpong samples are round trips: one-way is half */
-			latency_summary(sh->samples, sh->n_samples, cfg->mode == WL_PINGPONG ? 2 : 1,
-					&res->latency);
-			if (cfg->mode == WL_PINGPONG) {
-				res->msgs_per_sec = 2 * sh->n_samples * 1e9 / MAX(res->elapsed_ns, 1);
-				res->bytes_per_sec = res->msgs_per_sec * cfg->msg_size;
-			} else {
-				res->conns_per_sec = sh->n_samples * 1e9 / MAX(res->elapsed_ns, 1);
-			}
-		}
 	}
 out_close:
 	if (go[0] >= 0)
