@@ -375,17 +375,24 @@ static int compare_lock(void)
 	fprintf(stderr, "udsprobe: waiting for another udsprobe --compare (pid %ld) to finish: two "
 		"at once would share CPUs and trace each other's workloads (Ctrl-C gives up)\n",
 		holder);
-	while (flock(fd, LOCK_EX)) {
-		if (errno != EINTR || udsprobe_stop) {
-			int err = udsprobe_stop ? -EINTR : -errno;
+	/* poll, not a blocking flock: a Ctrl-C landing just before a blocking call would be
+	 * missed until the other run ends */
+	while (flock(fd, LOCK_EX | LOCK_NB)) {
+		struct timespec ts = { .tv_nsec = 50 * 1000000 };
 
-			if (err != -EINTR)
-				fprintf(stderr, "udsprobe: cannot lock %s: %s\n", path, strerror(-err));
-			else
-				fprintf(stderr, "udsprobe: interrupted while waiting\n");
+		if (errno != EWOULDBLOCK) {
+			int err = -errno;
+
+			fprintf(stderr, "udsprobe: cannot lock %s: %s\n", path, strerror(-err));
 			close(fd);
 			return err;
 		}
+		if (udsprobe_stop) {
+			fprintf(stderr, "udsprobe: interrupted while waiting\n");
+			close(fd);
+			return -EINTR;
+		}
+		nanosleep(&ts, NULL);
 	}
 	return 0;
 }
