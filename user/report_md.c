@@ -564,6 +564,12 @@ void md_write(const struct comparison *cmp, FILE *f)
 	intro(f, cmp, staged);
 	summary(f, cmp);
 	env_table(f, cmp);
+	if (sweep_sizes(cmp) >= 2)
+		fprintf(f, "## Across message sizes\n\n![UDS vs TCP across message sizes: latency, "
+			"ratio, throughput and stage composition](sweep.svg)\n\nOne size axis for "
+			"every panel: one-way latency (pingpong p50), the UDS/TCP ratio (below 1: UDS "
+			"faster), stream throughput, and where each transport's traced message time goes "
+			"at each size. Hover a point or bar for its figure.\n\n");
 	for (i = 0; i < cmp->n_pairs; i++)
 		pair_section(f, cmp, &cmp->pairs[i]);
 
@@ -589,6 +595,9 @@ void md_write(const struct comparison *cmp, FILE *f)
 	fprintf(f, "- `report.md`: this report.\n");
 	fprintf(f, "- `report.json`: every number above, machine-readable (schema: udsprobe's "
 		"docs/JSON.md).\n");
+	if (sweep_sizes(cmp) >= 2)
+		fprintf(f, "- `sweep.svg`: the size curve (latency, ratio, throughput, stage "
+			"composition across sizes).\n");
 	if (staged) {
 		fprintf(f, "- `udsprobe.svg`: all runs in one picture. `flame-<run>.svg`, "
 			"`diff-<run>.svg`: one picture per run, sized for a slide.\n");

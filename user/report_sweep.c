@@ -281,10 +281,19 @@ static void phase_shares(const struct trace_result *t, double *share)
 		const struct stage_stat *s = &t->stages[i];
 		size_t len = strcspn(s->name, ";");
 
+		const char *phase = s->name;
+
 		if (s->extra || !strcmp(s->name, "app;gap"))
 			continue;
+		/* a large message's slices show as what they are: the sender's or the receiver's
+		 * work, or waiting */
+		if (!strncmp(s->name, "bulk;", 5)) {
+			phase = !strncmp(s->name + 5, "send", 4) ? "send" :
+				!strncmp(s->name + 5, "recv", 4) ? "recv" : "sched";
+			len = strlen(phase);
+		}
 		for (p = 0; p < svg_n_phases; p++)
-			if (strlen(svg_phases[p].phase) == len && !strncmp(svg_phases[p].phase, s->name, len))
+			if (strlen(svg_phases[p].phase) == len && !strncmp(svg_phases[p].phase, phase, len))
 				break;
 		if (p == svg_n_phases)
 			continue;
@@ -300,11 +309,11 @@ static double composition_panel(FILE *f, const struct sweep_pt *pts, int n, doub
 	struct axis a = { .lo = 0, .hi = 1, .log = false, .y0 = y0 };
 	double share[16], bw = MIN(40.0, SPW / (2.5 * n));
 	char col[8], sz[32], buf[160];
-	int i, tr;
+	int i, tr, k = 0;
 	size_t p;
 
-	panel_frame(f, &a, "Where a message's time goes (traced)", "share of the stages, app;gap "
-		    "left out; left bar UDS, right bar TCP", pts, n);
+	panel_frame(f, &a, "Where a message's time goes (traced)", "bars: UDS | TCP; bulk slices "
+		    "as send, recv, sched", pts, n);
 	for (i = 0; i < n; i++) {
 		for (tr = 0; tr < TR__COUNT; tr++) {
 			const struct trace_result *t = pts[i].pp ? &pts[i].pp->tr[tr].trace : NULL;
@@ -331,11 +340,21 @@ static double composition_panel(FILE *f, const struct sweep_pt *pts, int n, doub
 		}
 	}
 	for (p = 0; p < svg_n_phases; p++) {
+		if (!strcmp(svg_phases[p].phase, "bulk") || !strcmp(svg_phases[p].phase, "app"))
+			continue;	/* shown as send/recv/sched; left out */
 		fprintf(f, "<rect x=\"%d\" y=\"%.1f\" width=\"18\" height=\"18\" fill=\"%s\"/>\n",
-			SML + SPW + 24, y0 + 26.0 * p, css(hex(svg_phases[p].rgb), col));
-		text(f, SML + SPW + 50, y0 + 26.0 * p + 15, 16, NULL, NULL, svg_phases[p].phase);
+			SML + SPW + 24, y0 + 26.0 * k, css(hex(svg_phases[p].rgb), col));
+		text(f, SML + SPW + 50, y0 + 26.0 * k++ + 15, 16, NULL, NULL, svg_phases[p].phase);
 	}
 	return y0 + PANEL_H + GAP;
+}
+
+int sweep_sizes(const struct comparison *cmp)
+{
+	struct sweep_pt pts[MAX_SIZES];
+	enum cpu_place place;
+
+	return collect(cmp, pts, MAX_SIZES, &place);
 }
 
 int sweep_svg_write(const struct comparison *cmp, FILE *f)

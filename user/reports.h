@@ -36,6 +36,8 @@ int report_folded(const struct comparison *cmp, const char *path);
 /* Latency, ratio, throughput and stage composition across the sizes of one placement;
  * -EINVAL when fewer than two pingpong/stream sizes were measured. */
 int sweep_svg_write(const struct comparison *cmp, FILE *f);
+/* How many sizes the curve would have (pingpong/stream at the first pingpong placement). */
+int sweep_sizes(const struct comparison *cmp);
 
 /* ---- SVG flame graph (report_svg.c) ---- */
 

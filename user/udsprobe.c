@@ -39,6 +39,7 @@ static struct env {
 	const char *json_path;
 	const char *folded_path, *svg_path, *out_dir;	/* reports.h */
 	int verbose;
+	bool sweep;
 	/* options given that only some actions take: name and mask of those actions */
 	struct { const char *name; unsigned actions; } scoped[16];
 	int n_scoped;
@@ -61,6 +62,8 @@ static const char doc[] =
 "  sudo ./udsprobe --compare --mode pingpong --size 64,4K,64K --cpu same,split\n"
 "  sudo ./udsprobe --compare --out report/  # report.md, SVGs, folded, JSON\n"
 "  sudo ./udsprobe --compare --duration 2 --json result.json\n"
+"  sudo ./udsprobe --compare --sweep --out talk/  # the size curve, 1 B to 1 MiB\n"
+"  sudo ./udsprobe --compare --mode pingpong --repeat 5  # medians and spreads\n"
 "  sudo ./udsprobe --backlog                # watch listeners for overflows\n"
 "  sudo ./udsprobe --backlog --unix /run/php/php-fpm.sock --interval 1\n"
 "  sudo ./udsprobe --check                  # what this kernel supports\n"
@@ -85,6 +88,8 @@ enum {
 	OPT_ATTACH,
 	OPT_CHECK,
 	OPT_LIST_STAGES,
+	OPT_REPEAT,
+	OPT_SWEEP,
 };
 
 static const struct argp_option opts[] = {
@@ -110,6 +115,12 @@ static const struct argp_option opts[] = {
 	{ "cpu", OPT_CPU, "LIST", 0,
 	  "CPU placement: same (both on one CPU, default), split (client and server on "
 	  "different CPUs), none (scheduler decides)" },
+	{ "repeat", OPT_REPEAT, "N", 0,
+	  "Run each pair N times, untraced and traced alternating; report the median run and "
+	  "the median and range of every run (default 1)" },
+	{ "sweep", OPT_SWEEP, NULL, 0,
+	  "The size curve: pingpong and stream at 1 B..1 MiB (8 sizes, 0.3 s per run unless "
+	  "--count/--duration/--size/--mode say otherwise); --out DIR draws sweep.svg" },
 	{ NULL, 0, NULL, 0, "Output:", 3 },
 	{ "json", OPT_JSON, "PATH", 0, "Write results as JSON to PATH ('-' = stdout)" },
 	{ "folded", OPT_FOLDED, "PATH", 0,
@@ -191,6 +202,8 @@ static const struct { int key; const char *name; unsigned actions; } scoped_opts
 	{ OPT_COUNT, "--count", FOR_COMPARE },
 	{ OPT_WARMUP, "--warmup", FOR_COMPARE },
 	{ OPT_CPU, "--cpu", FOR_COMPARE },
+	{ OPT_REPEAT, "--repeat", FOR_COMPARE },
+	{ OPT_SWEEP, "--sweep", FOR_COMPARE },
 	{ OPT_FOLDED, "--folded", FOR_COMPARE },
 	{ OPT_SVG, "--svg", FOR_COMPARE },
 	{ OPT_OUT, "--out", FOR_COMPARE },
@@ -213,6 +226,7 @@ static void note_scoped(int key)
 static error_t parse_arg(int key, char *arg, struct argp_state *state)
 {
 	char *items[MAX_SIZES + 1];
+	uint64_t v;
 	int i, n;
 
 	note_scoped(key);
@@ -266,6 +280,14 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 		if (parse_seconds(arg, 3600, &env.cmp.duration_s))
 			usage_error(state, "--duration: '%s' is not a number of seconds in (0, 3600]", arg);
 		break;
+	case OPT_REPEAT:
+		if (parse_u64(arg, 1, 100, &v))
+			usage_error(state, "--repeat: '%s' is not a whole number from 1 to 100", arg);
+		env.cmp.repeat = (int)v;
+		break;
+	case OPT_SWEEP:
+		env.sweep = true;
+		break;
 	case OPT_WARMUP:
 		if (parse_u64(arg, 0, 10000000ull, &env.cmp.warmup))
 			usage_error(state, "--warmup: '%s' is not a whole number from 0 to 10000000", arg);
@@ -304,9 +326,19 @@ static void compare_validate(void)
 
 	for (any = false, i = 0; i < WL__COUNT; i++)
 		any |= env.cmp.modes[i];
-	if (!any)
+	if (!any && env.sweep)
+		env.cmp.modes[WL_PINGPONG] = env.cmp.modes[WL_STREAM] = true;
+	else if (!any)
 		for (i = 0; i < WL__COUNT; i++)
 			env.cmp.modes[i] = true;
+	if (env.sweep && !env.cmp.n_sizes) {
+		static const uint64_t curve[] = { 1, 64, 1024, 4096, 16384, 65536, 262144, 1048576 };
+
+		memcpy(env.cmp.sizes, curve, sizeof(curve));
+		env.cmp.n_sizes = ARRAY_SIZE(curve);
+	}
+	if (env.sweep && !env.cmp.count && !env.cmp.duration_s)
+		env.cmp.duration_s = 0.3;	/* 8 sizes x 2 modes x 4 runs: about a minute */
 	for (any = false, i = 0; i < CPU__COUNT; i++)
 		any |= env.cmp.places[i];
 	if (!any)

@@ -4,6 +4,7 @@ import os
 import pty
 import re
 import shutil
+import struct
 import subprocess
 import xml.etree.ElementTree as ET
 
@@ -297,3 +298,35 @@ def test_bars_colour_only_on_a_tty_without_no_color(udsprobe, is_root, attach_mo
     assert rc == 0, out
     assert "where a message's time goes" in out
     assert ("\033[30;48;5;" in out) == (not no_color)
+
+
+@pytest.mark.skipif(not shutil.which("rsvg-convert"), reason="rsvg-convert not installed")
+def test_sweep_draws_the_size_curve(run, tmp_path):
+    """--sweep --out: sweep.svg is a real picture (rasterised, not blank, slide width) that
+    report.md shows, with a point per transport and size."""
+    out = tmp_path / "talk"
+    res = run("--compare", "--sweep", "--no-trace", "--size", "64,4K,64K", "--duration", "0.1",
+              "--out", out, timeout=300)
+    assert res.returncode == 0, res.stderr
+    svg = (out / "sweep.svg").read_text()
+    assert svg.count("<circle") == 2 * 3 + 3 + 2 * 3     # latency, ratio, throughput
+    for size in ("64 B", "4 KiB", "64 KiB"):
+        assert f"UDS, {size}: " in svg and f"TCP, {size}: " in svg
+    assert "](sweep.svg)" in (out / "report.md").read_text()
+    assert "sweep.svg" in (out / ".udsprobe-manifest").read_text()
+    png = tmp_path / "sweep.png"
+    r = subprocess.run(["rsvg-convert", "-o", png, out / "sweep.svg"], capture_output=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    width, height = struct.unpack(">II", png.read_bytes()[16:24])
+    assert width == 1600 and height > 900, (width, height)
+    # not blank: a real picture compresses far worse than an empty canvas
+    assert png.stat().st_size > 20000, png.stat().st_size
+
+
+def test_one_size_has_no_sweep(run, tmp_path):
+    out = tmp_path / "one"
+    res = run("--compare", "--no-trace", "--mode", "pingpong", "--count", "500", "--out", out,
+              timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert not (out / "sweep.svg").exists()
+    assert "sweep.svg" not in (out / "report.md").read_text()
