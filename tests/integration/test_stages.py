@@ -280,3 +280,19 @@ def test_large_messages_hold_their_copy_time(run_json, attach_mode, size):
             assert r["bulk_messages"] == r["messages"], (tr, r["bulk_messages"], r["messages"])
             assert copy >= 0.25 * total, (tr, copy, total, stages)
             assert wake <= 0.25 * total, (tr, wake, total, stages)
+
+
+def test_repeat_reports_the_median_run_and_its_spread(run_json, attach_mode):
+    """--repeat 3: three alternating untraced/traced runs; the result is the run with the
+    median overhead, and the spread over all three is in JSON and the text."""
+    data, res = traced(run_json, attach_mode, "--mode", "pingpong", "--count", 300 if IN_VM else 2000,
+                       "--repeat", 3)
+    for tr, r in by_transport(data, "pingpong").items():
+        rep = r["repeat"]
+        assert rep["runs"] == 3, rep
+        for k in ("untraced_ns", "traced_ns", "overhead_pct"):
+            assert rep[k]["min"] <= rep[k]["median"] <= rep[k]["max"], (tr, k, rep)
+        assert r["overhead_pct"] == pytest.approx(rep["overhead_pct"]["median"]), (tr, r, rep)
+        assert r["latency_ns"]["mean"] in range(int(rep["untraced_ns"]["min"]),
+                                                 int(rep["untraced_ns"]["max"]) + 1), (tr, r, rep)
+    assert "over 3 alternating runs, probe overhead median" in res.stdout
