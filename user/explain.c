@@ -156,11 +156,73 @@ static void explain_largest_difference(const struct trace_result *u, const struc
 			fmt_dur(fabs(best), false, a, sizeof(a)), best > 0 ? "longer" : "shorter");
 }
 
+/* Stream: per send() call, and how often TCP transmitted inside the call. */
+static void explain_stream(const struct trace_result *u, const struct trace_result *t, double tcp_only,
+			   FILE *f)
+{
+	char a[32], b[32], c[32];
+
+	fprintf(f, "Per send() call, TCP spends %s in stages UDS does not have (TCP/IP output, "
+		"loopback device, receive softirq); per call the send side costs UDS %s and TCP %s.\n",
+		fmt_dur(tcp_only, false, a, sizeof(a)),
+		fmt_dur(stage_sum(u, "send;") + stage_sum(u, "deliver;"), false, b, sizeof(b)),
+		fmt_dur(stage_sum(t, "send;") + stage_sum(t, "deliver;") + stage_sum(t, "rx_softirq;"),
+			false, c, sizeof(c)));
+	if (t->messages && t->recv_calls)
+		fprintf(f, "TCP put a segment on the loopback device in %.0f%% of its send() calls "
+			"(in the others the data waited in the socket's write queue and went out "
+			"later, clocked by ACKs and window updates, several messages per segment at "
+			"small sizes); every UDS send() queues an skb of its own and runs the "
+			"receiver's wakeup.\n", 100.0 * t->xmit_calls / t->messages);
+}
+
+/* Stages both have where UDS pays more: why TCP-only stages can exceed 100% of the difference. */
+static void explain_uds_pays_more(const struct trace_result *u, const struct trace_result *t, FILE *f)
+{
+	size_t n = 0;
+	char list[512] = "";
+	int i;
+
+	for (i = 0; i < u->n_stages; i++) {
+		double tn = stage_ns(t, u->stages[i].name), un = u->stages[i].ns_per_msg;
+
+		if (u->stages[i].extra || tn <= 0 || un - tn < 20 || n >= sizeof(list))
+			continue;
+		n += snprintf(list + n, sizeof(list) - n, "%s%s (+%.0f ns)", n ? ", " : "",
+			      u->stages[i].name, un - tn);
+	}
+	if (n)
+		fprintf(f, "Where UDS pays more than TCP: %s%s.\n", list,
+			strstr(list, "recv;return") ? "; on UDS, consuming the skb also runs "
+			"unix_write_space, which wakes the peer" : "");
+}
+
+/* The largest stages: waiting for a CPU, or TCP's biggest when UDS does not win. */
+static void explain_largest(const struct pair_result *pr, const struct trace_result *u,
+			    const struct trace_result *t, double diff, FILE *f)
+{
+	const struct stage_stat *big_u = largest_stage(u), *big_t = largest_stage(t);
+	char a[32], b[32];
+
+	if (diff <= 0)
+		fprintf(f, "UDS does not win on this placement (cpu=%s): ", place_names[pr->place]);
+	if (big_u && big_t && !strcmp(big_u->name, "sched;wait_cpu") && !strcmp(big_t->name, "sched;wait_cpu"))
+		fprintf(f, "waiting for the CPU is the largest stage for both (UDS %s, TCP %s): %s\n",
+			fmt_dur(stage_sum(u, "sched;"), false, a, sizeof(a)),
+			fmt_dur(stage_sum(t, "sched;"), false, b, sizeof(b)),
+			pr->place == CPU_SPLIT ? "a cross-CPU wakeup (an IPI, expensive in a VM) costs more "
+			"than the whole protocol stack." :
+			"the receiver runs only once the sender yields the CPU, and other work on that CPU "
+			"adds to it.");
+	else if (diff <= 0 && big_t)
+		fprintf(f, "TCP's largest stage is %s (%s).\n", big_t->name,
+			fmt_dur(big_t->ns_per_msg, false, a, sizeof(a)));
+}
+
 void explain_pair(const struct comparison *cmp, const struct pair_result *pr, FILE *f)
 {
 	const struct trace_result *u = &pr->tr[TR_UNIX].trace, *t = &pr->tr[TR_TCP].trace;
-	const struct stage_stat *big_u, *big_t;
-	double diff, msg_u, msg_t, tcp_only = 0, sched_u, sched_t;
+	double diff, msg_u, msg_t, tcp_only = 0;
 	char a[32], b[32], c[32];
 	int i;
 
@@ -170,25 +232,14 @@ void explain_pair(const struct comparison *cmp, const struct pair_result *pr, FI
 	for (i = 0; i < t->n_stages; i++)
 		if (!t->stages[i].extra && tcp_only_stage(t->stages[i].name))
 			tcp_only += t->stages[i].ns_per_msg;
+	if (pr->mode == WL_STREAM) {
+		explain_stream(u, t, tcp_only, f);
+		return;
+	}
 	/* the message itself: send() entry to recv() return, without the application gap */
 	msg_u = u->stage_sum_ns - stage_ns(u, "app;gap");
 	msg_t = t->stage_sum_ns - stage_ns(t, "app;gap");
 	diff = msg_t - msg_u;
-	if (pr->mode == WL_STREAM) {
-		fprintf(f, "Per send() call, TCP spends %s in stages UDS does not have (TCP/IP output, "
-			"loopback device, receive softirq); per call the send side costs UDS %s and TCP %s.\n",
-			fmt_dur(tcp_only, false, a, sizeof(a)),
-			fmt_dur(stage_sum(u, "send;") + stage_sum(u, "deliver;"), false, b, sizeof(b)),
-			fmt_dur(stage_sum(t, "send;") + stage_sum(t, "deliver;") + stage_sum(t, "rx_softirq;"),
-				false, c, sizeof(c)));
-		if (t->messages && t->recv_calls)
-			fprintf(f, "TCP put a segment on the loopback device in %.0f%% of its send() calls "
-				"(in the others the data waited in the socket's write queue and went out "
-				"later, clocked by ACKs and window updates, several messages per segment at "
-				"small sizes); every UDS send() queues an skb of its own and runs the "
-				"receiver's wakeup.\n", 100.0 * t->xmit_calls / t->messages);
-		return;
-	}
 	fprintf(f, "Traced, a message costs UDS %s and TCP %s from send() entry to recv() return "
 		"(difference %s).\n", fmt_dur(msg_u, false, a, sizeof(a)),
 		fmt_dur(msg_t, false, b, sizeof(b)), fmt_dur(diff, false, c, sizeof(c)));
@@ -199,42 +250,10 @@ void explain_pair(const struct comparison *cmp, const struct pair_result *pr, FI
 			cmp->stage_granularity && !strcmp(cmp->stage_granularity, "tracepoint") ?
 			" (in tracepoint mode the send;sock+tcp_ip_out stage also holds TCP's copy from user)" : "",
 			diff > 0 ? 100.0 * tcp_only / diff : 0.0);
-	/* stages both have where UDS pays more: why TCP-only stages can exceed 100% */
-	{
-		size_t n = 0;
-		char list[512] = "";
-
-		for (i = 0; i < u->n_stages; i++) {
-			double tn = stage_ns(t, u->stages[i].name), un = u->stages[i].ns_per_msg;
-
-			if (u->stages[i].extra || tn <= 0 || un - tn < 20 || n >= sizeof(list))
-				continue;
-			n += snprintf(list + n, sizeof(list) - n, "%s%s (+%.0f ns)", n ? ", " : "",
-				      u->stages[i].name, un - tn);
-		}
-		if (n)
-			fprintf(f, "Where UDS pays more than TCP: %s%s.\n", list,
-				strstr(list, "recv;return") ? "; on UDS, consuming the skb also runs "
-				"unix_write_space, which wakes the peer" : "");
-	}
+	explain_uds_pays_more(u, t, f);
 	explain_chunks(pr, u, t, f);
 	explain_largest_difference(u, t, f);
-	sched_u = stage_sum(u, "sched;");
-	sched_t = stage_sum(t, "sched;");
-	big_u = largest_stage(u);
-	big_t = largest_stage(t);
-	if (diff <= 0)
-		fprintf(f, "UDS does not win on this placement (cpu=%s): ", place_names[pr->place]);
-	if (big_u && big_t && !strcmp(big_u->name, "sched;wait_cpu") && !strcmp(big_t->name, "sched;wait_cpu"))
-		fprintf(f, "waiting for the CPU is the largest stage for both (UDS %s, TCP %s): %s\n",
-			fmt_dur(sched_u, false, a, sizeof(a)), fmt_dur(sched_t, false, b, sizeof(b)),
-			pr->place == CPU_SPLIT ? "a cross-CPU wakeup (an IPI, expensive in a VM) costs more "
-			"than the whole protocol stack." :
-			"the receiver runs only once the sender yields the CPU, and other work on that CPU "
-			"adds to it.");
-	else if (diff <= 0 && big_t)
-		fprintf(f, "TCP's largest stage is %s (%s).\n", big_t->name,
-			fmt_dur(big_t->ns_per_msg, false, a, sizeof(a)));
+	explain_largest(pr, u, t, diff, f);
 	if (pr->mode == WL_CONNECT)
 		fprintf(f, "Per connection, connect() takes UDS %s and TCP %s.\n",
 			fmt_dur(stage_ns(u, "conn;connect"), false, a, sizeof(a)),
