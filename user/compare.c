@@ -105,7 +105,9 @@ static int traced_pair(struct tracer *tr, const struct compare_opts *opts, struc
 		cmp->detach_ns = MAX(cmp->detach_ns, detach_ns);
 		if (err)
 			break;
-		tracer_collect(tr, &x->cfg, cmp->probe_cost_ns, res);
+		err = tracer_collect(tr, &x->cfg, cmp->probe_cost_ns, res);
+		if (err)
+			break;
 		traced = per_message_ns(pr->mode, &res->traced);
 		untraced = per_message_ns(pr->mode, &x->untraced);
 		res->overhead_ns = traced - untraced;

@@ -223,6 +223,7 @@ static void note_scoped(int key)
 		}
 }
 
+/* argp's callback: one case per option, so it grows with the option table (one place to read). */
 static error_t parse_arg(int key, char *arg, struct argp_state *state)
 {
 	char *items[MAX_SIZES + 1];

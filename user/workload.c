@@ -684,6 +684,11 @@ static void fill_result(const struct wl_config *cfg, struct shared *sh, struct w
 	}
 }
 
+/*
+ * One run's whole lifecycle: shared page, listener, the two children, the start signal, reaping
+ * and the result. Longer than our ~80-line rule on purpose: it is one acquire/release ladder
+ * with one cleanup chain, and splitting it would copy the labels into each part.
+ */
 int workload_run(const struct wl_config *cfg, const struct wl_hooks *hooks, struct wl_result *res)
 {
 	uint64_t cap = 0;
