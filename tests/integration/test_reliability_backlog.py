@@ -400,3 +400,57 @@ def test_names_escaped_losslessly_json_and_promtool(udsprobe, procs, wdir):
     assert res.returncode == 0, res.stderr
     sel = summaries([json.loads(l) for l in res.stdout.splitlines()])
     assert [e["address"] for e in sel] == [f"@{t}\\0b"]
+
+
+# ---- issue 15: instances side by side -------------------------------------------------
+
+def test_two_backlogs_count_the_same_storm_exactly(udsprobe, procs, bins, wdir):
+    """Two --backlog at once watch one full listener: each counts every EAGAIN of a storm,
+    neither steals or doubles the other's events."""
+    path = str(wdir / "two.sock")
+    listen_ready(procs, [bins["listen_noaccept"], "unix", path, "0"])
+    keep = socket.socket(socket.AF_UNIX)
+    keep.connect(path)                      # the one slot: every connect below fails
+    watches = []
+    for i in range(2):
+        p, _ = start_watch(udsprobe, procs, ["--quiet", "--interval", "0.2", "--unix", path,
+                                             "--json", wdir / f"w{i}.jsonl"])
+        watches.append(p)
+    res = subprocess.run([bins["fork_clients"], path, "500", "3"], capture_output=True,
+                         text=True, timeout=120)
+    assert res.stdout.strip() == "clients=500 eagain=1500 other=0", res
+    time.sleep(0.5)
+    for p in watches:
+        p.send_signal(signal.SIGINT)
+    for p in watches:
+        finish(p)
+    keep.close()
+    for i in range(2):
+        s = [e for e in summaries(jsonl(wdir / f"w{i}.jsonl")) if e["address"] == path]
+        assert len(s) == 1 and s[0]["overflows"] == 1500, (i, s)
+
+
+def test_compare_during_backlog(udsprobe, procs, bins, wdir):
+    """A traced --compare while --backlog watches a storm: the compare traces only its own
+    two tasks (every message attributed, nothing out of order), the backlog counts exactly."""
+    path = str(wdir / "cmp.sock")
+    listen_ready(procs, [bins["listen_noaccept"], "unix", path, "0"])
+    keep = socket.socket(socket.AF_UNIX)
+    keep.connect(path)
+    p, _ = start_watch(udsprobe, procs, ["--quiet", "--interval", "0.2", "--unix", path,
+                                         "--json", wdir / "b.jsonl"])
+    storm = procs([bins["fork_clients"], path, "400", "5"], stdout=subprocess.PIPE, text=True)
+    cmp = subprocess.run([udsprobe, "--compare", "--mode", "pingpong", "--count", "3000",
+                          "--json", wdir / "c.json"], capture_output=True, text=True, timeout=300)
+    assert cmp.returncode == 0, cmp.stderr
+    out, _ = storm.communicate(timeout=120)
+    assert out.strip() == "clients=400 eagain=2000 other=0", out
+    time.sleep(0.5)
+    p.send_signal(signal.SIGINT)
+    finish(p)
+    keep.close()
+    s = [e for e in summaries(jsonl(wdir / "b.jsonl")) if e["address"] == path]
+    assert len(s) == 1 and s[0]["overflows"] == 2000, s
+    for r in json.loads((wdir / "c.json").read_text())["results"]:
+        assert r["messages"] == 6000 and r["misses"] == 0 and r["out_of_order"] == 0, r
+        assert 0.95 <= r["coverage"] <= 1.05, r
