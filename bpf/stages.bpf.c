@@ -50,6 +50,8 @@ __u64 msgs_wrong_sock;		/* data-ready socket != the socket that received it */
 __u64 calib_hits;
 /* No data-ready boundary for this transport in this mode (6.1 tracepoints): slice from send entry */
 __u32 slice_from_send;
+/* Boundaries this mode sees for this run's transport (bit per enum boundary), set per run */
+__u64 avail_mask;
 const volatile long calib_nr;	/* the syscall the calibration loop makes (set before load) */
 __u64 cpu_hits[MAX_CPUS];	/* every program run, per CPU: probe-cost correction */
 
@@ -535,12 +537,21 @@ static __always_inline void finish_bulk(int s, __u64 now)
 	account(s, C_SLEEPS, m->sender_slept, 0);
 }
 
+/* Boundary `to` takes `from`'s stamp (a zero-length stage). */
+static __always_inline void copy_stamp(struct msg_state *m, __u32 to, __u32 from)
+{
+	if (to >= B__COUNT || from >= B__COUNT)
+		return;
+	m->t[to] = m->t[from];
+	m->cpu[to] = m->cpu[from];
+	m->hits[to] = m->hits[from];
+}
+
 /* The receiver's recv() returned data: the message is complete. */
 static __always_inline void finish_message(int s, struct task_info *ti, __u32 cpu)
 {
 	struct msg_state *m = &msgs[s & 1];
 	__u64 now = bpf_ktime_get_ns(), run;
-	__u32 run_b;
 
 	if (!m->t[B_SEND_ENTER] || m->t[B_RECV_EXIT]) {
 		if (tracing)
@@ -554,9 +565,19 @@ static __always_inline void finish_message(int s, struct task_info *ti, __u32 cp
 		finish_bulk(s, now);
 		goto done;
 	}
+	/*
+	 * Across CPUs the receiver can return before the sender is back from the data-ready
+	 * callback or its send(): that rest of the sender's work is off the critical path, so its
+	 * stages are empty for this message, and the receiver's wait runs from data ready.
+	 */
+	if (m->t[B_DATA_READY]) {
+		if (!m->t[B_WAKE_END] && (avail_mask & (1ull << B_WAKE_END)))
+			copy_stamp(m, B_WAKE_END, B_DATA_READY);
+		if (!m->t[B_SEND_EXIT])
+			copy_stamp(m, B_SEND_EXIT, m->t[B_WAKE_END] ? B_WAKE_END : B_DATA_READY);
+	}
 	/* runs = max(data ready, switched in, entered recv); its CPU and hit count go with it */
 	run = m->t[B_DATA_READY] ? m->t[B_DATA_READY] : m->t[B_SEND_ENTER];
-	run_b = m->t[B_DATA_READY] ? B_DATA_READY : B_SEND_ENTER;
 	if (ti->recv_enter > run)
 		run = ti->recv_enter;
 	if (m->t[B_RUN] < run) {
@@ -564,9 +585,12 @@ static __always_inline void finish_message(int s, struct task_info *ti, __u32 cp
 		if (run == ti->recv_enter) {
 			m->cpu[B_RUN] = ti->recv_enter_cpu;
 			m->hits[B_RUN] = ti->recv_enter_hits;
+		} else if (m->t[B_DATA_READY]) {
+			m->cpu[B_RUN] = m->cpu[B_DATA_READY];
+			m->hits[B_RUN] = m->hits[B_DATA_READY];
 		} else {
-			m->cpu[B_RUN] = m->cpu[run_b & (B__COUNT - 1)];
-			m->hits[B_RUN] = m->hits[run_b & (B__COUNT - 1)];
+			m->cpu[B_RUN] = m->cpu[B_SEND_ENTER];
+			m->hits[B_RUN] = m->hits[B_SEND_ENTER];
 		}
 	}
 	/* sender time after the receiver started running is off the critical path */

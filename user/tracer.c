@@ -406,9 +406,14 @@ static void reset_state(struct tracer *tr)
 static void set_tasks(struct tracer *tr, pid_t client, pid_t server, enum transport t)
 {
 	struct stages_bpf__bss *bss = tr->skel->bss;
+	int b;
 
 	bss->transport = t == TR_UNIX ? TRANSPORT_UNIX : TRANSPORT_TCP;
 	bss->slice_from_send = !tr->avail[t][B_DATA_READY];
+	bss->avail_mask = 0;
+	for (b = 0; b < B__COUNT; b++)
+		if (tr->avail[t][b])
+			bss->avail_mask |= 1ull << b;
 	bss->task_tid[0] = client;
 	bss->task_tid[1] = server;
 	__sync_synchronize();
