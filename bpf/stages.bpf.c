@@ -547,6 +547,22 @@ static __always_inline void copy_stamp(struct msg_state *m, __u32 to, __u32 from
 	m->hits[to] = m->hits[from];
 }
 
+/* B_DATA_READY of the message to slot s takes the stamp of the last boundary it crossed before. */
+__noinline int fill_from_previous(int s)
+{
+	struct msg_state *m = &msgs[s & 1];
+	__u32 i;
+
+#pragma unroll
+	for (i = B_DATA_READY - 1; i > B_SEND_ENTER; i--)
+		if (m->t[i]) {
+			copy_stamp(m, B_DATA_READY, i);
+			return 0;
+		}
+	copy_stamp(m, B_DATA_READY, B_SEND_ENTER);
+	return 0;
+}
+
 /* The receiver's recv() returned data: the message is complete. */
 static __always_inline void finish_message(int s, struct task_info *ti, __u32 cpu)
 {
@@ -570,6 +586,10 @@ static __always_inline void finish_message(int s, struct task_info *ti, __u32 cp
 	 * callback or its send(): that rest of the sender's work is off the critical path, so its
 	 * stages are empty for this message, and the receiver's wait runs from data ready.
 	 */
+	/* across CPUs the receiver can even take the data before the data-ready call: the
+	 * message was ready when queued (the last boundary before), a zero-length stage */
+	if (!m->t[B_DATA_READY] && (avail_mask & (1ull << B_DATA_READY)))
+		fill_from_previous(s);
 	if (m->t[B_DATA_READY]) {
 		if (!m->t[B_WAKE_END] && (avail_mask & (1ull << B_WAKE_END)))
 			copy_stamp(m, B_WAKE_END, B_DATA_READY);
