@@ -17,6 +17,8 @@ Usage: $PROG [--refresh] [--modules DIR] [-q] [SPEC]
 Fetch, unpack and cache a kernel for scripts/vm-run.sh; print its cache directory.
 
 SPEC (default: debian-6.1):
+  debian-5.10       the kernel Debian 11 (bullseye, bullseye-security) linux-image-amd64
+                    depends on, e.g. linux-image-5.10.0-NN-amd64
   debian-6.1        the kernel Debian 12 (bookworm, bookworm-security) linux-image-amd64
                     depends on, e.g. linux-image-6.1.0-NN-amd64 (ABI number resolved, not pinned)
   debian-6.12       linux-image-amd64 6.12.x from bookworm-backports, else from trixie
@@ -122,6 +124,10 @@ fetch_debian() {
 	local spec=$1 pkg ver src
 	local -a candidates
 	case $spec in
+	debian-5.10)
+		candidates=("bullseye|deb [signed-by=$KEYRING] $MIRROR bullseye main
+deb [signed-by=$KEYRING] $MIRROR bullseye-updates main
+deb [signed-by=$KEYRING] $SECURITY_MIRROR bullseye-security main") ;;
 	debian-6.1)
 		candidates=("bookworm|deb [signed-by=$KEYRING] $MIRROR bookworm main
 deb [signed-by=$KEYRING] $MIRROR bookworm-updates main
@@ -257,7 +263,7 @@ main() {
 	fi
 
 	case $spec in
-	debian-6.1 | debian-6.12)
+	debian-5.10 | debian-6.1 | debian-6.12)
 		local link=$KDIR_ROOT/$spec
 		if [ "$refresh" = 0 ] && [ -f "$link/.complete" ]; then
 			readlink -f "$link"
@@ -277,7 +283,7 @@ main() {
 		install_deb "$(readlink -f "$spec")"
 		;;
 	*)
-		[ -e "$spec" ] || die "unknown SPEC '$spec': use debian-6.1, debian-6.12, a .deb or a vmlinuz/vmlinux path"
+		[ -e "$spec" ] || die "unknown SPEC '$spec': use debian-5.10, debian-6.1, debian-6.12, a .deb or a vmlinuz/vmlinux path"
 		install_image "$(readlink -f "$spec")" "$mods"
 		;;
 	esac
