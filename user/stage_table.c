@@ -78,6 +78,24 @@ const struct stage_boundary *stage_boundary(int b)
 	return b >= 0 && b < B__COUNT ? &boundaries[b] : NULL;
 }
 
+/* Functions renamed between kernels: the table names today's; older kernels have the same
+ * place on the path under the old name. */
+static const struct {
+	const char *name, *older;
+} renamed[] = {
+	{ "__netif_rx", "netif_rx" },	/* 5.18 split netif_rx into __netif_rx + a bh-safe wrapper */
+};
+
+const char *stage_func_older(const char *func)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(renamed) / sizeof(renamed[0]); i++)
+		if (!strcmp(func, renamed[i].name))
+			return renamed[i].older;
+	return NULL;
+}
+
 const char *stage_marker(int b, enum transport t, bool tracepoint)
 {
 	const struct stage_boundary *d = stage_boundary(b);

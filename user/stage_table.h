@@ -33,6 +33,9 @@ struct stage_boundary {
 const struct stage_boundary *stage_boundary(int b);
 /* The function (tracepoint == false) or tracepoint marking b on t, or NULL. */
 const char *stage_marker(int b, enum transport t, bool tracepoint);
+/* The older name of a marker function renamed since 5.10 (netif_rx for __netif_rx), or NULL:
+ * the tracer probes it on kernels that lack the new name. */
+const char *stage_func_older(const char *func);
 /*
  * Name of the stage ending at boundary last on t, absorbing the boundaries after prev that
  * the mode cannot see: "send;syscall", "send;syscall+sock" (merged), with function_level

@@ -48,6 +48,17 @@ static const char *prog_target(const struct bpf_program *prog)
 	return slash ? slash + 1 : sec;
 }
 
+/* The function a fentry/kprobe program's target is called in this kernel: its own name, or the
+ * older name of a renamed one (stage_func_older); NULL if neither is in kallsyms. */
+static const char *kernel_func(const char *target, char *sym, size_t len)
+{
+	const char *older = stage_func_older(target);
+
+	if (ksym_resolve(target, sym, len))
+		return target;
+	return older && ksym_resolve(older, sym, len) ? older : NULL;
+}
+
 static bool common_prog(const char *name)
 {
 	return !strcmp(name, "tp_sys_enter") || !strcmp(name, "tp_sys_exit") ||
@@ -57,7 +68,7 @@ static bool common_prog(const char *name)
 /* Does this program belong to the mode, and can its target be attached here? */
 static bool prog_wanted(enum attach_mode mode, const struct bpf_program *prog)
 {
-	const char *name = bpf_program__name(prog), *target = prog_target(prog);
+	const char *name = bpf_program__name(prog), *target = prog_target(prog), *func;
 	char sym[256];
 
 	if (common_prog(name))
@@ -66,11 +77,11 @@ static bool prog_wanted(enum attach_mode mode, const struct bpf_program *prog)
 		return false;	/* attached only while calibrating */
 	switch (mode) {
 	case ATTACH_FENTRY:
-		return (is_prog(name, "fe_") || is_prog(name, "fx_")) && btf_has_func(target) &&
-		       ksym_resolve(target, sym, sizeof(sym));
+		func = kernel_func(target, sym, sizeof(sym));
+		return (is_prog(name, "fe_") || is_prog(name, "fx_")) && func && btf_has_func(func);
 	case ATTACH_KPROBE:
 		return (is_prog(name, "kp_") || is_prog(name, "kr_")) &&
-		       ksym_resolve(target, sym, sizeof(sym));
+		       kernel_func(target, sym, sizeof(sym));
 	case ATTACH_TRACEPOINT:
 		return is_prog(name, "tp_") && btf_has_tracepoint(target);
 	default:
@@ -277,8 +288,18 @@ int tracer_open(enum attach_mode req, int verbose, struct tracer **out)
 		fprintf(stderr, "udsprobe: opening the BPF object failed: %s\n", strerror(-err));
 		goto fail;
 	}
-	bpf_object__for_each_program(prog, tr->skel->obj)
+	bpf_object__for_each_program(prog, tr->skel->obj) {
+		const char *func;
+		char sym[256];
+
 		bpf_program__set_autoload(prog, prog_wanted(tr->mode, prog));
+		/* a renamed function: fentry must name the older one before load */
+		if (bpf_program__autoload(prog) && tr->mode == ATTACH_FENTRY &&
+		    !common_prog(bpf_program__name(prog)) &&
+		    (func = kernel_func(prog_target(prog), sym, sizeof(sym))) &&
+		    strcmp(func, prog_target(prog)))
+			bpf_program__set_attach_target(prog, 0, func);
+	}
 	prog = bpf_object__find_program_by_name(tr->skel->obj, calib_prog_name(tr->mode));
 	if (prog && pick_calib_target(tr)) {
 		bpf_program__set_autoload(prog, true);
@@ -324,8 +345,8 @@ static struct bpf_link *attach_prog(struct tracer *tr, struct bpf_program *prog)
 	char sym[256];
 
 	if (is_prog(name, "kp_") || is_prog(name, "kr_") || !strcmp(name, "calib_kprobe")) {
-		if (!ksym_resolve(!strcmp(name, "calib_kprobe") ? tr->calib_func : prog_target(prog),
-				  sym, sizeof(sym))) {
+		if (!strcmp(name, "calib_kprobe") ? !ksym_resolve(tr->calib_func, sym, sizeof(sym))
+						   : !kernel_func(prog_target(prog), sym, sizeof(sym))) {
 			errno = ENOENT;
 			return NULL;
 		}

@@ -114,3 +114,21 @@ TEST(stage_table_list_names_every_stage)
 	CHECK(strstr(buf, "- (merged into next)") != NULL);
 	free(buf);
 }
+
+TEST(stages_renamed_marker_has_older_name)
+{
+	/* every renamed marker is a marker of the table, and plain names have no older one */
+	int b, t, found = 0;
+
+	for (b = 0; b < B__COUNT; b++)
+		for (t = 0; t < TR__COUNT; t++) {
+			const char *f = stage_marker(b, t, false);
+
+			if (f && stage_func_older(f))
+				found++;
+		}
+	CHECK(found > 0);
+	CHECK_STR(stage_func_older("__netif_rx"), "netif_rx");
+	CHECK(stage_func_older("tcp_sendmsg") == NULL);
+	CHECK(stage_func_older("netif_rx") == NULL);
+}
