@@ -29,7 +29,9 @@ struct tracer {
 	long calib_nr;			/* the syscall that reaches it */
 	bool avail[TR__COUNT][B__COUNT];
 	struct bpf_link *links[128];
+	struct bpf_program *link_progs[128];
 	int n_links;
+	bool keep_links;		/* fentry before 5.12: a detached program cannot attach again */
 	int verbose;
 	uint64_t missed_at_begin;	/* kernel_missed() when the run began */
 	double syscall_hit_ns;		/* calibrated cost of one syscall-tracepoint hit */
@@ -188,6 +190,32 @@ static int try_program(const char *prog_name, const char *kfunc)
 	return err;
 }
 
+/* Can a detached fentry program be attached again? Not before Linux 5.12 (ENOENT). */
+static bool fentry_can_reattach(void)
+{
+	struct stages_bpf *skel = stages_bpf__open();
+	struct bpf_program *prog;
+	struct bpf_link *link;
+	bool ok = false;
+	int i;
+
+	if (!skel)
+		return false;
+	prog = skel->progs.fe_unix_stream_sendmsg;
+	bpf_program__set_autoload(prog, true);
+	if (!stages_bpf__load(skel)) {
+		for (i = 0; i < 2; i++) {	/* attach, detach, attach again */
+			link = bpf_program__attach(prog);
+			ok = !libbpf_get_error(link);
+			if (!ok)
+				break;
+			bpf_link__destroy(link);
+		}
+	}
+	stages_bpf__destroy(skel);
+	return ok;
+}
+
 void tracer_probe(struct attach_caps *caps, int verbose)
 {
 	char sym[256];
@@ -314,6 +342,11 @@ int tracer_open(enum attach_mode req, int verbose, struct tracer **out)
 		goto fail;
 	}
 	compute_availability(tr);
+	/* then each fentry program attaches once, at its first run, and detaches at close */
+	tr->keep_links = tr->mode == ATTACH_FENTRY && !fentry_can_reattach();
+	if (tr->keep_links && verbose)
+		fprintf(stderr, "udsprobe: note: this kernel cannot re-attach a detached fentry "
+			"program: they stay attached from the first run to the end\n");
 	*out = tr;
 	return 0;
 fail:
@@ -321,11 +354,17 @@ fail:
 	return err;
 }
 
+static void drop_links(struct tracer *tr)
+{
+	while (tr->n_links > 0)
+		bpf_link__destroy(tr->links[--tr->n_links]);
+}
+
 void tracer_close(struct tracer *tr)
 {
 	if (!tr)
 		return;
-	tracer_detach(tr, NULL);
+	drop_links(tr);
 	stages_bpf__destroy(tr->skel);
 	free(tr);
 }
@@ -380,9 +419,15 @@ int tracer_attach(struct tracer *tr, enum transport t, uint64_t *attach_ns)
 	int err;
 
 	bpf_object__for_each_program(prog, tr->skel->obj) {
+		int i;
+
 		if (!bpf_program__autoload(prog) || is_prog(bpf_program__name(prog), "calib_") ||
 		    !prog_on_path(tr, prog, t))
 			continue;
+		for (i = 0; i < tr->n_links && tr->link_progs[i] != prog; i++)
+			;
+		if (i < tr->n_links)
+			continue;	/* kept from an earlier run (keep_links) */
 		if (tr->n_links == (int)ARRAY_SIZE(tr->links))
 			return -E2BIG;
 		link = attach_prog(tr, prog);
@@ -390,9 +435,10 @@ int tracer_attach(struct tracer *tr, enum transport t, uint64_t *attach_ns)
 		if (err) {
 			fprintf(stderr, "udsprobe: attaching %s (%s) failed: %s\n",
 				bpf_program__name(prog), bpf_program__section_name(prog), strerror(-err));
-			tracer_detach(tr, NULL);
+			drop_links(tr);
 			return err;
 		}
+		tr->link_progs[tr->n_links] = prog;
 		tr->links[tr->n_links++] = link;
 	}
 	if (attach_ns)
@@ -404,8 +450,8 @@ void tracer_detach(struct tracer *tr, uint64_t *detach_ns)
 {
 	uint64_t t0 = now_ns();
 
-	while (tr->n_links > 0)
-		bpf_link__destroy(tr->links[--tr->n_links]);
+	if (!tr->keep_links)
+		drop_links(tr);
 	if (detach_ns)
 		*detach_ns = now_ns() - t0;
 }
@@ -519,14 +565,33 @@ static double paired_median(const double *plain, double *traced, int n)
 
 /*
  * Time CALLS syscalls per round, alternating without and with `extra` attached, on top of
- * whatever is attached already; the median paired difference per call.
+ * whatever is attached already; the median paired difference per call. once: attach `extra`
+ * one time only (fentry where the kernel cannot re-attach): every plain round first.
  */
-static double time_with_and_without(struct tracer *tr, struct bpf_program *const *extra, int n_extra)
+static double time_with_and_without(struct tracer *tr, struct bpf_program *const *extra, int n_extra,
+				    bool once)
 {
 	double plain[CALIB_ROUNDS], traced[CALIB_ROUNDS];
 	struct bpf_link *links[4];
 	int i, j;
 
+	if (once) {
+		for (i = 0; i < CALIB_ROUNDS; i++)
+			plain[i] = time_syscall_loop(tr->calib_nr, CALIB_CALLS);
+		for (j = 0; j < n_extra; j++) {
+			links[j] = attach_prog(tr, extra[j]);
+			if (libbpf_get_error(links[j])) {
+				while (j--)
+					bpf_link__destroy(links[j]);
+				return -1;
+			}
+		}
+		for (i = 0; i < CALIB_ROUNDS; i++)
+			traced[i] = time_syscall_loop(tr->calib_nr, CALIB_CALLS);
+		for (j = 0; j < n_extra; j++)
+			bpf_link__destroy(links[j]);
+		return paired_median(plain, traced, CALIB_ROUNDS);
+	}
 	for (i = 0; i < CALIB_ROUNDS; i++) {
 		plain[i] = time_syscall_loop(tr->calib_nr, CALIB_CALLS);
 		for (j = 0; j < n_extra; j++) {
@@ -567,7 +632,7 @@ double tracer_calibrate(struct tracer *tr)
 		goto fail;
 	reset_state(tr);
 	set_tasks(tr, self, self, TR_TCP);
-	sys_ns = time_with_and_without(tr, sys, 2);
+	sys_ns = time_with_and_without(tr, sys, 2, false);
 	for (i = 0; i < 2; i++) {
 		held[i] = attach_prog(tr, sys[i]);
 		if (libbpf_get_error(held[i])) {
@@ -576,7 +641,7 @@ double tracer_calibrate(struct tracer *tr)
 		}
 	}
 	tr->skel->bss->calib_hits = 0;
-	other_ns = time_with_and_without(tr, &calib, 1);
+	other_ns = time_with_and_without(tr, &calib, 1, tr->keep_links);
 	hits = tr->skel->bss->calib_hits;
 	for (i = 0; i < 2; i++)
 		bpf_link__destroy(held[i]);
