@@ -12,6 +12,9 @@ $(error unsupported ARCH '$(ARCH)': no vmlinux/$(ARCH)/vmlinux.h (generate it wi
 endif
 
 LIBS := $(shell $(PKG_CONFIG) --libs libbpf 2>/dev/null || echo -lbpf) -lelf -lz -lm
+# make static: libbpf, libelf, zlib (and whatever their .pc files list) and glibc linked in
+STATIC_LIBS := $(shell $(PKG_CONFIG) --static --libs libbpf libelf zlib 2>/dev/null || \
+	echo -lbpf -lelf -lz) -lm
 CFLAGS ?= -g -O2 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
 ALL_CFLAGS := $(CFLAGS) -std=gnu11 -D_GNU_SOURCE -DUDSPROBE_VERSION='"$(VERSION)"' \
 	-I$(OUTPUT) -Ibpf -Iuser -MMD -MP
@@ -39,12 +42,19 @@ else
 	msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-.PHONY: all clean test test-unit test-integration test-vm bench check-deps
+.PHONY: all static clean test test-unit test-integration test-vm bench check-deps
 all: udsprobe
 
 udsprobe: $(USER_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LIBS) -o $@
+
+# One file to copy to a host: no shared library needed there (docs/KERNELS.md, README).
+static: udsprobe-static
+
+udsprobe-static: $(USER_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -static $^ $(STATIC_LIBS) -o $@
 
 $(OUTPUT) $(OUTPUT)/user $(OUTPUT)/tests:
 	$(Q)mkdir -p $@
@@ -93,7 +103,7 @@ bench: udsprobe $(BENCH_BIN)
 clean:
 	$(call msg,CLEAN,)
 	$(Q)rm -rf $(OUTPUT)/*.o $(OUTPUT)/*.d $(OUTPUT)/*.skel.h $(OUTPUT)/user $(OUTPUT)/tests \
-		$(UNIT_BIN) $(BENCH_BIN) udsprobe
+		$(UNIT_BIN) $(BENCH_BIN) udsprobe udsprobe-static
 
 .DELETE_ON_ERROR:
 .SECONDARY:

@@ -29,6 +29,9 @@
 #   UDSPROBE_VM_TIMEOUT       per guest, boot included (default 90 s + PYTEST_TIMEOUT per mode the
 #                             boot runs: each mode is bounded by its own pytest timeout, 480 s)
 #   UDSPROBE_VM_RESULTS       results dir (default .output/vm/matrix): check.txt, junit XML per mode
+#   UDSPROBE_VM_STATIC        kernel for the static-binary guest (tests/vm/static-guest.sh: `make
+#                             static`'s file alone in an initramfs; default: the first kernel),
+#                             "none" to skip it
 set -uo pipefail
 
 cd "$(dirname "$0")/../.." || exit 1
@@ -96,8 +99,9 @@ echo "the host kernel ($(uname -r), tracepoint mode here) is covered by tests/ru
 
 rows=()
 total_pass=0 total_fail=0 total_skip=0
+ARCH=$(uname -m)
 row() {	# row KERNEL MODE PASSED FAILED SKIPPED SECS NOTE
-	rows+=("$(printf '%-28s %-11s %6s %6s %7s %5s  %s' "$1" "$2" "$3" "$4" "$5" "$6" "$7")")
+	rows+=("$(printf '%-28s %-7s %-11s %6s %6s %7s %5s  %s' "$1" "$ARCH" "$2" "$3" "$4" "$5" "$6" "$7")")
 	total_pass=$((total_pass + $3))
 	total_fail=$((total_fail + $4))
 	total_skip=$((total_skip + $5))
@@ -215,11 +219,28 @@ for spec in "${KERNELS[@]}"; do
 	done
 done
 
+STATIC=${UDSPROBE_VM_STATIC:-${KERNELS[0]}}
+if [ "$STATIC" != none ]; then
+	echo
+	echo "==== static binary: udsprobe-static alone in an initramfs, kernel $STATIC ===="
+	t0=$(now)
+	mkdir -p "$RESULTS"
+	UDSPROBE_VM_RESULTS=$RESULTS tests/vm/static-guest.sh "$STATIC" | tee "$RESULTS/static.log"
+	src=${PIPESTATUS[0]}
+	counts=$(tail -n 1 "$RESULTS/static.log")
+	sp=0 sf=1
+	[[ $counts =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]] && sp=${BASH_REMATCH[1]} sf=${BASH_REMATCH[2]}
+	[ "$src" -ne 0 ] && [ "$sf" -eq 0 ] && sf=1
+	smode=$(sed -n 's/.*PASS  traced --compare.*: \([a-z]*\) mode,.*/\1/p' "$RESULTS/static.log" | head -1)
+	row "$STATIC (static, no libs)" "${smode:--}" \
+		"$sp" "$sf" 0 "$(secs "$t0" "$(now)")" "tests/vm/static-guest.sh: --check + traced --compare, no shared library in the guest"
+fi
+
 echo
 echo "== kernel matrix summary ($(secs "$t_start" "$(now)")s; results in ${RESULTS#"$REPO"/}) =="
-printf '%-28s %-11s %6s %6s %7s %5s  %s\n' kernel mode passed failed skipped secs "files / note"
+printf '%-28s %-7s %-11s %6s %6s %7s %5s  %s\n' kernel arch mode passed failed skipped secs "files / note"
 printf '%s\n' "${rows[@]}"
-printf '%-28s %-11s %6s %6s %7s %5s  %s\n' "host $(uname -r)" tracepoint - - - - \
+printf '%-28s %-7s %-11s %6s %6s %7s %5s  %s\n' "host $(uname -r)" "$ARCH" tracepoint - - - - \
 	"covered by the host integration run (tests/run.sh integration), not counted here"
 echo "$total_pass passed, $total_fail failed"
 [ "$total_fail" -eq 0 ]

@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# tests/vm/static-guest.sh — proof that `make static`'s udsprobe-static needs no library: boot a
+# kernel whose initramfs holds only that file, a static busybox (to mount /proc and friends and
+# power off) and /init, and run `--check` and a traced `--compare` there.
+#
+#   tests/vm/static-guest.sh [KERNEL]       (run-matrix.sh runs it; default KERNEL debian-6.1)
+#
+# The guest has no /lib, /usr, ld.so or libc: a binary that needs any shared library cannot
+# even start. Checks, each one test: the binary is a static ELF (no PT_INTERP, no NEEDED); the
+# guest really has no shared library; `udsprobe-static --check` exits 0 with a working mode;
+# `udsprobe-static --compare --mode pingpong --count 200 --json` exits 0, traced (attach_mode
+# set) with messages attributed on both transports. Prints one line per check and, last,
+# "N passed, N failed". Exit 1 if any failed.
+# Environment: UDSPROBE_STATIC (binary, default ./udsprobe-static, built if missing),
+#   UDSPROBE_VM_TIMEOUT (seconds, default 300), UDSPROBE_VM_RESULTS (default .output/vm/matrix).
+set -uo pipefail
+
+cd "$(dirname "$0")/../.." || exit 1
+PROG=tests/vm/static-guest.sh
+case ${1:-} in -h | --help) sed -n '2,/^set /{/^set /d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;; esac
+SPEC=${1:-debian-6.1}
+BIN=${UDSPROBE_STATIC:-./udsprobe-static}
+TIMEOUT=${UDSPROBE_VM_TIMEOUT:-300}
+RES=${UDSPROBE_VM_RESULTS:-$PWD/.output/vm/matrix}/static
+BUSYBOX=${BUSYBOX:-/bin/busybox}
+QEMU=${QEMU:-qemu-system-x86_64}
+pass=0 fail=0
+ok() { echo "  PASS  $*"; pass=$((pass + 1)); }
+bad() { echo "  FAIL  $*"; fail=$((fail + 1)); }
+finish() { echo "$pass passed, $fail failed"; [ "$fail" -eq 0 ]; exit; }
+
+if [ "$BIN" = ./udsprobe-static ]; then
+	make -s static || { bad "make static failed"; finish; }
+fi
+[ -x "$BIN" ] || { bad "$BIN: not an executable"; finish; }
+rm -rf "$RES" && mkdir -p "$RES" || { bad "cannot create $RES"; finish; }
+
+# 1. the file itself: no program interpreter, no shared library dependency
+hdr=$(readelf -lW -d "$BIN" 2>&1)
+if grep -q 'INTERP' <<<"$hdr" || grep -q '(NEEDED)' <<<"$hdr"; then
+	bad "$BIN is dynamically linked: $(grep -E 'INTERP|NEEDED' <<<"$hdr" | tr -s ' ' | paste -sd';')"
+else
+	ok "$BIN: static ELF (no PT_INTERP, no NEEDED), $(stat -c %s "$BIN") bytes"
+fi
+
+kdir=$(scripts/vm-kernel.sh -q "$SPEC") || { bad "could not fetch kernel $SPEC"; finish; }
+krel=$(cat "$kdir/release")
+
+# 2. an initramfs with three files: /init, a static busybox, udsprobe-static
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/udsstatic.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$tmp/root/bin"
+cp "$BUSYBOX" "$tmp/root/bin/busybox"
+cp "$BIN" "$tmp/root/udsprobe"
+cat >"$tmp/root/init" <<'INIT'
+#!/bin/busybox sh
+# only /bin/busybox and /udsprobe in this root; busybox's applets live inside it, not as files
+B=/bin/busybox
+$B mkdir -p /proc /sys /dev /tmp
+$B mount -t proc proc /proc
+$B mount -t sysfs sysfs /sys
+$B mount -t devtmpfs devtmpfs /dev
+$B mount -t tmpfs tmpfs /tmp
+$B mount -t bpf bpf /sys/fs/bpf
+$B ip link set lo up
+echo 1 >/proc/sys/kernel/softlockup_panic
+echo "@@FILES@@ $($B find / -xdev -type f | $B tr '\n' ' ')"
+echo "@@SHLIBS@@ $($B find / -xdev \( -name '*.so*' -o -name 'ld-linux*' \) | $B wc -l)"
+/udsprobe --check >/tmp/check.txt 2>&1
+echo "@@CHECK@@ rc=$?"
+$B sed 's/^/@@C@@ /' /tmp/check.txt
+/udsprobe --compare --mode pingpong --count 200 --json /tmp/r.json >/tmp/cmp.txt 2>&1
+echo "@@COMPARE@@ rc=$?"
+$B sed 's/^/@@T@@ /' /tmp/cmp.txt
+echo "@@JSON@@ $($B tr -d '\n' </tmp/r.json 2>/dev/null)"
+echo "@@END@@"
+$B poweroff -f
+INIT
+chmod +x "$tmp/root/init"
+(cd "$tmp/root" && find . | LC_ALL=C sort | "$BUSYBOX" cpio -o -H newc 2>/dev/null) >"$tmp/initrd.cpio" ||
+	{ bad "cpio failed"; finish; }
+
+# 3. boot it (single-threaded TCG, as the matrix; tests/vm/qemu-tcg-single.sh says why)
+echo "-- $krel: initramfs with only /init, /bin/busybox (static) and /udsprobe ($BIN)"
+t0=$(date +%s)
+timeout -k 3 "$TIMEOUT" "$QEMU" -accel tcg,thread=single -M pc -cpu max -smp 2 -m 1024 \
+	-nodefaults -no-user-config -display none -no-reboot -serial stdio \
+	-kernel "$kdir/vmlinux" -initrd "$tmp/initrd.cpio" \
+	-append "console=ttyS0 quiet loglevel=1 panic=-1 oops=panic rdinit=/init tsc=reliable mitigations=off" \
+	</dev/null 2>"$RES/qemu.err" | tr -d '\r' >"$RES/console.log"
+qrc=${PIPESTATUS[0]}
+echo "guest ran $(($(date +%s) - t0))s (qemu exit $qrc); console in ${RES#"$PWD"/}/console.log"
+log=$RES/console.log
+grep -q '^@@END@@' "$log" || bad "the guest did not finish (qemu exit $qrc$([ "$qrc" = 124 ] && echo ", timeout ${TIMEOUT}s"))"
+
+files=$(sed -n 's/^@@FILES@@ //p' "$log")
+nlibs=$(sed -n 's/^@@SHLIBS@@ //p' "$log")
+if [ -n "$files" ] && [ "$nlibs" = 0 ]; then
+	ok "guest root holds only: $files(no shared library, no ld.so)"
+else
+	bad "guest root: files '$files', shared libraries: '${nlibs:-?}'"
+fi
+
+sed -n 's/^@@C@@ //p' "$log" >"$RES/check.txt"
+if grep -qx '@@CHECK@@ rc=0' "$log" && grep -Eq '^(fentry|kprobe|tracepoint) +yes' "$RES/check.txt"; then
+	ok "--check in the empty guest: exit 0, $(grep -E '^chosen:' "$RES/check.txt")"
+else
+	bad "--check in the empty guest: $(sed -n 's/^@@CHECK@@ //p' "$log"); output:"
+	sed 's/^/        /' "$RES/check.txt"
+fi
+
+sed -n 's/^@@T@@ //p' "$log" >"$RES/compare.txt"
+sed -n 's/^@@JSON@@ //p' "$log" >"$RES/compare.json"
+verdict=$(python3 - "$RES/compare.json" <<-'EOF' 2>&1
+	import json, sys
+	d = json.load(open(sys.argv[1]))
+	mode = d.get("attach_mode")
+	assert mode in ("fentry", "kprobe", "tracepoint"), f"attach_mode {mode!r}"
+	msgs = {r["transport"]: r.get("messages") or 0 for r in d["results"]}
+	assert set(msgs) == {"unix", "tcp"}, f"transports {sorted(msgs)}"
+	assert all(r["count"] == 200 for r in d["results"]), "count != 200"
+	assert all(m >= 200 for m in msgs.values()), f"messages attributed {msgs}"
+	print(f"{mode} mode, messages attributed unix {msgs['unix']}, tcp {msgs['tcp']}")
+EOF
+)
+vrc=$?
+if grep -qx '@@COMPARE@@ rc=0' "$log" && [ "$vrc" -eq 0 ]; then
+	ok "traced --compare --mode pingpong --count 200 in the empty guest: $verdict"
+else
+	bad "traced --compare in the empty guest: $(sed -n 's/^@@COMPARE@@ //p' "$log"); $verdict"
+	tail -n 15 "$RES/compare.txt" | sed 's/^/        /'
+fi
+finish
