@@ -787,6 +787,31 @@ int BPF_PROG(tp_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	return 0;
 }
 
+/* The same three as raw tracepoints, for kprobe mode on a kernel that exposes no BTF of its
+ * own (tp_btf needs it; raw_tp and CO-RE reads work with --btf FILE). */
+SEC("?raw_tp/sys_enter")
+int BPF_PROG(rtp_sys_enter, struct pt_regs *regs, long id)
+{
+	on_sys_enter(id);
+	return 0;
+}
+
+SEC("?raw_tp/sys_exit")
+int BPF_PROG(rtp_sys_exit, struct pt_regs *regs, long ret)
+{
+	on_sys_exit(ret);
+	return 0;
+}
+
+SEC("?raw_tp/sched_switch")
+int BPF_PROG(rtp_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	__u32 cpu = count_hit();
+
+	on_switch_in(BPF_CORE_READ(next, pid), cpu);
+	return 0;
+}
+
 SEC("?tp_btf/sys_enter")
 int BPF_PROG(calib_tp, struct pt_regs *regs, long id)
 {
