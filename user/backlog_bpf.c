@@ -159,7 +159,7 @@ static int bl_bpf_open(struct bl_bpf *b, enum attach_mode mode, char *err_msg, s
 	struct bpf_program *progs[16];
 	int n, i, err;
 
-	b->skel = backlog_bpf__open();
+	b->skel = backlog_bpf__open_opts(btf_open_opts());
 	if (!b->skel) {
 		snprintf(err_msg, len, "cannot open the BPF object: %s", strerror(errno));
 		return -errno;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <sys/vfs.h>
 #include <linux/bpf.h>
 #include <linux/magic.h>
@@ -41,6 +42,33 @@ bool kernel_has_btf(void)
 	return access("/sys/kernel/btf/vmlinux", R_OK) == 0;
 }
 
+static const char *btf_path;
+
+void btf_file_set(const char *path) { btf_path = path; }
+const char *btf_file(void) { return btf_path; }
+
+const char *btf_missing_hint(void)
+{
+	static char buf[512];
+	struct utsname u;
+	const char *rel = uname(&u) ? "<release>" : u.release;
+
+	snprintf(buf, sizeof(buf), "this kernel has no BTF (/sys/kernel/btf/vmlinux): pass --btf FILE "
+		 "with its BTF (BTFHub's file for %s, or the vmlinux of its debug package, e.g. "
+		 "/usr/lib/debug/boot/vmlinux-%s from linux-image-%s-dbg), or boot a kernel with "
+		 "CONFIG_DEBUG_INFO_BTF=y; --no-trace needs none", rel, rel, rel);
+	return buf;
+}
+
+struct bpf_object_open_opts *btf_open_opts(void)
+{
+	static struct bpf_object_open_opts opts;
+
+	opts.sz = sizeof(opts);
+	opts.btf_custom_path = btf_path;
+	return &opts;
+}
+
 static struct btf *vm_btf;
 static bool vm_btf_tried;
 
@@ -48,7 +76,8 @@ static struct btf *vmlinux_btf(void)
 {
 	if (!vm_btf_tried) {
 		vm_btf_tried = true;
-		vm_btf = btf__load_vmlinux_btf();
+		/* --btf FILE wins: it is what CO-RE relocates against too */
+		vm_btf = btf_path ? btf__parse(btf_path, NULL) : btf__load_vmlinux_btf();
 		if (libbpf_get_error(vm_btf))
 			vm_btf = NULL;
 	}

@@ -13,8 +13,17 @@
 /* libbpf output through our verbosity: -v warnings and info, -vv debug. */
 void libbpf_setup(int verbose);
 
-/* Kernel BTF (/sys/kernel/btf/vmlinux) is present. */
+/* Kernel BTF (/sys/kernel/btf/vmlinux) is present: the running kernel's own. */
 bool kernel_has_btf(void);
+/* --btf FILE: a BTF file (raw, or an ELF with .BTF) for CO-RE and the lookups below when the
+ * kernel exposes none; NULL: none given. */
+void btf_file_set(const char *path);
+const char *btf_file(void);
+/* One line telling what to do when there is no BTF at all (no --btf, none in sysfs). */
+const char *btf_missing_hint(void);
+struct bpf_object_open_opts;
+/* Open options for every skeleton: CO-RE against --btf FILE when given. */
+struct bpf_object_open_opts *btf_open_opts(void);
 /* The kernel's BTF has a function / a tp_btf tracepoint of that name. */
 bool btf_has_func(const char *func);
 bool btf_has_tracepoint(const char *tp);

@@ -61,10 +61,16 @@ static const char *kernel_func(const char *target, char *sym, size_t len)
 	return older && ksym_resolve(older, sym, len) ? older : NULL;
 }
 
+/* Syscalls and the scheduler, in every mode: tp_btf, or raw_tp where the kernel has no BTF of
+ * its own (kprobe mode with --btf FILE). */
 static bool common_prog(const char *name)
 {
-	return !strcmp(name, "tp_sys_enter") || !strcmp(name, "tp_sys_exit") ||
-	       !strcmp(name, "tp_sched_switch");
+	const char *prefix = kernel_has_btf() ? "tp_" : "rtp_";
+
+	if (strncmp(name, prefix, strlen(prefix)))
+		return false;
+	name += strlen(prefix);
+	return !strcmp(name, "sys_enter") || !strcmp(name, "sys_exit") || !strcmp(name, "sched_switch");
 }
 
 /* Does this program belong to the mode, and can its target be attached here? */
@@ -166,7 +172,7 @@ static bool pick_calib_target(struct tracer *tr)
 /* Load and attach one program of ours; 0 or -errno. */
 static int try_program(const char *prog_name, const char *kfunc)
 {
-	struct stages_bpf *skel = stages_bpf__open();
+	struct stages_bpf *skel = stages_bpf__open_opts(btf_open_opts());
 	struct bpf_program *prog;
 	struct bpf_link *link;
 	int err;
@@ -193,7 +199,7 @@ static int try_program(const char *prog_name, const char *kfunc)
 /* Can a detached fentry program be attached again? Not before Linux 5.12 (ENOENT). */
 static bool fentry_can_reattach(void)
 {
-	struct stages_bpf *skel = stages_bpf__open();
+	struct stages_bpf *skel = stages_bpf__open_opts(btf_open_opts());
 	struct bpf_program *prog;
 	struct bpf_link *link;
 	bool ok = false;
@@ -224,7 +230,11 @@ void tracer_probe(struct attach_caps *caps, int verbose)
 	memset(caps, 0, sizeof(*caps));
 	libbpf_setup(verbose);
 
-	if (!btf_has_func("unix_stream_sendmsg")) {
+	if (!kernel_has_btf()) {
+		snprintf(caps->why[ATTACH_FENTRY], sizeof(caps->why[0]),
+			 "needs the kernel's own BTF (/sys/kernel/btf/vmlinux)%s",
+			 btf_file() ? "; --btf serves CO-RE and lookups only" : "");
+	} else if (!btf_has_func("unix_stream_sendmsg")) {
 		snprintf(caps->why[ATTACH_FENTRY], sizeof(caps->why[0]),
 			 "no kernel BTF for unix_stream_sendmsg");
 	} else {
@@ -242,7 +252,10 @@ void tracer_probe(struct attach_caps *caps, int verbose)
 				 "fentry/fexit on unix_stream_sendmsg loaded and attached");
 	}
 
-	if (!ksym_resolve("unix_stream_sendmsg", sym, sizeof(sym))) {
+	if (!kernel_has_btf() && !btf_file()) {
+		snprintf(caps->why[ATTACH_KPROBE], sizeof(caps->why[0]),
+			 "no BTF for CO-RE: give --btf FILE");
+	} else if (!ksym_resolve("unix_stream_sendmsg", sym, sizeof(sym))) {
 		snprintf(caps->why[ATTACH_KPROBE], sizeof(caps->why[0]),
 			 "unix_stream_sendmsg not in /proc/kallsyms");
 	} else {
@@ -260,7 +273,11 @@ void tracer_probe(struct attach_caps *caps, int verbose)
 				 "kprobe/kretprobe on %.150s attached", sym);
 	}
 
-	if (!btf_has_tracepoint("sched_switch")) {
+	if (!kernel_has_btf()) {
+		snprintf(caps->why[ATTACH_TRACEPOINT], sizeof(caps->why[0]),
+			 "tp_btf needs the kernel's own BTF (/sys/kernel/btf/vmlinux)%s",
+			 btf_file() ? "; --btf serves CO-RE and lookups only" : "");
+	} else if (!btf_has_tracepoint("sched_switch")) {
 		snprintf(caps->why[ATTACH_TRACEPOINT], sizeof(caps->why[0]),
 			 "no BTF for tracepoints (needs CONFIG_DEBUG_INFO_BTF, kernel 5.5+)");
 	} else {
@@ -284,9 +301,8 @@ int tracer_open(enum attach_mode req, int verbose, struct tracer **out)
 	int err;
 
 	*out = NULL;
-	if (!kernel_has_btf()) {
-		fprintf(stderr, "udsprobe: this kernel has no BTF (/sys/kernel/btf/vmlinux): boot a "
-			"kernel built with CONFIG_DEBUG_INFO_BTF=y, or use --no-trace\n");
+	if (!kernel_has_btf() && !btf_file()) {
+		fprintf(stderr, "udsprobe: %s\n", btf_missing_hint());
 		return -ENOENT;
 	}
 	err = ensure_tracefs();
@@ -310,7 +326,7 @@ int tracer_open(enum attach_mode req, int verbose, struct tracer **out)
 	}
 	snprintf(tr->reason, sizeof(tr->reason), "%s", why);
 
-	tr->skel = stages_bpf__open();
+	tr->skel = stages_bpf__open_opts(btf_open_opts());
 	if (!tr->skel) {
 		err = -errno;
 		fprintf(stderr, "udsprobe: opening the BPF object failed: %s\n", strerror(-err));
@@ -620,7 +636,10 @@ double tracer_calibrate(struct tracer *tr)
 {
 	struct bpf_program *calib = bpf_object__find_program_by_name(tr->skel->obj,
 								      calib_prog_name(tr->mode));
-	struct bpf_program *sys[2] = { tr->skel->progs.tp_sys_enter, tr->skel->progs.tp_sys_exit };
+	struct bpf_program *sys[2] = {
+		kernel_has_btf() ? tr->skel->progs.tp_sys_enter : tr->skel->progs.rtp_sys_enter,
+		kernel_has_btf() ? tr->skel->progs.tp_sys_exit : tr->skel->progs.rtp_sys_exit,
+	};
 	struct bpf_link *held[2] = { NULL, NULL };
 	pid_t self = syscall(SYS_gettid);
 	double sys_ns, other_ns = -1;

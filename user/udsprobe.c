@@ -90,6 +90,7 @@ enum {
 	OPT_LIST_STAGES,
 	OPT_REPEAT,
 	OPT_SWEEP,
+	OPT_BTF,
 };
 
 static const struct argp_option opts[] = {
@@ -101,6 +102,9 @@ static const struct argp_option opts[] = {
 	{ "attach", OPT_ATTACH, "MODE", 0,
 	  "Attach mode: auto (default: fentry, else kprobe, else tracepoint), fentry, kprobe "
 	  "or tracepoint; a forced mode that cannot attach is an error (exit 1)" },
+	{ "btf", OPT_BTF, "FILE", 0,
+	  "Kernel BTF for CO-RE and lookups when the kernel exposes none in /sys/kernel/btf/vmlinux "
+	  "(raw BTF, e.g. from BTFHub, or a vmlinux ELF with .BTF); such kernels: kprobe mode only" },
 	{ NULL, 0, NULL, 0, "Workload (--compare):", 2 },
 	{ "no-trace", OPT_NO_TRACE, NULL, 0, "Run the workload only; attach no BPF programs" },
 	{ "mode", OPT_MODE, "LIST", 0,
@@ -253,6 +257,11 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 			usage_error(state, "--attach: unknown mode '%s' (valid: auto fentry kprobe tracepoint)",
 				    arg);
 		env.cmp.attach = i;
+		break;
+	case OPT_BTF:
+		if (access(arg, R_OK))
+			usage_error(state, "--btf %s: cannot read it", arg);
+		btf_file_set(arg);
 		break;
 	case OPT_NO_TRACE:
 		env.cmp.trace = false;
@@ -523,14 +532,15 @@ static int do_check(void)
 	char why[900];
 	int m, err;
 
-	printf("kernel %s, BTF %s\n", kernel_release(),
-	       kernel_has_btf() ? "present (/sys/kernel/btf/vmlinux)" : "MISSING");
+	printf("kernel %s, BTF %s%s%s\n", kernel_release(),
+	       kernel_has_btf() ? "present (/sys/kernel/btf/vmlinux)" : "MISSING in /sys/kernel/btf",
+	       btf_file() ? "; CO-RE from --btf " : "", btf_file() ? btf_file() : "");
 	if (geteuid() != 0) {
 		fprintf(stderr, "udsprobe: --check loads test programs and needs root: run it with sudo\n");
 		return -EPERM;
 	}
-	if (!kernel_has_btf()) {
-		fprintf(stderr, "udsprobe: no kernel BTF: boot a kernel with CONFIG_DEBUG_INFO_BTF=y\n");
+	if (!kernel_has_btf() && !btf_file()) {
+		fprintf(stderr, "udsprobe: %s\n", btf_missing_hint());
 		return -ENOENT;
 	}
 	err = ensure_tracefs();

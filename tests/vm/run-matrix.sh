@@ -69,7 +69,7 @@ backlog_files=()
 for f in "$IT"/test_backlog*.py; do [ -f "$f" ] && backlog_files+=("$f"); done
 host_only=()
 for f in "$IT"/test_*.py; do
-	case " ${guest_all[*]} ${backlog_files[*]} " in *" $f "*) ;; *) host_only+=("${f##*/}") ;; esac
+	case " ${guest_all[*]} ${backlog_files[*]} $IT/test_btf.py " in *" $f "*) ;; *) host_only+=("${f##*/}") ;; esac
 done
 
 modes_for() {	# modes_for "SPEC=MODE,.. ..." SPEC DEFAULT -> modes (space-separated)
@@ -85,7 +85,7 @@ single_modes() { modes_for "$SINGLE_TCG" "$1" ""; }
 in_list() { case " $2 " in *" $1 "*) return 0 ;; esac; return 1; }
 
 echo "== kernel matrix: ${KERNELS[*]} =="
-echo "in every supported mode: ${guest_all[*]##*/}"
+echo "in every supported mode: ${guest_all[*]##*/}; in kprobe mode: test_btf.py (BTF hidden, --btf FILE)"
 if [ ${#backlog_files[@]} -gt 0 ]; then
 	for k in "${KERNELS[@]}"; do
 		m=$(backlog_modes "$k")
@@ -141,6 +141,8 @@ for spec in "${KERNELS[@]}"; do
 	if [ -n "${UDSPROBE_VM_EXPECT_MODES+x}" ]; then expect=${UDSPROBE_VM_EXPECT_MODES//,/ }
 	else case $spec in debian-*) expect=$ALL_MODES ;; *) expect='' ;; esac; fi
 	files=("${guest_all[@]}")
+	# no kernel BTF (hidden) + --btf FILE: kprobe mode is the one that can work then
+	[ -f "$IT/test_btf.py" ] && files+=("kprobe:$IT/test_btf.py")
 	for m in $(backlog_modes "$spec"); do
 		for f in "${backlog_files[@]}"; do files+=("$m:$f"); done
 	done
@@ -164,7 +166,7 @@ for spec in "${KERNELS[@]}"; do
 		t0=$(now)
 		"${qemu[@]}" scripts/vm-run.sh -k "$kdir" -t "$guest_timeout" \
 			-e UDSPROBE_EXPECT_MODES="$expect" -e PYTEST_TIMEOUT="$PYTEST_TIMEOUT" \
-			-e UDSPROBE_VM_MODES="${bmodes# }" \
+			-e UDSPROBE_VM_MODES="${bmodes# }" -e UDSPROBE_VMLINUX="$kdir/vmlinux" \
 			-- tests/vm/guest-suite.sh "$res" "${files[@]}"
 		vrc=$?
 		took=$(secs "$t0" "$(now)")
