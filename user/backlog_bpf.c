@@ -238,6 +238,13 @@ int bl_bpf_setup(struct bl_bpf *b, enum attach_mode want)
 	long long v;
 	int err;
 
+	/* listeners are enumerated by iter/unix (5.17) and iter/tcp (5.9) in every mode */
+	if (!btf_has_func("bpf_iter_unix") || !btf_has_func("bpf_iter_tcp")) {
+		fprintf(stderr, "udsprobe: --backlog needs the BPF iterators iter/unix (Linux 5.17+) and "
+			"iter/tcp (5.9+) to find listeners; kernel %s lacks %s\n", kernel_release(),
+			btf_has_func("bpf_iter_tcp") ? "iter/unix" : "them");
+		return -ENOTSUP;
+	}
 	b->reason = btf_enum_value("SKB_DROP_REASON_TCP_LISTEN_OVERFLOW", &v) ? -1 : (int)v;
 	b->v6 = ksym_resolve("tcp_v6_syn_recv_sock", reason, sizeof(reason));
 	if (want != ATTACH_AUTO) {	/* say which of the two went wrong */
