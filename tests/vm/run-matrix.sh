@@ -20,7 +20,8 @@
 #   UDSPROBE_VM_EXPECT_MODES  modes every kernel must support (default: all three for debian-*,
 #                             none for other kernels); a missing one counts as a failure
 #   UDSPROBE_VM_BACKLOG       where test_backlog*.py runs: "SPEC=MODE[,MODE] ..." or "all" or
-#                             "none" (default "debian-6.1=kprobe debian-6.12=fentry"; kernels not
+#                             "none" (default "debian-5.10=none debian-6.1=kprobe
+#                             debian-6.12=fentry": 5.10 lacks iter/unix; kernels not
 #                             named: every mode). ~60 s per mode under TCG.
 #   UDSPROBE_VM_SINGLE_TCG    which modes boot with single-threaded TCG: "all" (default), "none", or
 #                             "SPEC=MODE[,MODE] ..." (those in a second boot). Multi-threaded TCG
@@ -42,7 +43,8 @@ KERNELS=("$@")
 [ ${#KERNELS[@]} -gt 0 ] || read -r -a KERNELS <<<"${UDSPROBE_VM_KERNELS:-debian-6.1 debian-6.12}"
 VM_TIMEOUT=${UDSPROBE_VM_TIMEOUT:-}
 PYTEST_TIMEOUT=${PYTEST_TIMEOUT:-480}
-BACKLOG=${UDSPROBE_VM_BACKLOG:-debian-6.1=kprobe debian-6.12=fentry}
+# 5.10 has no iter/unix: --backlog refuses there (test_kernel_limits.py asserts how)
+BACKLOG=${UDSPROBE_VM_BACKLOG:-debian-5.10=none debian-6.1=kprobe debian-6.12=fentry}
 SINGLE_TCG=${UDSPROBE_VM_SINGLE_TCG:-all}
 RESULTS=${UDSPROBE_VM_RESULTS:-$REPO/.output/vm/matrix}
 ALL_MODES="fentry kprobe tracepoint"
@@ -69,7 +71,7 @@ backlog_files=()
 for f in "$IT"/test_backlog*.py; do [ -f "$f" ] && backlog_files+=("$f"); done
 host_only=()
 for f in "$IT"/test_*.py; do
-	case " ${guest_all[*]} ${backlog_files[*]} $IT/test_btf.py " in *" $f "*) ;; *) host_only+=("${f##*/}") ;; esac
+	case " ${guest_all[*]} ${backlog_files[*]} $IT/test_btf.py $IT/test_kernel_limits.py " in *" $f "*) ;; *) host_only+=("${f##*/}") ;; esac
 done
 
 modes_for() {	# modes_for "SPEC=MODE,.. ..." SPEC DEFAULT -> modes (space-separated)
@@ -85,7 +87,7 @@ single_modes() { modes_for "$SINGLE_TCG" "$1" ""; }
 in_list() { case " $2 " in *" $1 "*) return 0 ;; esac; return 1; }
 
 echo "== kernel matrix: ${KERNELS[*]} =="
-echo "in every supported mode: ${guest_all[*]##*/}; in kprobe mode: test_btf.py (BTF hidden, --btf FILE)"
+echo "in every supported mode: ${guest_all[*]##*/}; in kprobe mode: test_btf.py (BTF hidden, --btf FILE); in tracepoint mode: test_kernel_limits.py"
 if [ ${#backlog_files[@]} -gt 0 ]; then
 	for k in "${KERNELS[@]}"; do
 		m=$(backlog_modes "$k")
@@ -141,8 +143,10 @@ for spec in "${KERNELS[@]}"; do
 	if [ -n "${UDSPROBE_VM_EXPECT_MODES+x}" ]; then expect=${UDSPROBE_VM_EXPECT_MODES//,/ }
 	else case $spec in debian-*) expect=$ALL_MODES ;; *) expect='' ;; esac; fi
 	files=("${guest_all[@]}")
-	# no kernel BTF (hidden) + --btf FILE: kprobe mode is the one that can work then
+	# no kernel BTF (hidden) + --btf FILE: kprobe mode is the one that can work then; the
+	# kernel-limits checks do not depend on the mode
 	[ -f "$IT/test_btf.py" ] && files+=("kprobe:$IT/test_btf.py")
+	[ -f "$IT/test_kernel_limits.py" ] && files+=("tracepoint:$IT/test_kernel_limits.py")
 	for m in $(backlog_modes "$spec"); do
 		for f in "${backlog_files[@]}"; do files+=("$m:$f"); done
 	done
