@@ -13,20 +13,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "stages.h"
-
-#if defined(__TARGET_ARCH_x86)
-#define NR_read 0
-#define NR_write 1
-#define NR_connect 42
-#define NR_accept 43
-#define NR_sendto 44
-#define NR_recvfrom 45
-#define NR_sendmsg 46
-#define NR_recvmsg 47
-#define NR_accept4 288
-#else
-#error "syscall numbers for this architecture are not defined"
-#endif
+#include "syscalls.bpf.h"
 
 #define AF_UNIX 1
 #define NET_RX_SOFTIRQ_VEC 3
