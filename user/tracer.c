@@ -140,15 +140,21 @@ static void compute_availability(struct tracer *tr)
 		}
 }
 
-/* Cheap syscalls whose x86 wrapper can carry the calibration probe: which of them
- * has BTF (needed by fentry) differs between kernels (6.12 lacks getppid's). */
+/* Cheap syscalls whose arch wrapper (__x64_sys_*, __arm64_sys_*) can carry the calibration
+ * probe: which of them has BTF (needed by fentry) differs between kernels (6.12 lacks
+ * getppid's). */
+#if defined(__aarch64__)
+#define SYS_WRAPPER "__arm64_sys_"
+#else
+#define SYS_WRAPPER "__x64_sys_"
+#endif
 static const struct {
 	const char *func;
 	long nr;
 } calib_targets[] = {
-	{ "__x64_sys_getppid", SYS_getppid },
-	{ "__x64_sys_getcpu", SYS_getcpu },
-	{ "__x64_sys_getrusage", SYS_getrusage },
+	{ SYS_WRAPPER "getppid", SYS_getppid },
+	{ SYS_WRAPPER "getcpu", SYS_getcpu },
+	{ SYS_WRAPPER "getrusage", SYS_getrusage },
 };
 
 static bool pick_calib_target(struct tracer *tr)
