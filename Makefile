@@ -1,10 +1,25 @@
 # udsprobe — one Makefile: BPF objects, skeletons, the binary, tests, benchmarks.
-OUTPUT ?= .output
 CLANG ?= clang
 BPFTOOL ?= bpftool
 CC ?= gcc
 PKG_CONFIG ?= pkg-config
-ARCH ?= $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+HOST_ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+ARCH ?= $(HOST_ARCH)
+# Cross builds (make ARCH=arm64 [static]) go to .output/<arch>/, binaries included, with
+# Debian's cross compiler and the :<arch> libraries (docs/KERNELS.md, "arm64").
+TRIPLET_x86 := x86_64-linux-gnu
+TRIPLET_arm64 := aarch64-linux-gnu
+ifeq ($(ARCH),$(HOST_ARCH))
+OUTPUT ?= .output
+BIN := udsprobe
+else
+OUTPUT ?= .output/$(ARCH)
+BIN := $(OUTPUT)/udsprobe
+CROSS_COMPILE ?= $(TRIPLET_$(ARCH))-
+CC := $(CROSS_COMPILE)gcc
+PKG_CONFIG := PKG_CONFIG_LIBDIR=/usr/lib/$(TRIPLET_$(ARCH))/pkgconfig:/usr/share/pkgconfig pkg-config
+endif
+STATIC_BIN := $(BIN)-static
 VERSION := 0.1.0$(shell git describe --always --dirty 2>/dev/null | sed 's/^/ (git /; s/$$/)/')
 
 ifeq ($(wildcard vmlinux/$(ARCH)/vmlinux.h),)
@@ -43,16 +58,16 @@ else
 endif
 
 .PHONY: all static clean test test-unit test-integration test-vm bench check-deps
-all: udsprobe
+all: $(BIN)
 
-udsprobe: $(USER_OBJS)
+$(BIN): $(USER_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LIBS) -o $@
 
 # One file to copy to a host: no shared library needed there (docs/KERNELS.md, README).
-static: udsprobe-static
+static: $(STATIC_BIN)
 
-udsprobe-static: $(USER_OBJS)
+$(STATIC_BIN): $(USER_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -static $^ $(STATIC_LIBS) -o $@
 
