@@ -22,6 +22,8 @@ SPEC (default: debian-6.1):
   debian-6.1        the kernel Debian 12 (bookworm, bookworm-security) linux-image-amd64
                     depends on, e.g. linux-image-6.1.0-NN-amd64 (ABI number resolved, not pinned)
   debian-6.12       linux-image-amd64 6.12.x from bookworm-backports, else from trixie
+  debian-X.Y-arm64  the same for linux-image-arm64 (a raw arm64 Image, cached as Image, booted
+                    by qemu-system-aarch64; tests/vm/static-guest.sh --arch arm64)
   PATH.deb          any Debian kernel image package (linux-image-*.deb)
   PATH              a vmlinuz (bzImage) or vmlinux ELF. Without --modules the kernel must have
                     virtio-pci and 9p (NET_9P, NET_9P_VIRTIO, 9P_FS) built in (=y).
@@ -46,6 +48,7 @@ EOF
 }
 
 QUIET=0
+KARCH=amd64	# Debian architecture of the kernel package (debian-*-arm64: arm64)
 log() { [ "$QUIET" = 1 ] || printf '%s: %s\n' "$PROG" "$*" >&2; }
 die() { printf '%s: error: %s\n' "$PROG" "$*" >&2; exit 1; }
 need() {
@@ -100,7 +103,7 @@ apt_env() {
 	local o=(-o "Dir::Etc::SourceList=$d/etc/sources.list" -o Dir::Etc::SourceParts=/dev/null
 		-o "Dir::Etc::Preferences=/dev/null" -o Dir::Etc::PreferencesParts=/dev/null
 		-o "Dir::State=$d/state" -o "Dir::Cache=$d/cache" -o APT::Sandbox::User=root
-		-o Acquire::Languages=none -o APT::Architecture=amd64)
+		-o Acquire::Languages=none -o "APT::Architecture=$KARCH" -o "APT::Architectures=$KARCH")
 	APT=(apt-get -q "${o[@]}")
 	APTC=(apt-cache "${o[@]}")
 	APT_DIR=$d
@@ -113,15 +116,15 @@ apt_update() {
   see $APT_DIR/update.log; is $MIRROR reachable? (set DEBIAN_MIRROR to use another mirror)"
 }
 
-# resolve_image: the linux-image-<abi>-amd64 package linux-image-amd64 depends on, or nothing.
+# resolve_image: the linux-image-<abi>-<arch> package linux-image-<arch> depends on, or nothing.
 resolve_image() {
-	"${APTC[@]}" depends linux-image-amd64 2>/dev/null |
-		sed -n 's/^ *Depends: \(linux-image-[0-9][^ ]*-amd64\)$/\1/p' | head -1
+	"${APTC[@]}" depends "linux-image-$KARCH" 2>/dev/null |
+		sed -n "s/^ *Depends: \\(linux-image-[0-9][^ ]*-$KARCH\\)\$/\\1/p" | head -1
 }
 
 # fetch_debian SPEC: download the .deb for a debian-* SPEC; print its path.
 fetch_debian() {
-	local spec=$1 pkg ver src
+	local spec=${1%-arm64} pkg ver src
 	local -a candidates
 	case $spec in
 	debian-5.10)
@@ -139,16 +142,16 @@ deb [signed-by=$KEYRING] $SECURITY_MIRROR trixie-security main") ;;
 	esac
 	local want=${spec#debian-}
 	for src in "${candidates[@]}"; do
-		apt_env "${src%%|*}" "${src#*|}"
+		apt_env "${src%%|*}-$KARCH" "${src#*|}"
 		apt_update
 		pkg=$(resolve_image)
-		[ -n "$pkg" ] || { log "${src%%|*}: no linux-image-amd64 dependency found"; continue; }
+		[ -n "$pkg" ] || { log "${src%%|*}: no linux-image-$KARCH dependency found"; continue; }
 		ver=${pkg#linux-image-}
 		case $ver in
 		"$want".*) ;;
 		*) log "${src%%|*}: $pkg is not $want.x, trying the next suite"; continue ;;
 		esac
-		log "${src%%|*}: linux-image-amd64 -> $pkg; downloading"
+		log "${src%%|*}: linux-image-$KARCH -> $pkg; downloading"
 		rm -f "$APT_DIR"/dl/*.deb
 		mkdir -p "$APT_DIR/dl"
 		(cd "$APT_DIR/dl" && "${APT[@]}" download "$pkg") >"$APT_DIR/download.log" 2>&1 ||
@@ -228,7 +231,11 @@ finish() {
 		depmod -b "$d/root" "$rel" || die "depmod -b $d/root $rel failed"
 		ln -sfn "root/lib/modules/$rel" "$d/modules"
 	fi
-	if [ ! -f "$d/vmlinux" ]; then
+	if [ "$(od -An -tx1 -j 56 -N 4 "$d/vmlinuz" 2>/dev/null | tr -d ' ')" = 41524d64 ]; then
+		# an arm64 Image ("ARMd" at 56): qemu-system-aarch64 boots it as it is
+		cp "$d/vmlinuz" "$d/Image"
+		echo arm64 >"$d/arch"
+	elif [ ! -f "$d/vmlinux" ]; then
 		log "decompressing vmlinuz -> vmlinux"
 		extract_vmlinux "$d/vmlinuz" "$d/vmlinux" ||
 			die "no ELF vmlinux found inside $d/vmlinuz (unknown compression?); vm-run.sh can still boot the bzImage with --bzimage"
@@ -263,7 +270,8 @@ main() {
 	fi
 
 	case $spec in
-	debian-5.10 | debian-6.1 | debian-6.12)
+	debian-5.10 | debian-6.1 | debian-6.12 | debian-5.10-arm64 | debian-6.1-arm64 | debian-6.12-arm64)
+		case $spec in *-arm64) KARCH=arm64 ;; esac
 		local link=$KDIR_ROOT/$spec
 		if [ "$refresh" = 0 ] && [ -f "$link/.complete" ]; then
 			readlink -f "$link"

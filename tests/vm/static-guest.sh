@@ -3,7 +3,11 @@
 # kernel whose initramfs holds only that file, a static busybox (to mount /proc and friends and
 # power off) and /init, and run `--check` and a traced `--compare` there.
 #
-#   tests/vm/static-guest.sh [KERNEL]       (run-matrix.sh runs it; default KERNEL debian-6.1)
+#   tests/vm/static-guest.sh [--arch arm64] [KERNEL]   (run-matrix.sh runs it; default debian-6.1)
+#
+# --arch arm64: `make ARCH=arm64 static`'s .output/arm64/udsprobe-static, busybox-static:arm64
+# (apt-get download, cached in .output/vm/arm64/), a debian-X.Y-arm64 kernel (default
+# debian-6.12-arm64) booted by qemu-system-aarch64 -M virt under TCG: the arm64 check.
 #
 # The guest has no /lib, /usr, ld.so or libc: a binary that needs any shared library cannot
 # even start. Checks, each one test: the binary is a static ELF (no PT_INTERP, no NEEDED); the
@@ -18,19 +22,43 @@ set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 PROG=tests/vm/static-guest.sh
 case ${1:-} in -h | --help) sed -n '2,/^set /{/^set /d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;; esac
-SPEC=${1:-debian-6.1}
-BIN=${UDSPROBE_STATIC:-./udsprobe-static}
+ARCH=x86
+if [ "${1:-}" = --arch ]; then ARCH=${2:?--arch needs arm64}; shift 2; fi
 TIMEOUT=${UDSPROBE_VM_TIMEOUT:-300}
-RES=${UDSPROBE_VM_RESULTS:-$PWD/.output/vm/matrix}/static
-BUSYBOX=${BUSYBOX:-/bin/busybox}
-QEMU=${QEMU:-qemu-system-x86_64}
+case $ARCH in
+x86)
+	SPEC=${1:-debian-6.1}
+	BIN=${UDSPROBE_STATIC:-./udsprobe-static}
+	BUSYBOX=${BUSYBOX:-/bin/busybox}
+	RES=${UDSPROBE_VM_RESULTS:-$PWD/.output/vm/matrix}/static
+	QEMU=(qemu-system-x86_64 -accel tcg,thread=single -M pc -cpu max)
+	CONSOLE=ttyS0 ;;
+arm64)
+	SPEC=${1:-debian-6.12-arm64}
+	BIN=${UDSPROBE_STATIC:-.output/arm64/udsprobe-static}
+	RES=${UDSPROBE_VM_RESULTS:-$PWD/.output/vm/matrix}/static-arm64-$SPEC
+	QEMU=(qemu-system-aarch64 -accel tcg,thread=single -M virt -cpu max)
+	CONSOLE=ttyAMA0
+	TIMEOUT=${UDSPROBE_VM_TIMEOUT:-600} ;;
+*) echo "$PROG: --arch $ARCH: only arm64 (x86 is the default)" >&2; exit 2 ;;
+esac
 pass=0 fail=0
 ok() { echo "  PASS  $*"; pass=$((pass + 1)); }
 bad() { echo "  FAIL  $*"; fail=$((fail + 1)); }
 finish() { echo "$pass passed, $fail failed"; [ "$fail" -eq 0 ]; exit; }
 
-if [ "$BIN" = ./udsprobe-static ]; then
-	make -s static || { bad "make static failed"; finish; }
+if [ -z "${UDSPROBE_STATIC:-}" ]; then
+	make -s ARCH=$ARCH static || { bad "make ARCH=$ARCH static failed"; finish; }
+fi
+if [ "$ARCH" = arm64 ] && [ -z "${BUSYBOX:-}" ]; then
+	bb=$PWD/.output/vm/arm64
+	if [ ! -x "$bb/bin/busybox" ]; then
+		mkdir -p "$bb" && rm -f "$bb"/*.deb &&
+			(cd "$bb" && apt-get download -q busybox-static:arm64 >/dev/null) &&
+			dpkg-deb -x "$bb"/busybox-static_*.deb "$bb" ||
+			{ bad "cannot get busybox-static:arm64 (dpkg --add-architecture arm64; apt-get update)"; finish; }
+	fi
+	BUSYBOX=$bb/bin/busybox
 fi
 [ -x "$BIN" ] || { bad "$BIN: not an executable"; finish; }
 rm -rf "$RES" && mkdir -p "$RES" || { bad "cannot create $RES"; finish; }
@@ -45,6 +73,8 @@ fi
 
 kdir=$(scripts/vm-kernel.sh -q "$SPEC") || { bad "could not fetch kernel $SPEC"; finish; }
 krel=$(cat "$kdir/release")
+KIMG=$kdir/vmlinux
+[ "$ARCH" = arm64 ] && KIMG=$kdir/Image
 
 # 2. an initramfs with three files: /init, a static busybox, udsprobe-static
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/udsstatic.XXXXXX")
@@ -83,10 +113,10 @@ chmod +x "$tmp/root/init"
 # 3. boot it (single-threaded TCG, as the matrix; tests/vm/qemu-tcg-single.sh says why)
 echo "-- $krel: initramfs with only /init, /bin/busybox (static) and /udsprobe ($BIN)"
 t0=$(date +%s)
-timeout -k 3 "$TIMEOUT" "$QEMU" -accel tcg,thread=single -M pc -cpu max -smp 2 -m 1024 \
+timeout -k 3 "$TIMEOUT" "${QEMU[@]}" -smp 2 -m 1024 \
 	-nodefaults -no-user-config -display none -no-reboot -serial stdio \
-	-kernel "$kdir/vmlinux" -initrd "$tmp/initrd.cpio" \
-	-append "console=ttyS0 quiet loglevel=1 panic=-1 oops=panic rdinit=/init tsc=reliable mitigations=off" \
+	-kernel "$KIMG" -initrd "$tmp/initrd.cpio" \
+	-append "console=$CONSOLE quiet loglevel=1 panic=-1 oops=panic rdinit=/init tsc=reliable mitigations=off" \
 	</dev/null 2>"$RES/qemu.err" | tr -d '\r' >"$RES/console.log"
 qrc=${PIPESTATUS[0]}
 echo "guest ran $(($(date +%s) - t0))s (qemu exit $qrc); console in ${RES#"$PWD"/}/console.log"
