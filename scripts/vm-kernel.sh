@@ -130,7 +130,9 @@ fetch_debian() {
 	debian-5.10)
 		candidates=("bullseye|deb [signed-by=$KEYRING] $MIRROR bullseye main
 deb [signed-by=$KEYRING] $MIRROR bullseye-updates main
-deb [signed-by=$KEYRING] $SECURITY_MIRROR bullseye-security main") ;;
+deb [signed-by=$KEYRING] $SECURITY_MIRROR bullseye-security main"
+			"bullseye-main|deb [signed-by=$KEYRING] $MIRROR bullseye main
+deb [signed-by=$KEYRING] $MIRROR bullseye-updates main") ;;
 	debian-6.1)
 		candidates=("bookworm|deb [signed-by=$KEYRING] $MIRROR bookworm main
 deb [signed-by=$KEYRING] $MIRROR bookworm-updates main
@@ -154,8 +156,11 @@ deb [signed-by=$KEYRING] $SECURITY_MIRROR trixie-security main") ;;
 		log "${src%%|*}: linux-image-$KARCH -> $pkg; downloading"
 		rm -f "$APT_DIR"/dl/*.deb
 		mkdir -p "$APT_DIR/dl"
-		(cd "$APT_DIR/dl" && "${APT[@]}" download "$pkg") >"$APT_DIR/download.log" 2>&1 ||
-			die "apt-get download $pkg failed: see $APT_DIR/download.log"
+		if ! (cd "$APT_DIR/dl" && "${APT[@]}" download "$pkg") >"$APT_DIR/download.log" 2>&1; then
+			# e.g. a security suite that lists a package this mirror does not carry
+			log "${src%%|*}: apt-get download $pkg failed (see $APT_DIR/download.log), trying the next suite"
+			continue
+		fi
 		ls "$APT_DIR"/dl/"$pkg"_*.deb
 		return 0
 	done
