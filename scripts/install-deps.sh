@@ -7,6 +7,10 @@ set -euo pipefail
 # build: clang/llvm for BPF, bpftool for skeletons, libbpf/libelf/zlib to link
 # tests: python3 + pytest, iproute2 (ss), procps; VM matrix: qemu, busybox, kmod, xz
 # backlog tests: nginx, php-fpm, wrk; prometheus for promtool (checks --prom output)
+# arm64 (make ARCH=arm64, the arm64 guest of the VM matrix): cross gcc, :arm64 libraries,
+# qemu-system-aarch64; on Debian only (dpkg --add-architecture arm64 from the same archive)
+arm64_packages=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross libbpf-dev:arm64 libelf-dev:arm64
+	zlib1g-dev:arm64 qemu-system-arm)
 packages=(
 	make gcc clang llvm pkg-config libbpf-dev libelf-dev zlib1g-dev bpftool
 	python3 python3-pytest iproute2 procps util-linux
@@ -14,6 +18,9 @@ packages=(
 	nginx-light php-fpm wrk librsvg2-bin prometheus
 )
 
+debian=0
+grep -qx 'ID=debian' /etc/os-release 2>/dev/null && debian=1
+[ "$debian" = 1 ] && packages+=("${arm64_packages[@]}")
 missing=()
 for p in "${packages[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
@@ -27,6 +34,9 @@ sudo=
 [ "$(id -u)" -eq 0 ] || sudo=sudo
 echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
+if [ "$debian" = 1 ] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+	$sudo dpkg --add-architecture arm64
+fi
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 # Debian starts daemons on install; our tests run their own nginx/php-fpm instances.

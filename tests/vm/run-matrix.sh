@@ -30,6 +30,9 @@
 #   UDSPROBE_VM_TIMEOUT       per guest, boot included (default 90 s + PYTEST_TIMEOUT per mode the
 #                             boot runs: each mode is bounded by its own pytest timeout, 480 s)
 #   UDSPROBE_VM_RESULTS       results dir (default .output/vm/matrix): check.txt, junit XML per mode
+#   UDSPROBE_VM_ARM64         arm64 kernels for tests/vm/static-guest.sh --arch arm64 (the arm64
+#                             static binary alone in an initramfs: --check and one traced run per
+#                             mode; default "debian-6.12-arm64"), "none" to skip them
 #   UDSPROBE_VM_STATIC        kernel for the static-binary guest (tests/vm/static-guest.sh: `make
 #                             static`'s file alone in an initramfs; default: the first kernel),
 #                             "none" to skip it
@@ -103,7 +106,7 @@ rows=()
 total_pass=0 total_fail=0 total_skip=0
 ARCH=$(uname -m)
 row() {	# row KERNEL MODE PASSED FAILED SKIPPED SECS NOTE
-	rows+=("$(printf '%-28s %-7s %-11s %6s %6s %7s %5s  %s' "$1" "$ARCH" "$2" "$3" "$4" "$5" "$6" "$7")")
+	rows+=("$(printf '%-28s %-7s %-11s %6s %6s %7s %5s  %s' "$1" "${ROW_ARCH:-$ARCH}" "$2" "$3" "$4" "$5" "$6" "$7")")
 	total_pass=$((total_pass + $3))
 	total_fail=$((total_fail + $4))
 	total_skip=$((total_skip + $5))
@@ -241,6 +244,44 @@ if [ "$STATIC" != none ]; then
 	row "$STATIC (static, no libs)" "${smode:--}" \
 		"$sp" "$sf" 0 "$(secs "$t0" "$(now)")" "tests/vm/static-guest.sh: --check + traced --compare, no shared library in the guest"
 fi
+
+# arm64: the reduced set (an arm64 guest cannot run the host's python): static binary, --check,
+# one traced run per mode --check accepts, the reason for each it rejects
+for k in ${UDSPROBE_VM_ARM64:-debian-6.12-arm64}; do
+	[ "$k" != none ] || break
+	ROW_ARCH=aarch64
+	echo
+	echo "==== arm64: udsprobe-static (make ARCH=arm64 static) alone in an initramfs, kernel $k ===="
+	t0=$(now)
+	if ! command -v aarch64-linux-gnu-gcc >/dev/null || ! command -v qemu-system-aarch64 >/dev/null; then
+		row "$k" - 0 1 0 0 "no arm64 cross compiler or qemu-system-aarch64: scripts/install-deps.sh installs them (Debian)"
+		ROW_ARCH=
+		continue
+	fi
+	mkdir -p "$RESULTS"
+	log=$RESULTS/static-arm64-$k.log
+	UDSPROBE_VM_RESULTS=$RESULTS tests/vm/static-guest.sh --arch arm64 "$k" | tee "$log"
+	src=${PIPESTATUS[0]}
+	took=$(secs "$t0" "$(now)")
+	krel=$(sed -n 's/^-- \([^:]*\): initramfs.*/\1/p' "$log")
+	kl="${krel:-?} ($k)"
+	mp=0 mf=0
+	for m in $ALL_MODES; do
+		if grep -q "^  PASS  traced --compare --attach $m " "$log"; then
+			row "$kl" "$m" 1 0 0 - "$(sed -n "s/^  PASS  traced --compare --attach $m .*: //p" "$log")"; mp=$((mp + 1))
+		elif grep -q "^  FAIL  traced --compare --attach $m " "$log"; then
+			row "$kl" "$m" 0 1 0 - "traced run failed (see $log)"; mf=$((mf + 1))
+		elif grep -q "^  PASS  $m: not supported" "$log"; then
+			row "$kl" "$m" 1 0 0 - "$(sed -n "s/^  PASS  $m: //p" "$log")"; mp=$((mp + 1))
+		fi
+	done
+	counts=$(tail -n 1 "$log")
+	sp=0 sf=1
+	[[ $counts =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]] && sp=${BASH_REMATCH[1]} sf=${BASH_REMATCH[2]}
+	[ "$src" -ne 0 ] && [ "$sf" -eq 0 ] && sf=1
+	row "$kl" "(static)" $((sp - mp)) $((sf - mf < 0 ? 0 : sf - mf)) 0 "$took" "static ELF, no library in the guest, --check (whole guest ${took}s)"
+	ROW_ARCH=
+done
 
 echo
 echo "== kernel matrix summary ($(secs "$t_start" "$(now)")s; results in ${RESULTS#"$REPO"/}) =="
