@@ -5,7 +5,7 @@
 #   tests/vm/run-matrix.sh [KERNEL...]          (make test-vm = tests/run.sh vm runs this)
 #
 # KERNEL: debian-6.1, debian-6.12, a linux-image .deb, a vmlinuz/vmlinux (see scripts/vm-kernel.sh).
-# Default: $UDSPROBE_VM_KERNELS, else "debian-6.1 debian-6.12". The host's own kernel (6.18,
+# Default: $UDSPROBE_VM_KERNELS, else "debian-5.10 debian-6.1 debian-6.12". The host's own kernel (6.18,
 # tracepoint only here) is covered by the host integration run of tests/run.sh, not here.
 #
 # Per kernel: one boot; in the guest `./udsprobe --check` says which modes work, and for each
@@ -43,7 +43,7 @@ REPO=$PWD
 PROG=tests/vm/run-matrix.sh
 PYTHON=${PYTHON:-/usr/bin/python3}
 KERNELS=("$@")
-[ ${#KERNELS[@]} -gt 0 ] || read -r -a KERNELS <<<"${UDSPROBE_VM_KERNELS:-debian-6.1 debian-6.12}"
+[ ${#KERNELS[@]} -gt 0 ] || read -r -a KERNELS <<<"${UDSPROBE_VM_KERNELS:-debian-5.10 debian-6.1 debian-6.12}"
 VM_TIMEOUT=${UDSPROBE_VM_TIMEOUT:-}
 PYTEST_TIMEOUT=${PYTEST_TIMEOUT:-480}
 # 5.10 has no iter/unix: --backlog refuses there (test_kernel_limits.py asserts how)
