@@ -25,6 +25,7 @@
 #include "backlog_bpf.h"
 #include "backlog_out.h"
 #include "backlog_table.h"
+#include "trace.h"
 #include "util.h"
 
 #define SAMPLE_NS	100000000ull	/* queue sampling period */
@@ -126,6 +127,9 @@ static error_t bl_parse(int key, char *arg, struct argp_state *state)
 		opts.quiet = true;
 		break;
 	case ARGP_KEY_END:
+		if (!opts.enabled && trace_requested() && !(opts.interval_s || opts.prom_path ||
+							     opts.attach || opts.quiet))
+			break;	/* --trace shares --unix, --port and --pid */
 		if (!opts.enabled && (opts.f.n_unix || opts.f.n_ports || opts.f.n_pids ||
 				      opts.interval_s || opts.prom_path || opts.attach || opts.quiet))
 			bad_usage("--unix, --port, --pid, --interval, --prom, --backlog-attach and "
@@ -142,6 +146,11 @@ const struct argp backlog_argp = { .options = bl_options, .parser = bl_parse };
 bool backlog_requested(void)
 {
 	return opts.enabled;
+}
+
+const struct bl_filters *backlog_filters(void)
+{
+	return &opts.f;
 }
 
 /* ------------------------------------------------------------------ main loop */

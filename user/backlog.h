@@ -13,6 +13,10 @@ extern const struct argp backlog_argp;
 /* True when --backlog was given. */
 bool backlog_requested(void);
 
+/* --unix, --port and --pid as parsed (--trace uses them too). */
+struct bl_filters;
+const struct bl_filters *backlog_filters(void);
+
 /*
  * Run --backlog until --duration or udsprobe_stop (interrupt.h: udsprobe's one signal
  * handler). json_path and duration_s come from udsprobe's shared --json/--duration options

@@ -21,16 +21,19 @@
 #include "interrupt.h"
 #include "outfile.h"
 #include "reports.h"
+#include "trace.h"
+#include "trace_report.h"
 #include "tracer.h"
 #include "util.h"
 #include "workload.h"
 
-enum action { ACT_NONE, ACT_COMPARE, ACT_BACKLOG, ACT_CHECK, ACT_LIST_STAGES, ACT__COUNT };
+enum action { ACT_NONE, ACT_COMPARE, ACT_BACKLOG, ACT_CHECK, ACT_LIST_STAGES, ACT_TRACE, ACT__COUNT };
 
 /* Which actions take an option, as a mask of 1 << action. */
 #define FOR_COMPARE (1u << ACT_COMPARE)
 #define FOR_BACKLOG (1u << ACT_BACKLOG)
 #define FOR_CHECK (1u << ACT_CHECK)
+#define FOR_TRACE (1u << ACT_TRACE)
 
 static struct env {
 	enum action action;
@@ -54,7 +57,7 @@ static const char doc[] =
 "Measure, in the running kernel, why AF_UNIX stream sockets are faster than "
 "TCP over loopback, and where each message's time goes.\n"
 "\n"
-"USAGE: udsprobe --compare|--backlog|--check|--list-stages [OPTIONS]\n"
+"USAGE: udsprobe --compare|--backlog|--trace|--check|--list-stages [OPTIONS] [-- COMMAND [ARG...]]\n"
 "\n"
 "EXAMPLES:\n"
 "  sudo ./udsprobe --compare                # UDS vs TCP loopback, explained\n"
@@ -67,6 +70,10 @@ static const char doc[] =
 "  sudo ./udsprobe --backlog                # watch listeners for overflows\n"
 "  sudo ./udsprobe --backlog --unix /run/php/php-fpm.sock --interval 1\n"
 "  sudo ./udsprobe --check                  # what this kernel supports\n"
+"  sudo ./udsprobe --trace --duration 10    # every local UDS/TCP message, by flow\n"
+"  sudo ./udsprobe --trace --comm redis-server --json trace.json\n"
+"  sudo ./udsprobe --trace --unix /run/php/php-fpm.sock --port 6379 --duration 30\n"
+"  sudo ./udsprobe --trace -- ./run-my-tests.sh   # the command and its children\n"
 "\n"
 "Exit status: 0 ok, 1 runtime failure, 2 bad usage.\n"
 "\n"
@@ -184,6 +191,7 @@ static void parse_name_list(struct argp_state *state, const char *opt, char *arg
 /* Other actions (e.g. --backlog) bring their own argp parser as a child. */
 static const struct argp_child argp_children[] = {
 	{ &backlog_argp, 0, NULL, 0 },
+	{ &trace_argp, 0, NULL, 0 },
 	{},
 };
 
@@ -211,8 +219,8 @@ static const struct { int key; const char *name; unsigned actions; } scoped_opts
 	{ OPT_FOLDED, "--folded", FOR_COMPARE },
 	{ OPT_SVG, "--svg", FOR_COMPARE },
 	{ OPT_OUT, "--out", FOR_COMPARE },
-	{ OPT_DURATION, "--duration", FOR_COMPARE | FOR_BACKLOG },
-	{ OPT_JSON, "--json", FOR_COMPARE | FOR_BACKLOG },
+	{ OPT_DURATION, "--duration", FOR_COMPARE | FOR_BACKLOG | FOR_TRACE },
+	{ OPT_JSON, "--json", FOR_COMPARE | FOR_BACKLOG | FOR_TRACE },
 	{ OPT_ATTACH, "--attach", FOR_COMPARE | FOR_BACKLOG | FOR_CHECK },
 };
 
@@ -319,6 +327,8 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 		  &env.out_dir) = arg;
 		break;
 	case ARGP_KEY_ARG:
+		if (trace_requested())
+			return ARGP_ERR_UNKNOWN;	/* -- COMMAND: trace.c */
 		usage_error(state, "unexpected argument '%s'", arg);
 		break;
 	default:
@@ -588,6 +598,16 @@ static int do_list_stages(void)
 	return 0;
 }
 
+static int do_trace(void)
+{
+	int status;
+
+	if (env.json_path && outfile_check("--json", env.json_path))
+		return -EIO;
+	status = trace_main(env.json_path, env.cmp.duration_s, env.verbose);
+	return status == 0 ? 0 : status == 2 ? -EINVAL : -EIO;
+}
+
 /* The actions, as bpftool's cmds[]: each returns 0 or -errno; main maps that to the exit status. */
 static const struct cmd {
 	const char *name;
@@ -597,6 +617,7 @@ static const struct cmd {
 	[ACT_BACKLOG] = { "--backlog", do_backlog },
 	[ACT_CHECK] = { "--check", do_check },
 	[ACT_LIST_STAGES] = { "--list-stages", do_list_stages },
+	[ACT_TRACE] = { "--trace", do_trace },
 };
 
 /* An option the chosen action does not take: exit 2 naming both. */
@@ -642,8 +663,10 @@ int main(int argc, char **argv)
 		}
 		set_action(NULL, ACT_BACKLOG, "--backlog");
 	}
+	if (trace_requested())	/* --trace is parsed by trace.c's argp child */
+		set_action(NULL, ACT_TRACE, "--trace");
 	if (env.action == ACT_NONE) {
-		fprintf(stderr, "udsprobe: nothing to do: give --compare, --backlog, --check or --list-stages\n"
+		fprintf(stderr, "udsprobe: nothing to do: give --compare, --backlog, --trace, --check or --list-stages\n"
 			"Try 'udsprobe --help' for more information.\n");
 		return 2;
 	}
@@ -652,7 +675,7 @@ int main(int argc, char **argv)
 		compare_validate();
 	interrupt_setup();
 	err = cmds[env.action].fn();
-	if (err == -EINVAL && env.action == ACT_BACKLOG)
+	if (err == -EINVAL && (env.action == ACT_BACKLOG || env.action == ACT_TRACE))
 		return 2;
 	return err ? 1 : 0;
 }

@@ -1,0 +1,670 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * --trace: every message on local AF_UNIX stream and loopback TCP sockets.
+ *
+ * A message is one send()-family call of N bytes; it ends when the peer's
+ * recv()-family call returns its last byte (DESIGN.md §5b). Per direction of a
+ * connection (keyed by the receiving unix sock, or by the TCP 4-tuple as the
+ * sender sees it) the sender appends (entry time, end offset) to a small FIFO;
+ * the receiver's position (unix: cumulative bytes, TCP: copied_seq against the
+ * sender's write_seq) completes every send whose end it passed. Completed
+ * messages go to per-CPU flow stats with linear-log histograms; nothing goes
+ * to user space per event. What cannot be matched is counted in misses[].
+ *
+ * tracepoint mode (tp_btf) only in v1: sys_enter/sys_exit, sock_send_length,
+ * sock_recv_length, inet_sock_set_state, sched_process_fork.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
+#include "common.bpf.h"
+#include "flows.h"
+
+#if defined(__TARGET_ARCH_x86)
+#define SYSNR(regs) ((regs)->orig_ax)
+#define NR_read 0
+#define NR_write 1
+#define NR_poll 7
+#define NR_readv 19
+#define NR_writev 20
+#define NR_select 23
+#define NR_sendfile 40
+#define NR_sendto 44
+#define NR_recvfrom 45
+#define NR_sendmsg 46
+#define NR_recvmsg 47
+#define NR_epoll_wait 232
+#define NR_pselect6 270
+#define NR_ppoll 271
+#define NR_splice 275
+#define NR_epoll_pwait 281
+#define NR_recvmmsg 299
+#define NR_sendmmsg 307
+#define NR_epoll_pwait2 441
+#elif defined(__TARGET_ARCH_arm64)
+#define SYSNR(regs) ((regs)->syscallno)
+#define NR_read 63
+#define NR_write 64
+#define NR_poll -1
+#define NR_readv 65
+#define NR_writev 66
+#define NR_select -1
+#define NR_sendfile 71
+#define NR_sendto 206
+#define NR_recvfrom 207
+#define NR_sendmsg 211
+#define NR_recvmsg 212
+#define NR_epoll_wait -1
+#define NR_pselect6 72
+#define NR_ppoll 73
+#define NR_splice 76
+#define NR_epoll_pwait 22
+#define NR_recvmmsg 243
+#define NR_sendmmsg 269
+#define NR_epoll_pwait2 441
+#else
+#error "syscall numbers for this architecture are not defined"
+#endif
+
+#define SOCK_STREAM	1
+#define MSG_PEEK	2
+#define TCP_LISTEN	10
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Filters, set between open and load. */
+const volatile __u32 filter_procs;		/* 1: only messages with an end in tgids or comms */
+const volatile __u32 n_comms;
+const volatile char comms[FL_MAX_COMMS][FL_COMM_LEN];
+
+/* Counters read at exit. */
+__u64 misses[8];		/* enum fl_miss */
+__u64 msgs_done;
+
+struct task_st {
+	__u64 sys_ts;		/* entry of the current send/recv-family syscall */
+	__u64 poll_pend;	/* entry of the poll-family call in progress */
+	__u64 poll_entry;	/* the last completed poll-family call */
+	__u64 poll_exit;
+	__u32 sys_nr;
+	__u32 pad;
+};
+
+struct msg_ent {
+	__u64 t0;		/* send() entry */
+	__u64 t1;		/* data handed over (sock_send_length) */
+	__u32 end;		/* position of the last byte + 1 */
+	__u32 tgid;
+	__u32 bytes;
+	__u32 pad;
+	char comm[FL_COMM_LEN];
+};
+
+struct rcv_info {
+	__u64 ret_ts, entry_ts, poll_entry, poll_exit;
+	__u32 tgid, pad;
+	char comm[FL_COMM_LEN];
+};
+
+struct dir_st {
+	__u64 sender_sk;	/* reuse check */
+	__u32 sent;		/* unix: bytes queued so far (wraps) */
+	__u32 rpos;		/* unix: bytes received; TCP: copied_seq */
+	__u64 head, tail;	/* FIFO: the receiver (or the late sender) advances head */
+	__u64 dropped;		/* sends lost since the last completion */
+	__u8 transport, v6;
+	__u16 port;
+	__u32 addr[4];
+	__u64 ep_id;
+	struct rcv_info last;	/* the receive that moved rpos last */
+	struct msg_ent ents[FL_FIFO];
+};
+
+struct dir_key {
+	__u32 kind;		/* enum fl_transport */
+	__u16 sport, dport;	/* TCP, as the sender sees them */
+	__u64 sk;		/* unix: the receiving sock */
+	__u32 saddr[4], daddr[4];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);	/* set from user space */
+	__type(key, __u32);
+	__type(value, struct task_st);
+} tasks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);	/* set from user space */
+	__type(key, struct dir_key);
+	__type(value, struct dir_st);
+} dirs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 1024);	/* set from user space */
+	__type(key, struct fl_key);
+	__type(value, struct fl_stats);
+} flows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u64);
+	__type(value, struct fl_uaddr);
+} uaddrs SEC(".maps");
+
+/* TCP ports in LISTEN (seeded from /proc/net/tcp*, then inet_sock_set_state). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u16);
+	__type(value, __u8);
+} lports SEC(".maps");
+
+/* Processes whose messages count when filter_procs (--pid, -- COMMAND, their children). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);	/* set from user space */
+	__type(key, __u32);
+	__type(value, __u8);
+} tgids SEC(".maps");
+
+/* Per-CPU scratch: the message being recorded, too large for the stack. */
+struct scratch {
+	struct fl_key fk;
+	struct msg_ent e;
+	struct rcv_info r;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct scratch);
+} scratch SEC(".maps");
+
+static __always_inline struct scratch *scratch_get(void)
+{
+	return bpf_map_lookup_elem(&scratch, &(__u32){ 0 });
+}
+
+/* Zeroed templates too large for the stack. */
+static const struct fl_stats zero_stats;
+static const struct dir_st zero_dir;
+static const struct task_st zero_task;
+
+static __always_inline void miss(int reason)
+{
+	__sync_fetch_and_add(&misses[reason & 7], 1);
+}
+
+/* Linear-log bucket: exact below 8, then 8 sub-buckets per power of two. */
+static __always_inline __u32 bucket(__u64 v)
+{
+	__u32 e, b;
+
+	if (v < (1 << FL_SUB_BITS))
+		return v;
+	e = log2_slot(v);
+	b = (e - FL_SUB_BITS + 1) * (1 << FL_SUB_BITS) +
+	    ((v >> (e - FL_SUB_BITS)) & ((1 << FL_SUB_BITS) - 1));
+	return b < FL_NBUCKETS ? b : FL_NBUCKETS - 1;
+}
+
+static __always_inline bool is_poll_nr(long nr)
+{
+	return nr == NR_epoll_wait || nr == NR_epoll_pwait || nr == NR_epoll_pwait2 ||
+	       nr == NR_poll || nr == NR_ppoll || nr == NR_select || nr == NR_pselect6;
+}
+
+static __always_inline bool is_io_nr(long nr)
+{
+	return nr == NR_read || nr == NR_write || nr == NR_readv || nr == NR_writev ||
+	       nr == NR_sendto || nr == NR_recvfrom || nr == NR_sendmsg || nr == NR_recvmsg ||
+	       nr == NR_sendmmsg || nr == NR_recvmmsg || nr == NR_sendfile || nr == NR_splice;
+}
+
+static __always_inline struct task_st *task_get(__u32 tid)
+{
+	struct task_st *t = lookup_or_try_init(&tasks, &tid, &zero_task);
+
+	if (!t)
+		miss(FM_TASK_FULL);
+	return t;
+}
+
+/* Entry time of the syscall the current task is in, if it is one we stamp. */
+static __always_inline __u64 cur_entry(struct task_st *t)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	long nr = SYSNR(regs);
+
+	if (!t || !t->sys_ts || nr != t->sys_nr)
+		return 0;
+	return t->sys_ts;
+}
+
+static __always_inline bool v4_loopback(__u32 a)
+{
+	return (a & 0xff) == 127;
+}
+
+static __always_inline bool v6_loopback(const __u32 *a)
+{
+	return a[0] == 0 && a[1] == 0 && a[2] == 0 && a[3] == bpf_htonl(1);
+}
+
+static __always_inline bool v6_mapped(const __u32 *a)
+{
+	return a[0] == 0 && a[1] == 0 && a[2] == bpf_htonl(0xffff);
+}
+
+/*
+ * The direction key of data moving through sk: sending (sk is the sender) or
+ * receiving (sk is the receiver). 0 when sk is not a connected AF_UNIX stream
+ * or a loopback TCP socket.
+ */
+static __always_inline int dir_key_of(struct sock *sk, bool sending, struct dir_key *k)
+{
+	__u16 family = sk->__sk_common.skc_family;
+	__u32 l[4] = {}, r[4] = {};
+	__u16 lport, rport;
+
+	if (sk->sk_type != SOCK_STREAM)
+		return 0;
+	if (family == AF_UNIX) {
+		struct unix_sock *u = (struct unix_sock *)sk;
+
+		k->kind = FL_UNIX;
+		k->sk = sending ? (__u64)BPF_CORE_READ(u, peer) : (__u64)sk;
+		return k->sk ? 1 : 0;
+	}
+	if ((family != AF_INET && family != AF_INET6) || sk->sk_protocol != IPPROTO_TCP)
+		return 0;
+	if (family == AF_INET6 && !v6_mapped(sk->__sk_common.skc_v6_daddr.in6_u.u6_addr32)) {
+		__builtin_memcpy(l, sk->__sk_common.skc_v6_rcv_saddr.in6_u.u6_addr32, 16);
+		__builtin_memcpy(r, sk->__sk_common.skc_v6_daddr.in6_u.u6_addr32, 16);
+		if (!v6_loopback(r))
+			return 0;
+	} else {
+		l[0] = sk->__sk_common.skc_rcv_saddr;
+		r[0] = sk->__sk_common.skc_daddr;
+		if (!v4_loopback(r[0]))
+			return 0;
+	}
+	lport = sk->__sk_common.skc_num;
+	rport = bpf_ntohs(sk->__sk_common.skc_dport);
+	k->kind = FL_TCP;
+	if (sending) {
+		__builtin_memcpy(k->saddr, l, 16);
+		__builtin_memcpy(k->daddr, r, 16);
+		k->sport = lport;
+		k->dport = rport;
+	} else {
+		__builtin_memcpy(k->saddr, r, 16);
+		__builtin_memcpy(k->daddr, l, 16);
+		k->sport = rport;
+		k->dport = lport;
+	}
+	return 1;
+}
+
+/* The endpoint of a new direction: the listener's unix address or TCP port. */
+static __always_inline void endpoint_of(struct sock *sk, const struct dir_key *k,
+					struct dir_st *d)
+{
+	d->transport = k->kind;
+	if (k->kind == FL_UNIX) {
+		struct unix_sock *u = (struct unix_sock *)sk;
+		struct unix_sock *p = (struct unix_sock *)BPF_CORE_READ(u, peer);
+		struct unix_address *a = BPF_CORE_READ(u, addr), *pa = p ? BPF_CORE_READ(p, addr) : NULL;
+		struct fl_uaddr ua = {};
+		__u64 id;
+		int len;
+
+		/* the accepted side holds the listener's address; prefer a path name */
+		if (!a || (pa && BPF_CORE_READ(a, name[0].sun_path[0]) == 0 &&
+			   BPF_CORE_READ(pa, name[0].sun_path[0]) != 0))
+			a = pa;
+		id = (__u64)a;
+		d->ep_id = id;
+		if (!a || bpf_map_lookup_elem(&uaddrs, &id))
+			return;
+		len = BPF_CORE_READ(a, len) - 2;	/* minus sun_family */
+		if (len <= 0)
+			return;
+		ua.len = len < FL_PATH_LEN ? len : FL_PATH_LEN;
+		bpf_probe_read_kernel(ua.path, sizeof(ua.path), a->name[0].sun_path);
+		bpf_map_update_elem(&uaddrs, &id, &ua, BPF_NOEXIST);
+		return;
+	}
+	{
+		__u16 sp = k->sport, dp = k->dport;
+		bool srv_is_dst = bpf_map_lookup_elem(&lports, &dp) ||
+				  (!bpf_map_lookup_elem(&lports, &sp) && dp < sp);
+
+		d->port = srv_is_dst ? dp : sp;
+		__builtin_memcpy(d->addr, srv_is_dst ? k->daddr : k->saddr, 16);
+		d->v6 = (k->daddr[1] | k->daddr[2] | k->daddr[3]) != 0;	/* IPv4 fills [0] only */
+	}
+}
+
+static __always_inline bool comm_eq(const char *a, const volatile char *b)
+{
+	int i;
+
+	for (i = 0; i < FL_COMM_LEN; i++) {
+		if (a[i] != b[i])
+			return false;
+		if (!a[i])
+			return true;
+	}
+	return true;
+}
+
+static __always_inline bool proc_match(__u32 tgid, const char *comm)
+{
+	int i;
+
+	if (bpf_map_lookup_elem(&tgids, &tgid))
+		return true;
+	for (i = 0; i < FL_MAX_COMMS; i++) {
+		if (i >= n_comms)
+			break;
+		if (comm_eq(comm, comms[i]))
+			return true;
+	}
+	return false;
+}
+
+static __always_inline void add_stage(struct fl_stats *s, int st, __u64 ns)
+{
+	__u32 b = bucket(ns);
+
+	s->st_sum[st & 7] += ns;
+	s->st_cnt[st & 7] += 1;
+	if (b < FL_NBUCKETS)
+		s->st_hist[st & 7][b] += 1;
+}
+
+/* One message done: its stages partition t0 (send entry) → r->ret_ts. */
+static __always_inline void record(struct dir_st *d, const struct msg_ent *e,
+				   const struct rcv_info *r, __u64 dropped, struct fl_key *fkp)
+{
+	struct fl_stats *s;
+	__u64 t3 = r->ret_ts, t0 = e->t0, t1 = e->t1, re, pe, px, lat;
+	__u32 b;
+
+	if (filter_procs && !proc_match(e->tgid, e->comm) && !proc_match(r->tgid, r->comm))
+		return;
+	__builtin_memset(fkp, 0, sizeof(*fkp));
+	fkp->transport = d->transport;
+	fkp->v6 = d->v6;
+	fkp->port = d->port;
+	__builtin_memcpy(fkp->addr, d->addr, 16);
+	fkp->ep_id = d->ep_id;
+	fkp->s_tgid = e->tgid;
+	fkp->r_tgid = r->tgid;
+	__builtin_memcpy(fkp->s_comm, e->comm, FL_COMM_LEN);
+	__builtin_memcpy(fkp->r_comm, r->comm, FL_COMM_LEN);
+	s = lookup_or_try_init(&flows, fkp, &zero_stats);
+	if (!s) {
+		miss(FM_FLOW_FULL);
+		return;
+	}
+	if (t0 > t3)	/* clocks of two CPUs: keep the path monotonic */
+		t0 = t3;
+	if (t1 < t0)
+		t1 = t0;
+	if (t1 > t3)	/* the receiver finished before the sender's tracepoint */
+		t1 = t3;
+	lat = t3 - t0;
+	s->msgs++;
+	s->bytes += e->bytes;
+	s->lat_sum += lat;
+	s->misses += dropped;
+	b = bucket(lat);
+	if (b < FL_NBUCKETS)
+		s->lat_hist[b]++;
+	add_stage(s, FS_SEND, t1 - t0);
+	re = r->entry_ts;
+	if (!re || re <= t1) {	/* already in recv(), or entry unknown */
+		add_stage(s, FS_RECV_BLOCKED, t3 - t1);
+		return;
+	}
+	if (re > t3)
+		re = t3;
+	px = r->poll_exit;
+	pe = r->poll_entry;
+	if (px > t1 && px <= re) {	/* an epoll/poll/select returned in between */
+		if (pe < t1)
+			pe = t1;
+		if (pe > px)
+			pe = px;
+		add_stage(s, FS_EPOLL, px - pe);
+		add_stage(s, FS_BUSY, (pe - t1) + (re - px));
+	} else {
+		add_stage(s, FS_BUSY, re - t1);
+	}
+	add_stage(s, FS_RECV, t3 - re);
+}
+
+/* Complete every queued send whose end the receiver's position has passed. */
+static __always_inline void complete(struct dir_st *d, struct scratch *x)
+{
+	struct msg_ent *e = &x->e;
+	__u64 h, dropped;
+	int i;
+
+	for (i = 0; i < FL_FIFO; i++) {
+		h = d->head;
+		if (h == d->tail)
+			break;
+		__builtin_memcpy(e, &d->ents[h & (FL_FIFO - 1)], sizeof(*e));
+		if ((int)(d->rpos - e->end) < 0)
+			break;
+		if (__sync_val_compare_and_swap(&d->head, h, h + 1) != h)
+			break;	/* the other side took it */
+		dropped = d->dropped;
+		if (dropped)
+			__sync_fetch_and_sub(&d->dropped, dropped);
+		record(d, e, &x->r, dropped, &x->fk);
+		__sync_fetch_and_add(&msgs_done, 1);
+	}
+}
+
+static __always_inline void fill_comm_tgid(char *comm, __u32 *tgid)
+{
+	bpf_get_current_comm(comm, FL_COMM_LEN);
+	*tgid = bpf_get_current_pid_tgid() >> 32;
+}
+
+static __always_inline int on_send(struct sock *sk, int ret)
+{
+	__u64 now = bpf_ktime_get_ns(), id = bpf_get_current_pid_tgid();
+	struct dir_key k = {};
+	struct task_st *t;
+	struct dir_st *d;
+	struct msg_ent *e;
+	__u64 t0, tail;
+	__u32 end;
+
+	if (ret <= 0 || !dir_key_of(sk, true, &k))
+		return 0;
+	t = bpf_map_lookup_elem(&tasks, &(__u32){ (__u32)id });
+	t0 = cur_entry(t);
+	if (!t0) {
+		miss(FM_NO_ENTRY);
+		t0 = now;
+	}
+	d = bpf_map_lookup_elem(&dirs, &k);
+	if (d && d->sender_sk != (__u64)sk) {	/* the address of a closed socket, reused */
+		if (d->head != d->tail)
+			miss(FM_REUSED);
+		bpf_map_delete_elem(&dirs, &k);
+		d = NULL;
+	}
+	if (!d) {
+		bpf_map_update_elem(&dirs, &k, &zero_dir, BPF_NOEXIST);
+		d = bpf_map_lookup_elem(&dirs, &k);
+		if (!d) {
+			miss(FM_DIR_FULL);
+			return 0;
+		}
+		if (d->sender_sk == 0) {
+			d->sender_sk = (__u64)sk;
+			endpoint_of(sk, &k, d);
+			if (k.kind == FL_UNIX && bpf_core_field_exists(struct unix_sock, inq_len)) {
+				/* bytes queued before this send were sent before the run */
+				struct unix_sock *p = (struct unix_sock *)BPF_CORE_READ((struct unix_sock *)sk, peer);
+				int q = BPF_CORE_READ(p, inq_len) - ret;
+
+				d->sent = q > 0 ? q : 0;
+			}
+			if (k.kind == FL_TCP)
+				d->rpos = BPF_CORE_READ((struct tcp_sock *)sk, write_seq) - ret;
+		}
+	}
+	if (k.kind == FL_UNIX) {
+		end = d->sent + ret;
+		d->sent = end;
+	} else {
+		end = BPF_CORE_READ((struct tcp_sock *)sk, write_seq);
+	}
+	tail = d->tail;
+	if (tail - d->head >= FL_FIFO) {
+		miss(FM_FIFO_FULL);
+		__sync_fetch_and_add(&d->dropped, 1);
+		return 0;
+	}
+	e = &d->ents[tail & (FL_FIFO - 1)];
+	e->t0 = t0;
+	e->t1 = now;
+	e->end = end;
+	e->bytes = ret;
+	fill_comm_tgid(e->comm, &e->tgid);
+	__sync_fetch_and_add(&d->tail, 1);
+	/* the receiver may have returned the last byte before this tracepoint ran */
+	if ((int)(d->rpos - end) >= 0 && d->last.ret_ts) {
+		struct scratch *x = scratch_get();
+
+		if (!x)
+			return 0;
+		__builtin_memcpy(&x->r, &d->last, sizeof(x->r));
+		complete(d, x);
+	}
+	return 0;
+}
+
+static __always_inline int on_recv(struct sock *sk, int ret, int flags)
+{
+	__u64 now = bpf_ktime_get_ns(), id = bpf_get_current_pid_tgid();
+	struct dir_key k = {};
+	struct scratch *x = scratch_get();
+	struct rcv_info *r;
+	struct task_st *t;
+	struct dir_st *d;
+
+	if (!x || ret <= 0 || (flags & MSG_PEEK) || !dir_key_of(sk, false, &k))
+		return 0;
+	r = &x->r;
+	d = bpf_map_lookup_elem(&dirs, &k);
+	if (!d) {
+		miss(FM_NO_DIR);
+		return 0;
+	}
+	if (k.kind == FL_UNIX)
+		d->rpos += ret;
+	else
+		d->rpos = BPF_CORE_READ((struct tcp_sock *)sk, copied_seq);
+	t = bpf_map_lookup_elem(&tasks, &(__u32){ (__u32)id });
+	r->ret_ts = now;
+	r->entry_ts = cur_entry(t);
+	r->poll_entry = t ? t->poll_entry : 0;
+	r->poll_exit = t ? t->poll_exit : 0;
+	fill_comm_tgid(r->comm, &r->tgid);
+	__builtin_memcpy(&d->last, r, sizeof(*r));
+	complete(d, x);
+	return 0;
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(tp_sys_enter, struct pt_regs *regs, long nr)
+{
+	struct task_st *t;
+	bool io = is_io_nr(nr);
+
+	if (!io && !is_poll_nr(nr))
+		return 0;
+	t = task_get((__u32)bpf_get_current_pid_tgid());
+	if (!t)
+		return 0;
+	if (io) {
+		t->sys_ts = bpf_ktime_get_ns();
+		t->sys_nr = nr;
+	} else {
+		t->poll_pend = bpf_ktime_get_ns();
+	}
+	return 0;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(tp_sys_exit, struct pt_regs *regs, long ret)
+{
+	long nr = SYSNR(regs);
+	struct task_st *t;
+	__u32 tid;
+
+	if (!is_poll_nr(nr))
+		return 0;
+	tid = (__u32)bpf_get_current_pid_tgid();
+	t = bpf_map_lookup_elem(&tasks, &tid);
+	if (!t || !t->poll_pend)
+		return 0;
+	t->poll_entry = t->poll_pend;
+	t->poll_exit = bpf_ktime_get_ns();
+	t->poll_pend = 0;
+	return 0;
+}
+
+SEC("tp_btf/sock_send_length")
+int BPF_PROG(tp_sock_send_length, struct sock *sk, int ret, int flags)
+{
+	return on_send(sk, ret);
+}
+
+SEC("tp_btf/sock_recv_length")
+int BPF_PROG(tp_sock_recv_length, struct sock *sk, int ret, int flags)
+{
+	return on_recv(sk, ret, flags);
+}
+
+SEC("tp_btf/inet_sock_set_state")
+int BPF_PROG(tp_inet_sock_set_state, const struct sock *sk, const int oldstate, const int newstate)
+{
+	__u16 port;
+	__u8 one = 1;
+
+	if (newstate != TCP_LISTEN)
+		return 0;
+	port = sk->__sk_common.skc_num;
+	bpf_map_update_elem(&lports, &port, &one, BPF_ANY);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(tp_sched_process_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = parent->tgid, ctgid = child->tgid;
+	__u8 one = 1;
+
+	if (ptgid == ctgid || !bpf_map_lookup_elem(&tgids, &ptgid))
+		return 0;
+	bpf_map_update_elem(&tgids, &ctgid, &one, BPF_ANY);
+	return 0;
+}

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * --trace: the message model of DESIGN.md §5b for any socket. Shared between
+ * flows.bpf.c and user/flows*.c: plain __u32/__u64, no includes.
+ */
+#ifndef UDSPROBE_FLOWS_H
+#define UDSPROBE_FLOWS_H
+
+#define FL_FIFO		16	/* sends in flight per direction (power of two) */
+#define FL_COMM_LEN	16
+#define FL_PATH_LEN	108	/* sun_path */
+#define FL_MAX_COMMS	8	/* --comm filters checked in the kernel */
+#define FL_SUB_BITS	3	/* histogram: 8 linear sub-buckets per power of two */
+#define FL_NBUCKETS	320	/* up to 2^40 ns (18 min); larger values go in the last */
+
+enum fl_transport { FL_UNIX = 1, FL_TCP = 2 };
+
+/* Stages of one message; they partition send() entry → recv() return. */
+enum fl_stage {
+	FS_SEND,	/* sender's send() entry → the data handed over (sock_send_length) */
+	FS_EPOLL,	/* receiver blocked in epoll_wait/poll/select until it returned */
+	FS_BUSY,	/* receiver running other work before it called recv() */
+	FS_RECV_BLOCKED,/* receiver already in recv(): data handed over → recv() returns */
+	FS_RECV,	/* receiver's recv() entry (after the data was there) → return */
+	FS__COUNT,
+};
+
+/* Reasons a message or a receive is not counted (.bss miss counters, same order). */
+enum fl_miss {
+	FM_FIFO_FULL,	/* more than FL_FIFO sends in flight on one direction */
+	FM_NO_DIR,	/* bytes received on a socket never seen sending (opened before the run) */
+	FM_DIR_FULL,	/* the direction map was full */
+	FM_FLOW_FULL,	/* the flow map was full */
+	FM_NO_ENTRY,	/* send() outside a traced syscall (io_uring, kernel sender) */
+	FM_REUSED,	/* a socket address reused with messages still in flight */
+	FM_TASK_FULL,	/* the task map was full */
+	FM__COUNT,
+};
+
+struct fl_key {
+	__u8 transport;		/* enum fl_transport */
+	__u8 v6;		/* TCP endpoint is IPv6 */
+	__u16 port;		/* TCP: server (listener) port, host order */
+	__u32 s_tgid;
+	__u32 r_tgid;
+	__u32 addr[4];		/* TCP: server address (IPv4 in addr[0], network order) */
+	__u32 pad;
+	__u64 ep_id;		/* unix: the listener's unix_address (0: socketpair) */
+	char s_comm[FL_COMM_LEN];
+	char r_comm[FL_COMM_LEN];
+};
+
+/* Per flow, per CPU (summed in user space). */
+struct fl_stats {
+	__u64 msgs;
+	__u64 bytes;
+	__u64 lat_sum;
+	__u64 misses;		/* this direction's sends lost before they completed */
+	__u64 st_sum[FS__COUNT];
+	__u64 st_cnt[FS__COUNT];
+	__u32 lat_hist[FL_NBUCKETS];
+	__u32 st_hist[FS__COUNT][FL_NBUCKETS];
+};
+
+struct fl_uaddr {
+	__u32 len;		/* bytes of path (abstract: leading NUL included) */
+	char path[FL_PATH_LEN];
+};
+
+#endif

@@ -1,0 +1,294 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * udsprobe --trace: load flows.bpf.c (tracepoint mode), optionally run a
+ * command with its children followed in the kernel, wait for --duration,
+ * Ctrl-C or the command's exit, then collect the flows (trace_collect.c) and
+ * write the reports (trace_report.c).
+ */
+#include <argp.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <bpf/libbpf.h>
+
+#include "backlog.h"
+#include "backlog_table.h"
+#include "capability.h"
+#include "flows.skel.h"
+#include "interrupt.h"
+#include "trace.h"
+#include "trace_collect.h"
+#include "util.h"
+
+/* ------------------------------------------------------------------ options */
+
+static struct {
+	bool enabled;
+	const char *comms[FL_MAX_COMMS];
+	int n_comms;
+	char **argv;
+} topts;
+
+enum { OPT_TRACE = 1200, OPT_COMM };
+
+static const struct argp_option tr_options[] = {
+	{ "trace", OPT_TRACE, NULL, 0,
+	  "Trace the messages of running programs on AF_UNIX stream and loopback TCP sockets, "
+	  "grouped into flows (until --duration, Ctrl-C or the end of -- COMMAND)", 1 },
+	{ NULL, 0, NULL, 0, "Trace (--trace; --pid, --port, --unix, --duration, --json apply):", 5 },
+	{ "comm", OPT_COMM, "NAME", 0,
+	  "Only messages one of whose ends is a process named NAME (repeatable, up to 8)" },
+	{},
+};
+
+static error_t tr_parse(int key, char *arg, struct argp_state *state)
+{
+	switch (key) {
+	case OPT_TRACE:
+		topts.enabled = true;
+		break;
+	case OPT_COMM:
+		if (topts.n_comms == FL_MAX_COMMS || !*arg || strlen(arg) >= FL_COMM_LEN) {
+			fprintf(stderr, "udsprobe: --comm: '%s' is not a process name of 1 to 15 "
+				"characters, or more than 8 were given\n", arg);
+			exit(2);
+		}
+		topts.comms[topts.n_comms++] = arg;
+		break;
+	case ARGP_KEY_ARG:
+		if (!topts.enabled)
+			return ARGP_ERR_UNKNOWN;
+		/* -- COMMAND [ARG...]: the rest of the line */
+		topts.argv = &state->argv[state->next - 1];
+		state->next = state->argc;
+		break;
+	case ARGP_KEY_END:
+		if (!topts.enabled && topts.n_comms) {
+			fprintf(stderr, "udsprobe: --comm needs --trace\n"
+				"Try 'udsprobe --help' for more information.\n");
+			exit(2);
+		}
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+const struct argp trace_argp = { .options = tr_options, .parser = tr_parse };
+
+bool trace_requested(void)
+{
+	return topts.enabled;
+}
+
+int trace_comms(const char **out, int max)
+{
+	int i;
+
+	for (i = 0; i < topts.n_comms && i < max; i++)
+		out[i] = topts.comms[i];
+	return i;
+}
+
+char **trace_command(void)
+{
+	return topts.argv;
+}
+
+/* ------------------------------------------------------------------ run */
+
+/* Listening TCP ports now (/proc/net/tcp, tcp6): the server side of a connection. */
+static void seed_listen_ports(struct flows_bpf *skel)
+{
+	static const char *const files[] = { "/proc/net/tcp", "/proc/net/tcp6" };
+	char line[512];
+	unsigned port, st;
+	__u8 one = 1;
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(files); i++) {
+		FILE *f = fopen(files[i], "r");
+
+		if (!f)
+			continue;
+		while (fgets(line, sizeof(line), f)) {
+			/* "  0: 0100007F:1F90 00000000:0000 0A ..." */
+			if (sscanf(line, " %*u: %*[0-9A-Fa-f]:%x %*[0-9A-Fa-f]:%*x %x", &port, &st) == 2 &&
+			    st == 0x0A) {
+				__u16 p = port;
+
+				bpf_map__update_elem(skel->maps.lports, &p, sizeof(p), &one, sizeof(one),
+						     BPF_ANY);
+			}
+		}
+		fclose(f);
+	}
+}
+
+static int open_load(const struct trace_opts *o, struct flows_bpf **out)
+{
+	struct flows_bpf *skel;
+	int i, err;
+
+	skel = flows_bpf__open();
+	if (!skel) {
+		fprintf(stderr, "udsprobe: --trace: cannot open the BPF object: %s\n", strerror(errno));
+		return -errno;
+	}
+	skel->rodata->filter_procs = o->n_pids || o->n_comms || o->argv;
+	skel->rodata->n_comms = o->n_comms;
+	for (i = 0; i < o->n_comms; i++)
+		strncpy((char *)skel->rodata->comms[i], o->comms[i], FL_COMM_LEN - 1);
+	bpf_map__set_max_entries(skel->maps.tasks, 32768);
+	bpf_map__set_max_entries(skel->maps.dirs, 16384);
+	bpf_map__set_max_entries(skel->maps.flows, 4096);
+	bpf_map__set_max_entries(skel->maps.tgids, 16384);
+	err = flows_bpf__load(skel);
+	if (err) {
+		fprintf(stderr, "udsprobe: --trace: cannot load the BPF programs: %s\n", strerror(-err));
+		flows_bpf__destroy(skel);
+		return err;
+	}
+	*out = skel;
+	return 0;
+}
+
+static int add_tgid(struct flows_bpf *skel, __u32 tgid)
+{
+	__u8 one = 1;
+
+	return bpf_map__update_elem(skel->maps.tgids, &tgid, sizeof(tgid), &one, sizeof(one), BPF_ANY);
+}
+
+/* Fork the command, held on a pipe until tracing runs (write to *go_fd). */
+static pid_t spawn(char **argv, int *go_fd)
+{
+	int p[2];
+	pid_t pid;
+	char c;
+
+	if (pipe2(p, O_CLOEXEC))
+		return -1;
+	pid = fork();
+	if (pid < 0) {
+		close(p[0]);
+		close(p[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		close(p[1]);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGPIPE, SIG_DFL);
+		if (read(p[0], &c, 1) != 1)
+			_exit(127);
+		execvp(argv[0], argv);
+		fprintf(stderr, "udsprobe: --trace: cannot run '%s': %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	close(p[0]);
+	*go_fd = p[1];
+	return pid;
+}
+
+static int wait_loop(const struct trace_opts *o, pid_t child, struct trace_run *run)
+{
+	uint64_t t0 = now_ns(), end = o->duration_s ? t0 + (uint64_t)(o->duration_s * 1e9) : 0;
+	int status;
+
+	run->exit_status = -1;
+	while (!udsprobe_stop) {
+		if (end && now_ns() >= end)
+			break;
+		if (child > 0) {
+			pid_t r = waitpid(child, &status, WNOHANG);
+
+			if (r == child) {
+				run->exit_status = WIFEXITED(status) ? WEXITSTATUS(status) :
+						   128 + WTERMSIG(status);
+				child = 0;
+				break;
+			}
+		}
+		usleep(20000);
+	}
+	run->interrupted = udsprobe_stop;
+	run->duration_ns = now_ns() - t0;
+	if (child > 0) {	/* Ctrl-C or --duration before the command ended: stop it */
+		kill(child, SIGTERM);
+		if (waitpid(child, &status, 0) == child)
+			run->exit_status = WIFEXITED(status) ? WEXITSTATUS(status) :
+					   128 + WTERMSIG(status);
+	}
+	return 0;
+}
+
+int trace_run(const struct trace_opts *o, struct trace_run *run)
+{
+	struct flows_bpf *skel = NULL;
+	pid_t child = 0;
+	int i, err, go = -1;
+
+	memset(run, 0, sizeof(*run));
+	run->attach_mode = "tracepoint";
+	run->argv = o->argv;
+	run->exit_status = -1;
+	libbpf_setup(o->verbose);
+	err = open_load(o, &skel);
+	if (err)
+		return err;
+	for (i = 0; i < o->n_pids; i++)
+		add_tgid(skel, o->pids[i]);
+	seed_listen_ports(skel);
+	if (o->argv) {
+		child = spawn(o->argv, &go);
+		if (child < 0) {
+			err = -errno;
+			fprintf(stderr, "udsprobe: --trace: cannot start '%s': %s\n", o->argv[0],
+				strerror(errno));
+			goto out;
+		}
+		add_tgid(skel, child);
+	}
+	err = flows_bpf__attach(skel);
+	if (err) {
+		fprintf(stderr, "udsprobe: --trace: cannot attach the tracepoints: %s\n", strerror(-err));
+		goto out;
+	}
+	if (child > 0) {
+		if (write(go, "g", 1) != 1)
+			fprintf(stderr, "udsprobe: --trace: the command did not start\n");
+		close(go);
+		go = -1;
+	} else {
+		fprintf(stderr, "udsprobe: tracing%s; Ctrl-C to stop\n",
+			o->duration_s ? " for --duration" : "");
+	}
+	wait_loop(o, child, run);
+	child = 0;
+	err = trace_collect(skel, o, run);
+out:
+	if (go >= 0)
+		close(go);
+	if (child > 0) {	/* failed before the command ran */
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+	}
+	flows_bpf__destroy(skel);
+	return err;
+}
+
+void trace_run_free(struct trace_run *run)
+{
+	free(run->flows);
+	run->flows = NULL;
+	run->n_flows = 0;
+}

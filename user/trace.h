@@ -1,0 +1,86 @@
+/* udsprobe --trace: messages of real programs on AF_UNIX and loopback TCP, by flow. */
+#ifndef UDSPROBE_TRACE_H
+#define UDSPROBE_TRACE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <linux/types.h>
+
+#include "flows.h"
+
+#define TR_MAX_PIDS	16	/* pids kept per flow end */
+
+/* Options of --trace (its own ones; --pid/--port/--unix come from --backlog's parser). */
+extern const struct argp trace_argp;
+bool trace_requested(void);
+
+struct trace_opts {
+	const int *pids;
+	int n_pids;
+	const unsigned *ports;
+	int n_ports;
+	const char *const *unix_paths;
+	int n_unix;
+	const char *comms[FL_MAX_COMMS];
+	int n_comms;
+	double duration_s;
+	char **argv;		/* -- COMMAND [ARG...], NULL-terminated, or NULL */
+	int verbose;
+};
+
+struct flow_end {
+	char comm[FL_COMM_LEN];
+	uint32_t pids[TR_MAX_PIDS];
+	int n_pids;
+};
+
+struct flow_stage {
+	const char *name;
+	double ns_per_msg;	/* sum / messages of the flow */
+	uint64_t count;		/* messages that spent time in it */
+	uint64_t p50_ns, p99_ns;
+};
+
+struct flow {
+	int transport;		/* enum fl_transport */
+	char endpoint[160];
+	struct flow_end sender, receiver;
+	uint64_t messages, bytes, misses;
+	uint64_t p50, p90, p99;
+	double mean;
+	double coverage;
+	struct flow_stage stages[FS__COUNT];
+	/* merged histograms while aggregating */
+	uint64_t lat_sum, st_sum[FS__COUNT], st_cnt[FS__COUNT];
+	uint64_t lat_hist[FL_NBUCKETS], st_hist[FS__COUNT][FL_NBUCKETS];
+};
+
+struct trace_run {
+	uint64_t duration_ns;
+	struct flow *flows;	/* busiest first */
+	int n_flows;
+	uint64_t msgs_done;
+	uint64_t misses[FM__COUNT];
+	const char *attach_mode;
+	char **argv;		/* the command, or NULL */
+	int exit_status;	/* the command's: exit code, or 128 + signal; -1 if still running */
+	bool interrupted;
+};
+
+extern const char *const fl_stage_names[FS__COUNT];
+extern const char *const fl_miss_names[FM__COUNT];
+
+/* Upper bound in ns of histogram bucket b (the value reported for a percentile). */
+uint64_t fl_bucket_value(int b);
+/* The value at quantile q (0..1) of a histogram of n buckets, 0 when empty. */
+uint64_t fl_hist_quantile(const uint64_t *hist, int n, double q);
+
+/* Trace until --duration, Ctrl-C or the command's exit; fills run (trace_run_free). */
+int trace_run(const struct trace_opts *o, struct trace_run *run);
+void trace_run_free(struct trace_run *run);
+/* --comm values and the command given with --trace (the options of trace_argp). */
+int trace_comms(const char **out, int max);
+char **trace_command(void);
+
+#endif

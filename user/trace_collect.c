@@ -1,0 +1,249 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * --trace: read flows.bpf.c's maps at the end of a run. The kernel keys flows
+ * by (transport, endpoint, sender tgid+comm, receiver tgid+comm) per CPU; this
+ * sums the CPUs, names endpoints, merges tgids of one comm pair into one flow
+ * with its pid lists, applies --unix/--port and computes the percentiles.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "backlog_table.h"
+#include "flows.skel.h"
+#include "trace_collect.h"
+#include "util.h"
+
+const char *const fl_stage_names[FS__COUNT] = {
+	[FS_SEND] = "send;call",
+	[FS_EPOLL] = "wait;epoll",
+	[FS_BUSY] = "wait;busy",
+	[FS_RECV_BLOCKED] = "recv;blocked",
+	[FS_RECV] = "recv;copy+return",
+};
+
+const char *const fl_miss_names[FM__COUNT] = {
+	[FM_FIFO_FULL] = "fifo_full",
+	[FM_NO_DIR] = "socket_unknown",
+	[FM_DIR_FULL] = "socket_map_full",
+	[FM_FLOW_FULL] = "flow_map_full",
+	[FM_NO_ENTRY] = "send_outside_syscall",
+	[FM_REUSED] = "socket_reused",
+	[FM_TASK_FULL] = "task_map_full",
+};
+
+uint64_t fl_bucket_value(int b)
+{
+	int sub = 1 << FL_SUB_BITS, e, m;
+	uint64_t lo, width;
+
+	if (b < sub)
+		return b;
+	e = b / sub + FL_SUB_BITS - 1;
+	m = b % sub;
+	width = 1ull << (e - FL_SUB_BITS);
+	lo = (uint64_t)(sub + m) << (e - FL_SUB_BITS);
+	return lo + width / 2;	/* the bucket's middle: within 6 % of any value in it */
+}
+
+uint64_t fl_hist_quantile(const uint64_t *hist, int n, double q)
+{
+	uint64_t total = 0, cum = 0, rank;
+	int b;
+
+	for (b = 0; b < n; b++)
+		total += hist[b];
+	if (!total)
+		return 0;
+	rank = (uint64_t)(q * total + 0.999999);
+	if (rank < 1)
+		rank = 1;
+	for (b = 0; b < n; b++) {
+		cum += hist[b];
+		if (cum >= rank)
+			return fl_bucket_value(b);
+	}
+	return fl_bucket_value(n - 1);
+}
+
+static void endpoint_name(struct flows_bpf *skel, const struct fl_key *k, char *out, size_t len)
+{
+	char ip[INET6_ADDRSTRLEN];
+	struct fl_uaddr ua;
+	uint32_t n;
+
+	if (k->transport == FL_TCP) {
+		inet_ntop(k->v6 ? AF_INET6 : AF_INET, k->addr, ip, sizeof(ip));
+		snprintf(out, len, k->v6 ? "[%s]:%u" : "%s:%u", ip, k->port);
+		return;
+	}
+	if (!k->ep_id) {
+		snprintf(out, len, "socketpair");
+		return;
+	}
+	if (bpf_map__lookup_elem(skel->maps.uaddrs, &k->ep_id, sizeof(k->ep_id), &ua,
+				 sizeof(ua), 0) || !ua.len) {
+		snprintf(out, len, "unix:unnamed");
+		return;
+	}
+	n = ua.len < FL_PATH_LEN ? ua.len : FL_PATH_LEN;
+	while (n > 1 && ua.path[0] && !ua.path[n - 1])	/* a path's length counts its NUL */
+		n--;
+	fmt_unix_addr(ua.path, n, out, len);
+}
+
+static bool endpoint_selected(const struct trace_opts *o, const struct fl_key *k, const char *ep)
+{
+	int i;
+
+	if (!o->n_ports && !o->n_unix)
+		return true;
+	for (i = 0; i < o->n_ports; i++)
+		if (k->transport == FL_TCP && k->port == o->ports[i])
+			return true;
+	for (i = 0; i < o->n_unix; i++)
+		if (k->transport == FL_UNIX && !strcmp(ep, o->unix_paths[i]))
+			return true;
+	return false;
+}
+
+static void add_pid(struct flow_end *e, uint32_t pid)
+{
+	int i;
+
+	for (i = 0; i < e->n_pids; i++)
+		if (e->pids[i] == pid)
+			return;
+	if (e->n_pids < TR_MAX_PIDS)
+		e->pids[e->n_pids++] = pid;
+}
+
+static struct flow *flow_for(struct trace_run *run, int *cap, const struct fl_key *k,
+			     const char *ep)
+{
+	struct flow *f;
+	int i;
+
+	for (i = 0; i < run->n_flows; i++) {
+		f = &run->flows[i];
+		if (f->transport == k->transport && !strcmp(f->endpoint, ep) &&
+		    !strncmp(f->sender.comm, k->s_comm, FL_COMM_LEN) &&
+		    !strncmp(f->receiver.comm, k->r_comm, FL_COMM_LEN))
+			return f;
+	}
+	if (run->n_flows == *cap) {
+		int ncap = *cap ? *cap * 2 : 16;
+		struct flow *n = realloc(run->flows, ncap * sizeof(*n));
+
+		if (!n)
+			return NULL;
+		run->flows = n;
+		*cap = ncap;
+	}
+	f = &run->flows[run->n_flows++];
+	memset(f, 0, sizeof(*f));
+	f->transport = k->transport;
+	snprintf(f->endpoint, sizeof(f->endpoint), "%s", ep);
+	memcpy(f->sender.comm, k->s_comm, FL_COMM_LEN);
+	memcpy(f->receiver.comm, k->r_comm, FL_COMM_LEN);
+	f->sender.comm[FL_COMM_LEN - 1] = f->receiver.comm[FL_COMM_LEN - 1] = 0;
+	return f;
+}
+
+static void add_stats(struct flow *f, const struct fl_stats *s)
+{
+	int st, b;
+
+	f->messages += s->msgs;
+	f->bytes += s->bytes;
+	f->misses += s->misses;
+	f->lat_sum += s->lat_sum;
+	for (b = 0; b < FL_NBUCKETS; b++)
+		f->lat_hist[b] += s->lat_hist[b];
+	for (st = 0; st < FS__COUNT; st++) {
+		f->st_sum[st] += s->st_sum[st];
+		f->st_cnt[st] += s->st_cnt[st];
+		for (b = 0; b < FL_NBUCKETS; b++)
+			f->st_hist[st][b] += s->st_hist[st][b];
+	}
+}
+
+static void finish(struct flow *f)
+{
+	double sum = 0;
+	int st;
+
+	f->mean = f->messages ? (double)f->lat_sum / f->messages : 0;
+	f->p50 = fl_hist_quantile(f->lat_hist, FL_NBUCKETS, 0.50);
+	f->p90 = fl_hist_quantile(f->lat_hist, FL_NBUCKETS, 0.90);
+	f->p99 = fl_hist_quantile(f->lat_hist, FL_NBUCKETS, 0.99);
+	for (st = 0; st < FS__COUNT; st++) {
+		struct flow_stage *g = &f->stages[st];
+
+		g->name = fl_stage_names[st];
+		g->count = f->st_cnt[st];
+		g->ns_per_msg = f->messages ? (double)f->st_sum[st] / f->messages : 0;
+		g->p50_ns = fl_hist_quantile(f->st_hist[st], FL_NBUCKETS, 0.50);
+		g->p99_ns = fl_hist_quantile(f->st_hist[st], FL_NBUCKETS, 0.99);
+		sum += g->ns_per_msg;
+	}
+	f->coverage = f->mean > 0 ? sum / f->mean : 0;
+}
+
+static int by_messages(const void *a, const void *b)
+{
+	const struct flow *x = a, *y = b;
+
+	if (x->messages != y->messages)
+		return x->messages < y->messages ? 1 : -1;
+	return strcmp(x->endpoint, y->endpoint);
+}
+
+int trace_collect(struct flows_bpf *skel, const struct trace_opts *o, struct trace_run *run)
+{
+	int ncpu = libbpf_num_possible_cpus(), cap = 0, i, c, err = 0;
+	struct fl_key key, next, *prev = NULL;
+	struct fl_stats *vals;
+	char ep[160];
+
+	if (ncpu <= 0)
+		return ncpu ? ncpu : -EINVAL;
+	vals = calloc(ncpu, sizeof(*vals));
+	if (!vals)
+		return -ENOMEM;
+	while (!bpf_map__get_next_key(skel->maps.flows, prev, &next, sizeof(next))) {
+		struct flow *f;
+
+		key = next;
+		prev = &key;
+		if (bpf_map__lookup_elem(skel->maps.flows, &key, sizeof(key), vals,
+					 ncpu * sizeof(*vals), 0))
+			continue;
+		endpoint_name(skel, &key, ep, sizeof(ep));
+		if (!endpoint_selected(o, &key, ep))
+			continue;
+		f = flow_for(run, &cap, &key, ep);
+		if (!f) {
+			err = -ENOMEM;
+			break;
+		}
+		add_pid(&f->sender, key.s_tgid);
+		add_pid(&f->receiver, key.r_tgid);
+		for (c = 0; c < ncpu; c++)
+			add_stats(f, &vals[c]);
+	}
+	free(vals);
+	for (i = 0; i < run->n_flows; i++)
+		finish(&run->flows[i]);
+	if (run->n_flows)
+		qsort(run->flows, run->n_flows, sizeof(*run->flows), by_messages);
+	run->msgs_done = skel->bss->msgs_done;
+	for (i = 0; i < FM__COUNT; i++)
+		run->misses[i] = skel->bss->misses[i];
+	return err;
+}
