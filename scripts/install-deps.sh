@@ -7,6 +7,7 @@ set -euo pipefail
 # build: clang/llvm for BPF, bpftool for skeletons, libbpf/libelf/zlib to link
 # tests: python3 + pytest, iproute2 (ss), procps; VM matrix: qemu, busybox, kmod, xz
 # backlog tests: nginx, php-fpm, wrk; prometheus for promtool (checks --prom output)
+# trace tests: redis-server, redis-tools (redis-benchmark, redis-cli)
 # arm64 (make ARCH=arm64, the arm64 guest of the VM matrix): cross gcc, :arm64 libraries,
 # qemu-system-aarch64; on Debian only (dpkg --add-architecture arm64 from the same archive)
 arm64_packages=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross libbpf-dev:arm64 libelf-dev:arm64
@@ -15,7 +16,7 @@ packages=(
 	make gcc clang llvm pkg-config libbpf-dev libelf-dev zlib1g-dev bpftool
 	python3 python3-pytest iproute2 procps util-linux
 	qemu-system-x86 busybox-static kmod xz-utils cpio
-	nginx-light php-fpm wrk librsvg2-bin prometheus
+	nginx-light php-fpm wrk librsvg2-bin prometheus redis-server redis-tools
 )
 
 debian=0

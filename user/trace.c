@@ -138,6 +138,16 @@ static int open_load(const struct trace_opts *o, struct flows_bpf **out)
 	struct flows_bpf *skel;
 	int i, err;
 
+	if (!kernel_has_btf()) {
+		fprintf(stderr, "udsprobe: --trace: no kernel BTF: boot a kernel with CONFIG_DEBUG_INFO_BTF=y\n");
+		return -ENOENT;
+	}
+	if (!btf_has_tracepoint("sock_send_length") || !btf_has_tracepoint("sock_recv_length")) {
+		fprintf(stderr, "udsprobe: --trace: this kernel (%s) has no sock:sock_send_length / "
+			"sock:sock_recv_length tracepoints, which --trace v1 needs (docs/TRACE.md)\n",
+			kernel_release());
+		return -ENOENT;
+	}
 	skel = flows_bpf__open();
 	if (!skel) {
 		fprintf(stderr, "udsprobe: --trace: cannot open the BPF object: %s\n", strerror(errno));
