@@ -6,7 +6,8 @@ set -euo pipefail
 
 # build: clang/llvm for BPF, bpftool for skeletons, libbpf/libelf/zlib to link
 # tests: python3 + pytest, iproute2 (ss), procps; VM matrix: qemu, busybox, kmod, xz
-# backlog tests: nginx, php-fpm, wrk; prometheus for promtool (checks --prom output)
+# backlog tests: nginx, php-fpm, wrk; prometheus: promtool (checks the metrics text and the
+# alert rules) and the server that scrapes --metrics
 # trace tests: redis-server, redis-tools (redis-benchmark, redis-cli)
 # arm64 (make ARCH=arm64, the arm64 guest of the VM matrix): cross gcc, :arm64 libraries,
 # qemu-system-aarch64; on Debian only (dpkg --add-architecture arm64 from the same archive)

@@ -25,6 +25,7 @@
 #include "backlog_bpf.h"
 #include "backlog_out.h"
 #include "backlog_table.h"
+#include "metrics_http.h"
 #include "trace.h"
 #include "util.h"
 
@@ -37,6 +38,7 @@ static struct bl_opts {
 	struct bl_filters f;
 	double interval_s;
 	const char *prom_path;
+	const char *metrics_addr;
 	const char *attach;
 	bool quiet;
 } opts;
@@ -50,6 +52,7 @@ enum {
 	OPT_PROM,
 	OPT_BL_ATTACH,
 	OPT_QUIET,
+	OPT_METRICS,
 };
 
 static const struct argp_option bl_options[] = {
@@ -64,6 +67,8 @@ static const struct argp_option bl_options[] = {
 	{ "interval", OPT_INTERVAL, "S", 0, "Live view every S seconds (default 1)" },
 	{ "prom", OPT_PROM, "PATH", 0, "Write Prometheus text to PATH every interval, atomically "
 	  "(for node_exporter's textfile collector)" },
+	{ "metrics", OPT_METRICS, "ADDR:PORT", 0, "Serve the Prometheus metrics over HTTP at "
+	  "http://ADDR:PORT/metrics while running (e.g. 127.0.0.1:9464; :9464 = all addresses)" },
 	{ "backlog-attach", OPT_BL_ATTACH, "MODE", 0,
 	  "auto (default), fentry, kprobe or tracepoint" },
 	{ "quiet", OPT_QUIET, NULL, 0, "No live view; only the summary at exit" },
@@ -120,6 +125,16 @@ static error_t bl_parse(int key, char *arg, struct argp_state *state)
 			bad_usage("--prom needs a path", NULL);
 		opts.prom_path = arg;
 		break;
+	case OPT_METRICS: {
+		struct sockaddr_storage sa;
+		unsigned int salen;
+
+		if (metrics_http_parse(arg, &sa, &salen))
+			bad_usage("--metrics: '%s' is not ADDR:PORT (a numeric IPv4 address, [IPv6] "
+				  "or nothing for all, and a port from 1 to 65535)", arg);
+		opts.metrics_addr = arg;
+		break;
+	}
 	case OPT_BL_ATTACH:
 		opts.attach = arg;
 		break;
@@ -131,9 +146,10 @@ static error_t bl_parse(int key, char *arg, struct argp_state *state)
 							     opts.attach || opts.quiet))
 			break;	/* --trace shares --unix, --port and --pid */
 		if (!opts.enabled && (opts.f.n_unix || opts.f.n_ports || opts.f.n_pids ||
-				      opts.interval_s || opts.prom_path || opts.attach || opts.quiet))
-			bad_usage("--unix, --port, --pid, --interval, --prom, --backlog-attach and "
-				  "--quiet need --backlog", NULL);
+				      opts.interval_s || opts.prom_path || opts.metrics_addr ||
+				      opts.attach || opts.quiet))
+			bad_usage("--unix, --port, --pid, --interval, --prom, --metrics, "
+				  "--backlog-attach and --quiet need --backlog", NULL);
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -174,6 +190,7 @@ struct bl_loop {
 	struct bl_bpf b;
 	FILE *out, *json;
 	const char *json_path;
+	struct metrics_http *http;	/* --metrics */
 	uint64_t t0, end_ns;
 	double interval;
 	bool write_failed;
@@ -218,6 +235,11 @@ static int check_args(struct bl_loop *r, enum attach_mode attach, enum attach_mo
 	}
 	if (opts.prom_path && bl_prom_target_ok(opts.prom_path, msg, sizeof(msg))) {
 		fprintf(stderr, "udsprobe: cannot write --prom %s: %s\n", opts.prom_path, msg);
+		return 1;
+	}
+	if (opts.metrics_addr &&
+	    metrics_http_open(opts.metrics_addr, &r->http, msg, sizeof(msg))) {
+		fprintf(stderr, "udsprobe: cannot serve --metrics %s: %s\n", opts.metrics_addr, msg);
 		return 1;
 	}
 	if (r->json_path && !strcmp(r->json_path, "-")) {
@@ -291,6 +313,28 @@ static void report(struct bl_loop *r, uint64_t now)
 	bl_retire_closed(s, &r->b);
 }
 
+/* GET /metrics: the Prometheus text as of the last interval. */
+static void http_body(void *ctx, FILE *f)
+{
+	struct bl_loop *r = ctx;
+
+	bl_prom_print(&r->s, f, (long long)time(NULL));
+}
+
+/* Until wake: serving --metrics if asked, else asleep. EINTR on Ctrl-C returns early. */
+static void wait_until(struct bl_loop *r, uint64_t now, uint64_t wake)
+{
+	struct timespec ts;
+
+	if (r->http) {
+		metrics_http_wait(r->http, wake, http_body, r);
+		return;
+	}
+	ts.tv_sec = (wake - now) / 1000000000ull;
+	ts.tv_nsec = (wake - now) % 1000000000ull;
+	nanosleep(&ts, NULL);
+}
+
 static void loop(struct bl_loop *r)
 {
 	uint64_t period = (uint64_t)(r->interval * 1e9);
@@ -299,16 +343,13 @@ static void loop(struct bl_loop *r)
 
 	while (!udsprobe_stop) {	/* set by udsprobe's one signal handler (interrupt.c) */
 		uint64_t now = now_ns(), wake = MIN(next_sample, next_report);
-		struct timespec ts;
 
 		if (r->end_ns && now >= r->end_ns)
 			break;
 		if (r->end_ns)
 			wake = MIN(wake, r->end_ns);
 		if (wake > now) {
-			ts.tv_sec = (wake - now) / 1000000000ull;
-			ts.tv_nsec = (wake - now) % 1000000000ull;
-			nanosleep(&ts, NULL);	/* EINTR on Ctrl-C: loop re-checks */
+			wait_until(r, now, wake);
 			continue;
 		}
 		if (now >= next_sample) {
@@ -381,6 +422,7 @@ int backlog_main(const char *json_path, double duration_s, enum attach_mode atta
 	finish(&r);
 	ret = r.write_failed ? 1 : 0;
 out:
+	metrics_http_close(r.http);
 	bl_bpf_close(&r.b);
 	capability_free();
 	bl_state_free(&r.s);

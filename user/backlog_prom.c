@@ -187,7 +187,8 @@ static void prom_run(struct bl_state *s, FILE *f, long long now)
 	fprintf(f, "udsprobe_backlog_info{attach_mode=\"%s\",kernel=\"", s->run.attach_mode);
 	prom_label(f, kernel_release());
 	fprintf(f, "\"} 1\n");
-	prom_head(f, "last_update_timestamp_seconds", "gauge", "When udsprobe wrote this file.");
+	prom_head(f, "last_update_timestamp_seconds", "gauge",
+		  "When udsprobe wrote these values (file or scrape).");
 	fprintf(f, "udsprobe_backlog_last_update_timestamp_seconds %lld\n", now);
 }
 

@@ -1,0 +1,258 @@
+"""udsprobe --backlog --metrics: the scrape endpoint, scraped by a real Prometheus server (issue 14).
+
+Debian's prometheus package (scripts/install-deps.sh): each test starts its own server with its
+own TSDB in a temp dir on a free 127.0.0.1 port, and kills it by PID at teardown.
+"""
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+ASSETS = REPO / "tests" / "backlog"
+PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
+PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
+CTYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="--backlog needs root")
+
+
+@pytest.fixture(scope="module")
+def bins(tmp_path_factory):
+    out = tmp_path_factory.mktemp("metrics-bins")
+    res = {}
+    for name in ("listen_noaccept", "fork_clients"):
+        subprocess.run(["gcc", "-O2", "-Wall", "-o", str(out / name), str(ASSETS / f"{name}.c")],
+                       check=True)
+        res[name] = str(out / name)
+    return res
+
+
+@pytest.fixture
+def procs():
+    """start(argv, **kw) -> Popen in its own session; each group killed at teardown by PID."""
+    started = []
+
+    def start(argv, **kw):
+        kw.setdefault("start_new_session", True)
+        p = subprocess.Popen(argv, **kw)
+        started.append(p)
+        return p
+
+    yield start
+    for p in started:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGTERM)
+    for p in started:
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http_get(url, timeout=5):
+    """(status, headers, body) without raising on 4xx."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            return r.status, r.headers, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers, e.read()
+
+
+def start_listener(procs, bins, path, backlog=4):
+    p = procs([bins["listen_noaccept"], "unix", str(path), str(backlog)],
+              stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().startswith("ready")
+    return p
+
+
+def start_udsprobe(udsprobe, procs, tmp, args):
+    jl = tmp / "backlog.jsonl"
+    p = procs([udsprobe, "--backlog", "--quiet", "--json", str(jl), *args],
+              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = p.stdout.readline()
+    assert line.startswith("udsprobe --backlog: attach mode"), (line, p.stderr.read()
+                                                                 if p.poll() is not None else "")
+    return p, jl
+
+
+def stop_udsprobe(p, jl):
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 0, err
+    return out, [json.loads(l) for l in jl.read_text().splitlines() if l.strip()]
+
+
+class Prometheus:
+    """A real Prometheus server scraping one target every second."""
+
+    def __init__(self, procs, tmp, target):
+        self.port = free_port()
+        cfg = tmp / "prometheus.yml"
+        cfg.write_text("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
+                       "scrape_configs:\n  - job_name: udsprobe\n    static_configs:\n"
+                       f"      - targets: ['{target}']\n")
+        self.log = open(tmp / "prometheus.log", "w")
+        self.p = procs([PROMETHEUS, f"--config.file={cfg}",
+                        f"--storage.tsdb.path={tmp / 'tsdb'}",
+                        f"--web.listen-address=127.0.0.1:{self.port}"],
+                       stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            assert self.p.poll() is None, (tmp / "prometheus.log").read_text()[-2000:]
+            try:
+                if http_get(f"http://127.0.0.1:{self.port}/-/ready", 1)[0] == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.2)
+        pytest.fail("prometheus did not become ready in 60 s")
+
+    def query(self, expr):
+        q = urllib.parse.urlencode({"query": expr})
+        status, _, body = http_get(f"http://127.0.0.1:{self.port}/api/v1/query?{q}")
+        doc = json.loads(body)
+        assert status == 200 and doc["status"] == "success", doc
+        return doc["data"]["result"]
+
+    def wait_value(self, expr, want, timeout=20):
+        """The query's single value once it equals want (polls; fails with the last seen)."""
+        seen = None
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            res = self.query(expr)
+            seen = [r["value"][1] for r in res]
+            if len(res) == 1 and float(res[0]["value"][1]) == want:
+                return res[0]
+            time.sleep(0.5)
+        pytest.fail(f"{expr}: wanted {want}, Prometheus has {seen}")
+
+
+def test_prometheus_scrapes_overflow_count_during_storm(udsprobe, procs, bins, tmp_path):
+    """A real Prometheus scrapes --metrics during an AF_UNIX connect storm; its count = udsprobe's."""
+    sock = tmp_path / "storm.sock"
+    start_listener(procs, bins, sock)
+    mport = free_port()
+    u, jl = start_udsprobe(udsprobe, procs, tmp_path,
+                           ["--unix", str(sock), "--interval", "0.5",
+                            "--metrics", f"127.0.0.1:{mport}"])
+    prom = Prometheus(procs, tmp_path, f"127.0.0.1:{mport}")
+    prom.wait_value('up{job="udsprobe"}', 1)
+
+    # The storm: 8,000 short-lived client processes x 4 non-blocking connects (about 3 s
+    # here); the queue (limit 4) holds 5, so every other connect is refused with EAGAIN.
+    t0 = time.time()
+    storm = subprocess.run([bins["fork_clients"], str(sock), "8000", "4"], capture_output=True,
+                           text=True, timeout=300)
+    storm_s = time.time() - t0
+    assert storm.returncode == 0, storm.stderr
+    fields = dict(kv.split("=") for kv in storm.stdout.split())
+    eagain = int(fields["eagain"])
+    assert eagain == 8000 * 4 - 5, storm.stdout
+
+    # Prometheus' own view through its HTTP API, udsprobe still running.
+    sel = f'udsprobe_backlog_overflows_total{{family="unix",address="{sock}"}}'
+    got = prom.wait_value(sel, eagain)
+    assert got["metric"]["job"] == "udsprobe"
+    assert got["metric"]["owner_comm"] == "listen_noaccept"
+    # Scraped while the storm ran: a sample between none and all of it.
+    window = int(time.time() - t0) + 3
+    series = prom.query(f"{sel}[{window}s]")
+    values = [float(v) for _, v in series[0]["values"]]
+    assert any(0 < v < eagain for v in values), (values, storm_s)
+    assert values == sorted(values), values     # a counter: never goes down
+    clients = prom.query('sum(udsprobe_backlog_client_overflows_total{client_comm="fork_clients"})')
+    assert float(clients[0]["value"][1]) == eagain
+
+    # The text exposition itself: content type, and promtool accepts it.
+    status, headers, body = http_get(f"http://127.0.0.1:{mport}/metrics")
+    assert status == 200 and headers["Content-Type"] == CTYPE
+    chk = subprocess.run([PROMTOOL, "check", "metrics"], input=body, capture_output=True)
+    assert chk.returncode == 0, chk.stdout + chk.stderr
+
+    text, events = stop_udsprobe(u, jl)
+    summary = [e for e in events if e["event"] == "summary" and e["address"] == str(sock)]
+    assert summary and summary[0]["overflows"] == eagain, summary
+    assert f" {eagain} " in text   # the count udsprobe printed in its summary table
+    print(f"storm {storm_s:.1f} s; fork_clients eagain={eagain}; udsprobe summary "
+          f"{summary[0]['overflows']}; Prometheus {sel} = {got['value'][1]}")
+
+
+def test_metrics_http_paths_and_bounds(udsprobe, procs, bins, tmp_path):
+    """404 elsewhere, 405 for POST, 431 for an oversized head; a silent client blocks nothing."""
+    sock = tmp_path / "l.sock"
+    start_listener(procs, bins, sock)
+    mport = free_port()
+    u, jl = start_udsprobe(udsprobe, procs, tmp_path,
+                           ["--unix", str(sock), "--interval", "0.2",
+                            "--metrics", f"127.0.0.1:{mport}"])
+    base = f"http://127.0.0.1:{mport}"
+    assert http_get(base + "/")[0] == 404
+    assert http_get(base + "/metricsx")[0] == 404
+    assert http_get(base + "/metrics?x=1")[0] == 200
+    req = urllib.request.Request(base + "/metrics", data=b"x", method="POST")
+    try:
+        urllib.request.urlopen(req, timeout=5)
+        pytest.fail("POST answered 2xx")
+    except urllib.error.HTTPError as e:
+        assert e.code == 405 and e.headers["Allow"] == "GET, HEAD"
+
+    # Silent clients, more than the connection table holds (16), stay open: a new client
+    # replaces the longest idle, so an oversized head still gets its 431 and a GET its 200.
+    silent = [socket.create_connection(("127.0.0.1", mport)) for _ in range(20)]
+    time.sleep(0.3)
+    big = socket.create_connection(("127.0.0.1", mport))
+    big.sendall(b"GET /metrics HTTP/1.1\r\nX: " + b"a" * 9000 + b"\r\n\r\n")
+    big.settimeout(5)
+    assert big.recv(64).startswith(b"HTTP/1.1 431 "), "oversized request not refused"
+    big.close()
+    t0 = time.time()
+    status, headers, body = http_get(base + "/metrics", timeout=5)
+    assert status == 200 and b"udsprobe_backlog_limit{" in body
+    assert time.time() - t0 < 3, "a GET waited behind silent clients"
+    for s in silent:
+        s.close()
+    hung = socket.create_connection(("127.0.0.1", mport))   # sends nothing, stays open
+    n0 = len(jl.read_text().splitlines())
+    time.sleep(1.5)
+    assert len(jl.read_text().splitlines()) > n0, "interval lines stopped while a client hung"
+    assert http_get(base + "/metrics", timeout=5)[0] == 200
+    hung.close()
+    stop_udsprobe(u, jl)
+
+
+def test_metrics_usage_and_bind_errors(udsprobe, procs, tmp_path):
+    """Bad ADDR:PORT is exit 2; a port in use is exit 1 with the reason."""
+    for bad in ("9464", "localhost:9464", "127.0.0.1:0", "127.0.0.1:70000", "[::1:9464"):
+        res = subprocess.run([udsprobe, "--backlog", "--metrics", bad], capture_output=True,
+                             text=True, timeout=10)
+        assert res.returncode == 2, (bad, res.stderr)
+        assert f"--metrics: '{bad}' is not ADDR:PORT" in res.stderr
+    res = subprocess.run([udsprobe, "--metrics", "127.0.0.1:9464"], capture_output=True,
+                         text=True, timeout=10)
+    assert res.returncode == 2 and "need --backlog" in res.stderr
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        res = subprocess.run([udsprobe, "--backlog", "--duration", "1", "--metrics",
+                              f"127.0.0.1:{port}"], capture_output=True, text=True, timeout=30)
+    assert res.returncode == 1
+    assert res.stderr.strip() == (f"udsprobe: cannot serve --metrics 127.0.0.1:{port}: "
+                                  "Address already in use")

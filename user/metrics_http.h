@@ -1,0 +1,44 @@
+/*
+ * A small single-threaded HTTP server for a Prometheus scrape endpoint (layer 0).
+ * Non-blocking: the caller's loop waits in metrics_http_wait() instead of sleeping,
+ * and each request is answered from a body written by the caller on demand.
+ */
+#ifndef UDSPROBE_METRICS_HTTP_H
+#define UDSPROBE_METRICS_HTTP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/socket.h>
+
+#define MH_MAX_REQUEST	8192	/* request line and headers; more is refused with 431 */
+#define MH_MAX_CONNS	16	/* open connections; a new one replaces the longest idle */
+#define MH_IDLE_NS	5000000000ull	/* a connection that sends nothing for 5 s is closed */
+
+struct metrics_http;
+
+/* Writes the body of GET /metrics into f. */
+typedef void (*metrics_body_fn)(void *ctx, FILE *f);
+
+/*
+ * Parse "ADDR:PORT" ("127.0.0.1:9464", "[::1]:9464", ":9464" = every address):
+ * 0, or -EINVAL. Numeric addresses only (no name lookup).
+ */
+int metrics_http_parse(const char *spec, struct sockaddr_storage *sa, unsigned int *len);
+
+/* Listen on spec: 0 and *out, or -errno (the reason in msg). */
+int metrics_http_open(const char *spec, struct metrics_http **out, char *msg, size_t len);
+
+/*
+ * Serve until deadline_ns (CLOCK_MONOTONIC) or one round of events, whichever is
+ * first; returns early on a signal. Never blocks on a client.
+ */
+void metrics_http_wait(struct metrics_http *m, uint64_t deadline_ns, metrics_body_fn fn,
+		       void *ctx);
+
+/* Requests answered so far (any status). */
+uint64_t metrics_http_requests(const struct metrics_http *m);
+
+void metrics_http_close(struct metrics_http *m);
+
+#endif
