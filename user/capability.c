@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* What this kernel can do: BTF, kallsyms, fentry/kprobe support, tracefs/bpffs, libbpf log. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,7 +40,7 @@ void libbpf_setup(int verbose)
 
 bool kernel_has_btf(void)
 {
-	return access("/sys/kernel/btf/vmlinux", R_OK) == 0;
+	return faccessat(AT_FDCWD, "/sys/kernel/btf/vmlinux", R_OK, AT_EACCESS) == 0;
 }
 
 static const char *btf_path;
@@ -257,8 +258,12 @@ static int ensure_mount(const char *path, const char *fstype, long magic)
 
 int ensure_tracefs(void)
 {
-	/* Classic tracepoint attach reads event ids from tracefs; fresh machines here lack it. */
-	if (access("/sys/kernel/tracing/events", F_OK) == 0)
+	/*
+	 * Classic tracepoint attach reads event ids from tracefs; fresh machines here lack it.
+	 * AT_EACCESS: checked with the effective ids and capabilities (a service running
+	 * as a user with CAP_DAC_READ_SEARCH sees root's 0700 tracefs), as libbpf's open is.
+	 */
+	if (faccessat(AT_FDCWD, "/sys/kernel/tracing/events", F_OK, AT_EACCESS) == 0)
 		return 0;
 	return ensure_mount("/sys/kernel/tracing", "tracefs", TRACEFS_MAGIC);
 }
@@ -275,5 +280,5 @@ bool tracefs_has_event(const char *group, const char *name)
 	if (ensure_tracefs())
 		return false;
 	snprintf(path, sizeof(path), "/sys/kernel/tracing/events/%s/%s/id", group, name);
-	return access(path, F_OK) == 0;
+	return faccessat(AT_FDCWD, path, F_OK, AT_EACCESS) == 0;
 }

@@ -92,10 +92,18 @@ def start_udsprobe(udsprobe, procs, tmp, args):
     return p, jl
 
 
-def stop_udsprobe(p, jl):
+def finish(p):
+    """SIGINT, then the rest of stdout/stderr (read() keeps what readline() buffered, which
+    communicate() would skip)."""
     p.send_signal(signal.SIGINT)
-    out, err = p.communicate(timeout=30)
+    p.wait(timeout=30)
+    out, err = p.stdout.read(), p.stderr.read()
     assert p.returncode == 0, err
+    return out, err
+
+
+def stop_udsprobe(p, jl):
+    out, _ = finish(p)
     return out, [json.loads(l) for l in jl.read_text().splitlines() if l.strip()]
 
 
@@ -256,3 +264,89 @@ def test_metrics_usage_and_bind_errors(udsprobe, procs, tmp_path):
     assert res.returncode == 1
     assert res.stderr.strip() == (f"udsprobe: cannot serve --metrics 127.0.0.1:{port}: "
                                   "Address already in use")
+
+
+# ---- running it as a service ------------------------------------------------------------
+
+def test_alert_rules_pass_promtool():
+    """docs/backlog-alerts.yml is valid, and each alert fires exactly as its unit test says."""
+    chk = subprocess.run([PROMTOOL, "check", "rules", str(REPO / "docs" / "backlog-alerts.yml")],
+                         capture_output=True, text=True)
+    assert chk.returncode == 0 and "SUCCESS: 4 rules found" in chk.stdout, chk.stdout + chk.stderr
+    res = subprocess.run([PROMTOOL, "test", "rules", "alerts_test.yml"], cwd=ASSETS,
+                         capture_output=True, text=True)
+    assert res.returncode == 0 and "SUCCESS" in res.stdout, res.stdout + res.stderr
+
+
+UNIT = REPO / "scripts" / "udsprobe-backlog.service"
+
+
+def unit_caps():
+    line = [l for l in UNIT.read_text().splitlines() if l.startswith("AmbientCapabilities=")][0]
+    return [c.lower().removeprefix("cap_") for c in line.split("=", 1)[1].split()]
+
+
+def test_service_unit_verifies(udsprobe, tmp_path):
+    """systemd-analyze verify accepts the unit (ExecStart pointed at this build)."""
+    text = UNIT.read_text().replace("/usr/local/bin/udsprobe", udsprobe)
+    unit = tmp_path / "udsprobe-backlog.service"
+    unit.write_text(text)
+    res = subprocess.run(["systemd-analyze", "verify", "--man=no", str(unit)],
+                         capture_output=True, text=True, env={**os.environ,
+                                                              "SYSTEMD_LOG_LEVEL": "warning"})
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert set(unit_caps()) == {"bpf", "perfmon", "dac_read_search", "sys_ptrace"}
+
+
+def run_as_nobody(binary, caps, args, timeout=30):
+    spec = ",".join(["-all"] + [f"+{c}" for c in caps])
+    return ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+            f"--inh-caps={spec}", f"--ambient-caps={spec}", binary, *args]
+
+
+def test_backlog_as_nobody_with_the_units_capabilities(udsprobe, procs, bins, tmp_path):
+    """uid 65534 with exactly the unit's capabilities counts overflows of a root-owned listener
+    with its owner; without CAP_SYS_PTRACE it says what it cannot see; without any, exit 1."""
+    os.chmod(tmp_path, 0o755)
+    binary = tmp_path / "udsprobe"
+    shutil.copy(udsprobe, binary)
+    os.chmod(binary, 0o755)
+    outdir = tmp_path / "out"
+    outdir.mkdir(mode=0o777)
+    os.chmod(outdir, 0o777)
+    sock = tmp_path / "svc.sock"
+    start_listener(procs, bins, sock)          # root's listener, limit 4
+    os.chmod(sock, 0o777)
+    burst = tmp_path / "connect_burst"
+    subprocess.run(["gcc", "-O2", "-o", str(burst), str(ASSETS / "connect_burst.c")], check=True)
+
+    def run(caps, name):
+        jl = outdir / f"{name}.jsonl"
+        p = procs(run_as_nobody(str(binary), caps, ["--backlog", "--quiet", "--unix", str(sock),
+                                                     "--json", str(jl)]),
+                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = p.stdout.readline()
+        assert line.startswith("udsprobe --backlog: attach mode"), (caps, line, p.stderr.read())
+        res = subprocess.run([str(burst), "unix", str(sock), "20", "--exit"],
+                             capture_output=True, text=True, timeout=30)
+        out, err = finish(p)
+        ev = [json.loads(l) for l in jl.read_text().splitlines() if l.strip()]
+        summ = [e for e in ev if e["event"] == "summary" and e["address"] == str(sock)]
+        return res.stdout, line + out, summ
+
+    burst_out, text, summ = run(unit_caps(), "unit")
+    eagain = int(dict(kv.split("=") for kv in burst_out.split())["eagain"])
+    assert eagain == 15 and summ[0]["overflows"] == 15, (burst_out, summ)
+    assert summ[0]["owner_comm"] == "listen_noaccept" and summ[0]["clients"][0]["count"] == 15
+    assert "no CAP_SYS_PTRACE" not in text
+
+    # The queue stays full (nothing accepts): all 20 of the next burst overflow.
+    _, text, summ = run([c for c in unit_caps() if c != "sys_ptrace"], "noptrace")
+    assert "note: no CAP_SYS_PTRACE: other users' processes cannot be read" in text
+    assert summ and summ[0]["owner_pid"] is None, summ
+
+    res = subprocess.run(run_as_nobody(str(binary), [], ["--backlog", "--duration", "1"]),
+                         capture_output=True, text=True, timeout=30)
+    assert res.returncode == 1
+    assert res.stderr == ("udsprobe: --backlog needs root (CAP_BPF and CAP_PERFMON): run it "
+                          "with sudo\n")
