@@ -326,9 +326,30 @@ void bl_listener_free(struct listener *l)
  * must not grow every later line. One that overflowed stays for the summary,
  * retired: its counts move to user space (bl_read_counts evicts its keys).
  */
+/* Forget the retired listener with the fewest overflows, retired in an earlier
+ * interval (its BPF keys evicted since, so none can bring it back): 0, or -ENOENT. */
+static int fold_one(struct bl_state *s)
+{
+	int i, min = -1;
+
+	for (i = 0; i < s->n; i++)
+		if (s->ls[i].foldable && (min < 0 || bl_overflows(&s->ls[i].tot) <
+						    bl_overflows(&s->ls[min].tot)))
+			min = i;
+	if (min < 0)
+		return -ENOENT;
+	s->folded++;
+	if (s->ls[min].watched)
+		s->folded_overflows += bl_overflows(&s->ls[min].tot);
+	bl_listener_free(&s->ls[min]);
+	memmove(&s->ls[min], &s->ls[min + 1], (s->n - min - 1) * sizeof(*s->ls));
+	s->n--;
+	return 0;
+}
+
 void bl_retire_closed(struct bl_state *s, struct bl_bpf *b)
 {
-	int i, n = 0;
+	int i, n = 0, retired = 0;
 
 	for (i = 0; i < s->n; i++) {
 		struct listener *l = &s->ls[i];
@@ -336,6 +357,7 @@ void bl_retire_closed(struct bl_state *s, struct bl_bpf *b)
 		bool events = t->overflows || t->ack_overflows || t->other_drops || t->waits ||
 			      t->syn_retrans || bl_listen_drops(l);
 
+		l->foldable = l->retired;	/* retired before this call */
 		if (l->ino && !l->present) {
 			if (!events) {
 				bl_listener_free(l);
@@ -343,11 +365,14 @@ void bl_retire_closed(struct bl_state *s, struct bl_bpf *b)
 			}
 			l->retired = true;
 		}
+		retired += l->retired;
 		if (n != i)
 			s->ls[n] = *l;
 		n++;
 	}
 	s->n = n;
+	for (; retired > BL_MAX_RETIRED && !fold_one(s); retired--)
+		;
 }
 
 int bl_cmp_listeners(const void *a, const void *b)

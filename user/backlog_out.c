@@ -232,6 +232,8 @@ void bl_json_summary(struct bl_state *s, FILE *f, double t)
 	jw_u64(&w, "missed", s->missed);
 	jw_u64(&w, "dropped_events", s->missed);
 	jw_u64(&w, "listeners_missed", s->listeners_missed);
+	jw_u64(&w, "listeners_folded", s->folded);
+	jw_u64(&w, "listeners_folded_overflows", s->folded_overflows);
 	jw_u64(&w, "somaxconn", s->somaxconn);
 	jw_obj_end(&w);
 	fflush(f);
@@ -353,6 +355,10 @@ void bl_print_summary(struct bl_state *s, FILE *out, double t)
 	if (s->listeners_missed)
 		fprintf(out, "warning: more than %d listeners: %llu were not watched\n",
 			BL_MAX_LISTENERS, (unsigned long long)s->listeners_missed);
+	if (s->folded)
+		fprintf(out, "note: %llu more closed listeners had %llu overflows in all (only the "
+			"%d closed ones with the most are kept)\n", (unsigned long long)s->folded,
+			(unsigned long long)s->folded_overflows, BL_MAX_RETIRED);
 	for (i = 0; i < s->n; i++) {
 		struct listener *l = &s->ls[i];
 

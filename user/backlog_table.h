@@ -67,6 +67,7 @@ struct listener {
 	struct client *gone;		/* evicted: dead clients, or the listener closed */
 	int n_gone, cap_gone;
 	bool retired;			/* closed and reported: counts kept, no more lines */
+	bool foldable;			/* retired an interval ago: its BPF keys are evicted */
 	uint64_t prev_drops;
 	char owner_comm[COMM_TXT];
 };
@@ -91,6 +92,8 @@ struct bl_state {
 	uint64_t missed;		/* events not counted: a BPF map was full */
 	uint64_t missed_shown;		/* missed already said in the live view */
 	uint64_t listeners_missed;	/* more listeners than the iterator array holds */
+	uint64_t folded;		/* closed listeners forgotten beyond BL_MAX_RETIRED */
+	uint64_t folded_overflows;	/* the overflows they had (watched ones) */
 	bool owners_dirty;
 	uint64_t last_owner_scan;
 	unsigned lines_since_header;	/* live view */
@@ -120,6 +123,13 @@ uint64_t bl_overflows(const struct bl_val *v);
 uint64_t bl_listen_drops(const struct listener *l);
 int bl_read_counts(struct bl_state *s, struct bl_bpf *b);
 void bl_read_netstat(struct bl_state *s, unsigned long long out[2]);
+/*
+ * Closed listeners that overflowed (or had waits, drops, retransmits) are kept
+ * for the summary, at most BL_MAX_RETIRED of them: beyond that the one with the
+ * fewest overflows is forgotten, counted in s->folded and s->folded_overflows,
+ * so hours of listener churn keep user memory bounded.
+ */
+#define BL_MAX_RETIRED	1024
 void bl_retire_closed(struct bl_state *s, struct bl_bpf *b);
 void bl_listener_free(struct listener *l);
 /* Sort for the summary: listeners by overflows + waits, clients likewise. */

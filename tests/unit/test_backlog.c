@@ -162,7 +162,8 @@ TEST(backlog_json_summary)
 		 "{\"event\":\"run\",\"attach_mode\":\"tracepoint\",\"attach_reason\":"
 		 "\"fentry rejected: x; tracepoint works\",\"kernel\":\"%s\",\"duration_s\":2.5,"
 		 "\"tcp_listen_overflow_reason\":false,\"missed\":0,\"dropped_events\":0,"
-		 "\"listeners_missed\":0,\"somaxconn\":4096}\n", kernel_release());
+		 "\"listeners_missed\":0,\"listeners_folded\":0,\"listeners_folded_overflows\":0,"
+		 "\"somaxconn\":4096}\n", kernel_release());
 	CHECK_STR(got, want);
 	free(got);
 	unfixture(&s);
@@ -234,4 +235,38 @@ TEST(backlog_mode_programs)
 		}
 	}
 	backlog_bpf__destroy(skel);
+}
+
+/* Listener churn stays bounded: past BL_MAX_RETIRED closed listeners with counts, the
+ * ones with the fewest overflows (retired an interval ago) are folded into two numbers. */
+TEST(backlog_retired_listeners_bounded)
+{
+	struct bl_filters f = {};
+	struct bl_state s;
+	int i, n = BL_MAX_RETIRED + 6;
+	uint64_t kept = 0;
+
+	bl_state_init(&s, &f);
+	for (i = 0; i < n; i++) {
+		struct listener *l = bl_add_listener(&s, BL_UNIX);
+
+		REQUIRE(l != NULL);
+		l->ino = 1000 + i;
+		l->tot.overflows = n - i;	/* the last ones have the fewest */
+		l->watched = true;
+		l->present = false;		/* closed */
+	}
+	bl_retire_closed(&s, NULL);		/* retired now: none foldable yet */
+	CHECK_INT(s.n, n);
+	CHECK_U64(s.folded, 0);
+	bl_retire_closed(&s, NULL);		/* an interval later */
+	CHECK_INT(s.n, BL_MAX_RETIRED);
+	CHECK_U64(s.folded, 6);
+	CHECK_U64(s.folded_overflows, 1 + 2 + 3 + 4 + 5 + 6);
+	for (i = 0; i < s.n; i++) {
+		CHECK(s.ls[i].retired);
+		kept += s.ls[i].tot.overflows;
+	}
+	CHECK_U64(kept + s.folded_overflows, (uint64_t)n * (n + 1) / 2);
+	bl_state_free(&s);
 }
