@@ -111,7 +111,8 @@ static struct listener *listener_of(struct bl_state *s, const struct bl_key *k)
 			if (l->family != BL_UNIX || !l->ino)
 				continue;
 			if (abstract ? l->netns == k->netns && bl_same_name(l, k->path, k->path_len) :
-			    file && l->file_ino == ino && l->file_dev == dev) {
+			    file ? l->file_ino == ino && l->file_dev == dev :
+			    k->mntns == s->mntns && bl_same_name(l, k->path, k->path_len)) {
 				if (l->present)
 					return l;
 				closed = l;	/* a live one of that name wins */
@@ -364,6 +365,9 @@ void bl_retire_closed(struct bl_state *s, struct bl_bpf *b)
 				continue;
 			}
 			l->retired = true;
+		} else if (!l->ino && !events && !l->n_gone && !l->n_clients) {
+			bl_listener_free(l);	/* known from counts that moved elsewhere */
+			continue;
 		}
 		retired += l->retired;
 		if (n != i)

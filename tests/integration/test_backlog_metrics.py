@@ -96,8 +96,9 @@ def finish(p):
     """SIGINT, then the rest of stdout/stderr (read() keeps what readline() buffered, which
     communicate() would skip)."""
     p.send_signal(signal.SIGINT)
+    out = p.stdout.read()       # to EOF: a long summary must not block udsprobe on a full pipe
+    err = p.stderr.read()
     p.wait(timeout=30)
-    out, err = p.stdout.read(), p.stderr.read()
     assert p.returncode == 0, err
     return out, err
 
@@ -350,3 +351,66 @@ def test_backlog_as_nobody_with_the_units_capabilities(udsprobe, procs, bins, tm
     assert res.returncode == 1
     assert res.stderr == ("udsprobe: --backlog needs root (CAP_BPF and CAP_PERFMON): run it "
                           "with sudo\n")
+
+
+# ---- long runs stay bounded --------------------------------------------------------------
+
+CHURN = r"""
+import os, socket, sys, time
+d, n, batch = sys.argv[1], int(sys.argv[2]), 100
+print("ready", flush=True)
+sys.stdin.readline()
+for b in range(0, n, batch):
+    live = []
+    for i in range(b, b + batch):
+        s = socket.socket(socket.AF_UNIX)
+        s.bind(f"{d}/c{i}.sock")
+        s.listen(4)
+        for _ in range(6):                  # 5 queue, the 6th overflows: exactly one each
+            c = socket.socket(socket.AF_UNIX)
+            c.setblocking(False)
+            try:
+                c.connect(f"{d}/c{i}.sock")
+            except BlockingIOError:
+                pass
+            c.close()
+        live.append(s)
+    time.sleep(0.5)                         # seen by the 100 ms sampler, counted
+    for s in live:
+        os.unlink(s.getsockname())
+        s.close()
+print("done", flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_listener_churn_bounded_and_exact(udsprobe, procs, tmp_path):
+    """1,200 listeners that each overflow once and close: at most 1,024 closed ones are kept
+    for the summary, the rest folded into counts, and no overflow is lost either way. In a
+    network namespace of its own (`unshare -n`): the iterators see only its listeners, so no
+    other listener of the host can be folded into the counts."""
+    n = 1200
+    jl = tmp_path / "backlog.jsonl"
+    u = procs(["unshare", "-n", udsprobe, "--backlog", "--quiet", "--interval", "0.2",
+               "--json", str(jl)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert u.stdout.readline().startswith("udsprobe --backlog: attach mode")
+    churn = procs(["nsenter", f"--net=/proc/{u.pid}/ns/net", "python3", "-c", CHURN,
+                   str(tmp_path), str(n)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                  text=True)
+    assert churn.stdout.readline().strip() == "ready"
+    churn.stdin.write("go\n")
+    churn.stdin.flush()
+    assert churn.stdout.readline().strip() == "done"
+    time.sleep(1.5)                         # the last batch retired, then foldable
+    text, events = stop_udsprobe(u, jl)
+    ours = [e for e in events if e["event"] == "summary" and
+            e["address"].startswith(str(tmp_path) + "/c")]
+    run = [e for e in events if e["event"] == "run"][-1]
+    assert all(e["overflows"] == 1 for e in ours), [e for e in ours if e["overflows"] != 1][:3]
+    assert sum(e["overflows"] for e in ours) + run["listeners_folded_overflows"] == n, (
+        len(ours), run)
+    assert len(ours) == 1024 and run["listeners_folded"] == n - 1024, (len(ours), run)
+    assert run["dropped_events"] == 0
+    assert f"more closed listeners had {run['listeners_folded_overflows']} overflows" in text
+    churn.stdin.write("bye\n")
+    churn.stdin.flush()
