@@ -111,7 +111,8 @@ static struct listener *listener_of(struct bl_state *s, const struct bl_key *k)
 			if (l->family != BL_UNIX || !l->ino)
 				continue;
 			if (abstract ? l->netns == k->netns && bl_same_name(l, k->path, k->path_len) :
-			    file ? l->file_ino == ino && l->file_dev == dev :
+			    file ? l->file_ino == ino && l->file_dev == dev &&
+				   (l->present || bl_same_name(l, k->path, k->path_len)) :
 			    k->mntns == s->mntns && bl_same_name(l, k->path, k->path_len)) {
 				if (l->present)
 					return l;
