@@ -210,10 +210,11 @@ def report(rows, mode, listeners, clients, rc):
           f"({', '.join(f'{m // 1024:,} KiB' for m in sorted(mem))}): the maps are sized by "
           "max_entries, so churn cannot grow them.")
     if grow > rss[0] // 10:
-        print("\n**Not flat** over this run: udsprobe keeps up to 1,024 closed listeners that "
-              "overflowed for its exit summary, with their clients (docs/BACKLOG.md, "
-              "\"Listeners that close\"); memory grows until that many are kept, then folds "
-              "the rest into counts. A run shorter than that fill shows the growth only.")
+        print("\n**Not flat** over this run. Bounded so far: the BPF maps (fixed), closed "
+              "listeners kept for the summary (at most 1,024, the rest folded into counts), "
+              "exited clients per listener (256 by pid, then per command). Where the rest of "
+              "the growth goes has not been found yet (suspects: listeners known only from "
+              "counts, which never retire, and allocator fragmentation).")
 
 if __name__ == "__main__":
     main()
