@@ -216,5 +216,6 @@ def report(rows, mode, listeners, clients, rc):
               "the growth goes has not been found yet (suspects: listeners known only from "
               "counts, which never retire, and allocator fragmentation).")
 
+
 if __name__ == "__main__":
     main()
