@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import compile_helpers
+
 REPO = Path(__file__).resolve().parents[2]
 ASSETS = REPO / "tests" / "backlog"
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
@@ -28,36 +30,7 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="--backlog needs root"
 
 @pytest.fixture(scope="module")
 def bins(tmp_path_factory):
-    out = tmp_path_factory.mktemp("metrics-bins")
-    res = {}
-    for name in ("listen_noaccept", "fork_clients"):
-        subprocess.run(["gcc", "-O2", "-Wall", "-o", str(out / name), str(ASSETS / f"{name}.c")],
-                       check=True)
-        res[name] = str(out / name)
-    return res
-
-
-@pytest.fixture
-def procs():
-    """start(argv, **kw) -> Popen in its own session; each group killed at teardown by PID."""
-    started = []
-
-    def start(argv, **kw):
-        kw.setdefault("start_new_session", True)
-        p = subprocess.Popen(argv, **kw)
-        started.append(p)
-        return p
-
-    yield start
-    for p in started:
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGTERM)
-    for p in started:
-        try:
-            p.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
+    return compile_helpers(tmp_path_factory, ("listen_noaccept", "fork_clients"), "metrics-bins")
 
 
 def free_port():
