@@ -534,21 +534,31 @@ static __always_inline void copy_stamp(struct msg_state *m, __u32 to, __u32 from
 	m->hits[to] = m->hits[from];
 }
 
-/* B_DATA_READY of the message to slot s takes the stamp of the last boundary it crossed before. */
-__noinline int fill_from_previous(int s)
-{
-	struct msg_state *m = &msgs[s & 1];
-	__u32 i;
-
-#pragma unroll
-	for (i = B_DATA_READY - 1; i > B_SEND_ENTER; i--)
-		if (m->t[i]) {
-			copy_stamp(m, B_DATA_READY, i);
-			return 0;
-		}
-	copy_stamp(m, B_DATA_READY, B_SEND_ENTER);
-	return 0;
+/*
+ * Boundary B of the message to slot s takes the stamp of the last boundary it crossed before
+ * B: a zero-length stage. For a receiver done before the sender got there (across CPUs: it
+ * found the skb queued before the data-ready call, or returned before the sender came back from
+ * the wakeup or its send): that rest of the sender's work is off the critical path.
+ * Unrolled with constant bounds, one function per boundary (each verified once).
+ */
+#define FILL_FROM_PREVIOUS(fn, B)						\
+__noinline int fn(int s)							\
+{										\
+	struct msg_state *m = &msgs[s & 1];					\
+	__u32 i;								\
+										\
+	_Pragma("unroll")							\
+	for (i = (B) - 1; i > B_SEND_ENTER; i--)				\
+		if (m->t[i]) {							\
+			copy_stamp(m, (B), i);					\
+			return 0;						\
+		}								\
+	copy_stamp(m, (B), B_SEND_ENTER);					\
+	return 0;								\
 }
+FILL_FROM_PREVIOUS(fill_data_ready, B_DATA_READY)
+FILL_FROM_PREVIOUS(fill_wake_end, B_WAKE_END)
+FILL_FROM_PREVIOUS(fill_send_exit, B_SEND_EXIT)
 
 /* The receiver's recv() returned data: the message is complete. */
 static __always_inline void finish_message(int s, struct task_info *ti, __u32 cpu)
@@ -568,21 +578,13 @@ static __always_inline void finish_message(int s, struct task_info *ti, __u32 cp
 		finish_bulk(s, now);
 		goto done;
 	}
-	/*
-	 * Across CPUs the receiver can return before the sender is back from the data-ready
-	 * callback or its send(): that rest of the sender's work is off the critical path, so its
-	 * stages are empty for this message, and the receiver's wait runs from data ready.
-	 */
-	/* across CPUs the receiver can even take the data before the data-ready call: the
-	 * message was ready when queued (the last boundary before), a zero-length stage */
+	/* a receiver done before the sender got there: zero-length stages (FILL_FROM_PREVIOUS) */
 	if (!m->t[B_DATA_READY] && (avail_mask & (1ull << B_DATA_READY)))
-		fill_from_previous(s);
-	if (m->t[B_DATA_READY]) {
-		if (!m->t[B_WAKE_END] && (avail_mask & (1ull << B_WAKE_END)))
-			copy_stamp(m, B_WAKE_END, B_DATA_READY);
-		if (!m->t[B_SEND_EXIT])
-			copy_stamp(m, B_SEND_EXIT, m->t[B_WAKE_END] ? B_WAKE_END : B_DATA_READY);
-	}
+		fill_data_ready(s);
+	if (!m->t[B_WAKE_END] && (avail_mask & (1ull << B_WAKE_END)))
+		fill_wake_end(s);
+	if (!m->t[B_SEND_EXIT])
+		fill_send_exit(s);
 	/* runs = max(data ready, switched in, entered recv); its CPU and hit count go with it */
 	run = m->t[B_DATA_READY] ? m->t[B_DATA_READY] : m->t[B_SEND_ENTER];
 	if (ti->recv_enter > run)
