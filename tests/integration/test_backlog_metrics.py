@@ -308,14 +308,32 @@ def test_backlog_as_nobody_with_the_units_capabilities(udsprobe, procs, bins, tm
         summ = [e for e in ev if e["event"] == "summary" and e["address"] == str(sock)]
         return res.stdout, line + out, summ
 
-    burst_out, text, summ = run(unit_caps(), "unit")
+    # Debian's kernels add perf_event_paranoid=3: perf_event_open (classic tracepoints, kprobes)
+    # then needs CAP_SYS_ADMIN whatever else is held. docs/BACKLOG.md says to set it to 2 for
+    # the unit; here: the unit's set fails clearly at 3, then runs at 2 (restored after).
+    paranoid = Path("/proc/sys/kernel/perf_event_paranoid")
+    old_level = paranoid.read_text().strip()
+    if int(old_level) > 2:
+        r = subprocess.run(run_as_nobody(str(binary), unit_caps(), ["--backlog", "--duration", "1"]),
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 1 and "Permission denied" in r.stderr, r
+        paranoid.write_text("2\n")
+    try:
+        burst_out, text, summ = run(unit_caps(), "unit")
+    finally:
+        paranoid.write_text(old_level + "\n")
     eagain = int(dict(kv.split("=") for kv in burst_out.split())["eagain"])
     assert eagain == 15 and summ[0]["overflows"] == 15, (burst_out, summ)
     assert summ[0]["owner_comm"] == "listen_noaccept" and summ[0]["clients"][0]["count"] == 15
     assert "no CAP_SYS_PTRACE" not in text
 
     # The queue stays full (nothing accepts): all 20 of the next burst overflow.
-    _, text, summ = run([c for c in unit_caps() if c != "sys_ptrace"], "noptrace")
+    if int(old_level) > 2:
+        paranoid.write_text("2\n")
+    try:
+        _, text, summ = run([c for c in unit_caps() if c != "sys_ptrace"], "noptrace")
+    finally:
+        paranoid.write_text(old_level + "\n")
     assert "note: no CAP_SYS_PTRACE: other users' processes cannot be read" in text
     assert summ and summ[0]["owner_pid"] is None, summ
 
