@@ -311,14 +311,18 @@ def test_backlog_as_nobody_with_the_units_capabilities(udsprobe, procs, bins, tm
     # Debian's kernels add perf_event_paranoid=3: perf_event_open (classic tracepoints, kprobes)
     # then needs CAP_SYS_ADMIN whatever else is held. docs/BACKLOG.md says to set it to 2 for
     # the unit; here: the unit's set fails clearly at 3, then runs at 2 (restored after).
+    # (A mode that needs no perf_event_open may still work there: then nothing is lowered.)
     paranoid = Path("/proc/sys/kernel/perf_event_paranoid")
     old_level = paranoid.read_text().strip()
+    lower = False
     if int(old_level) > 2:
         r = subprocess.run(run_as_nobody(str(binary), unit_caps(), ["--backlog", "--duration", "1"]),
                            capture_output=True, text=True, timeout=60)
-        assert r.returncode == 1 and "Permission denied" in r.stderr, r
-        paranoid.write_text("2\n")
+        lower = r.returncode != 0
+        assert r.returncode == 0 or (r.returncode == 1 and "Permission denied" in r.stderr), r
     try:
+        if lower:
+            paranoid.write_text("2\n")
         burst_out, text, summ = run(unit_caps(), "unit")
     finally:
         paranoid.write_text(old_level + "\n")
@@ -328,9 +332,9 @@ def test_backlog_as_nobody_with_the_units_capabilities(udsprobe, procs, bins, tm
     assert "no CAP_SYS_PTRACE" not in text
 
     # The queue stays full (nothing accepts): all 20 of the next burst overflow.
-    if int(old_level) > 2:
-        paranoid.write_text("2\n")
     try:
+        if lower:
+            paranoid.write_text("2\n")
         _, text, summ = run([c for c in unit_caps() if c != "sys_ptrace"], "noptrace")
     finally:
         paranoid.write_text(old_level + "\n")
