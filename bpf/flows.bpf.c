@@ -72,6 +72,11 @@
 #define MSG_PEEK	2
 #define TCP_LISTEN	10
 
+/* unix_sock.inq_len is newer than the arm64 vmlinux.h: name it in a CO-RE flavor */
+struct unix_sock___inq {
+	int inq_len;
+} __attribute__((preserve_access_index));
+
 char LICENSE[] SEC("license") = "GPL";
 
 /* Filters, set between open and load. */
@@ -519,9 +524,9 @@ static __always_inline int on_send(struct sock *sk, int ret)
 		if (d->sender_sk == 0) {
 			d->sender_sk = (__u64)sk;
 			endpoint_of(sk, &k, d);
-			if (k.kind == FL_UNIX && bpf_core_field_exists(struct unix_sock, inq_len)) {
+			if (k.kind == FL_UNIX && bpf_core_field_exists(struct unix_sock___inq, inq_len)) {
 				/* bytes queued before this send were sent before the run */
-				struct unix_sock *p = (struct unix_sock *)BPF_CORE_READ((struct unix_sock *)sk, peer);
+				struct unix_sock___inq *p = (void *)BPF_CORE_READ((struct unix_sock *)sk, peer);
 				int q = BPF_CORE_READ(p, inq_len) - ret;
 
 				d->sent = q > 0 ? q : 0;

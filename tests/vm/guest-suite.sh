@@ -8,7 +8,8 @@
 # UDSPROBE_ATTACH=<mode> on the files given for that mode. MODE_FILES are "MODE:FILE" or "FILE"
 # (every mode). Writes into RESULTS_DIR: check.txt (--check's output), modes (one line per
 # mode: "fentry yes|no"), <mode>.xml (junit), <mode>.rc, <mode>.files, <mode>.secs.
-# Environment: PYTEST_TIMEOUT (per mode, seconds, default 300), PYTHON (default /usr/bin/python3).
+# Environment: PYTEST_TIMEOUT_PER_FILE (a mode's pytest bound is this times its number of files;
+# seconds, default 240), PYTHON (default /usr/bin/python3).
 set -uo pipefail
 
 res=${1:?usage: guest-suite.sh RESULTS_DIR [MODE:FILE|FILE]...}
@@ -49,7 +50,7 @@ for mode in fentry kprobe tracepoint; do
 	echo
 	echo "== $(uname -r): UDSPROBE_ATTACH=$mode: ${files[*]##*/} =="
 	t0=$(uptime_s)
-	UDSPROBE_ATTACH=$mode timeout -k 5 "${PYTEST_TIMEOUT:-300}" \
+	UDSPROBE_ATTACH=$mode timeout -k 5 $((${PYTEST_TIMEOUT_PER_FILE:-240} * ${#files[@]})) \
 		"$PYTHON" -m pytest -q -rfEs -p no:cacheprovider --junitxml="$res/$mode.xml" "${files[@]}"
 	echo $? >"$res/$mode.rc"
 	awk -v a="$t0" -v b="$(uptime_s)" 'BEGIN {printf "%.0f\n", b - a}' >"$res/$mode.secs"

@@ -27,8 +27,11 @@
 #                             "SPEC=MODE[,MODE] ..." (those in a second boot). Multi-threaded TCG
 #                             (qemu 7.2) hangs the guest now and then while udsprobe attaches and
 #                             detaches (see tests/vm/qemu-tcg-single.sh); single is as fast here.
-#   UDSPROBE_VM_TIMEOUT       per guest, boot included (default 90 s + PYTEST_TIMEOUT per mode the
-#                             boot runs: each mode is bounded by its own pytest timeout, 480 s)
+#   UDSPROBE_VM_TIMEOUT       per guest, boot included (default 90 s + each mode's pytest bound)
+#   PYTEST_TIMEOUT_PER_FILE   a mode's pytest bound is this times its number of test files
+#                             (default 240 s: the slowest file took ~150 s under TCG on a loaded host)
+#   UDSPROBE_VM_JOBS          guests run at once (default 2, at most the host's CPUs): each TCG
+#                             guest keeps one host CPU busy, so two halve the matrix time on 2 vCPUs
 #   UDSPROBE_VM_RESULTS       results dir (default .output/vm/matrix): check.txt, junit XML per mode
 #   UDSPROBE_VM_ARM64         arm64 kernels for tests/vm/static-guest.sh --arch arm64 (the arm64
 #                             static binary alone in an initramfs: --check and one traced run per
@@ -45,7 +48,9 @@ PYTHON=${PYTHON:-/usr/bin/python3}
 KERNELS=("$@")
 [ ${#KERNELS[@]} -gt 0 ] || read -r -a KERNELS <<<"${UDSPROBE_VM_KERNELS:-debian-5.10 debian-6.1 debian-6.12}"
 VM_TIMEOUT=${UDSPROBE_VM_TIMEOUT:-}
-PYTEST_TIMEOUT=${PYTEST_TIMEOUT:-480}
+PER_FILE=${PYTEST_TIMEOUT_PER_FILE:-240}
+JOBS=${UDSPROBE_VM_JOBS:-2}
+[ "$JOBS" -le "$(nproc)" ] 2>/dev/null || JOBS=$(nproc)
 # 5.10 has no iter/unix: --backlog refuses there (test_kernel_limits.py asserts how)
 BACKLOG=${UDSPROBE_VM_BACKLOG:-debian-5.10=none debian-6.1=kprobe debian-6.12=fentry}
 SINGLE_TCG=${UDSPROBE_VM_SINGLE_TCG:-all}
@@ -88,6 +93,14 @@ modes_for() {	# modes_for "SPEC=MODE,.. ..." SPEC DEFAULT -> modes (space-separa
 backlog_modes() { modes_for "$BACKLOG" "$1" "$ALL_MODES"; }
 single_modes() { modes_for "$SINGLE_TCG" "$1" ""; }
 in_list() { case " $2 " in *" $1 "*) return 0 ;; esac; return 1; }
+mode_files() {	# mode_files MODE MODE_FILES... -> how many files run in MODE (as guest-suite.sh picks)
+	local m=$1 n=0 f
+	shift
+	for f in "$@"; do
+		case $f in *:*) [ "${f%%:*}" = "$m" ] && n=$((n + 1)) ;; *) n=$((n + 1)) ;; esac
+	done
+	echo "$n"
+}
 
 echo "== kernel matrix: ${KERNELS[*]} =="
 echo "in every supported mode: ${guest_all[*]##*/}; in kprobe mode: test_btf.py (BTF hidden, --btf FILE); in tracepoint mode: test_kernel_limits.py"
@@ -102,14 +115,11 @@ fi
 	"report rendering do not depend on the attach mode; the host integration run covers them"
 echo "the host kernel ($(uname -r), tracepoint mode here) is covered by tests/run.sh's host integration run"
 
-rows=()
-total_pass=0 total_fail=0 total_skip=0
 ARCH=$(uname -m)
+ROWS=/dev/null	# each job's rows file (run_job sets it)
 row() {	# row KERNEL MODE PASSED FAILED SKIPPED SECS NOTE
-	rows+=("$(printf '%-28s %-7s %-11s %6s %6s %7s %5s  %s' "$1" "${ROW_ARCH:-$ARCH}" "$2" "$3" "$4" "$5" "$6" "$7")")
-	total_pass=$((total_pass + $3))
-	total_fail=$((total_fail + $4))
-	total_skip=$((total_skip + $5))
+	printf '%s\t%s\t%s\t%s\n' "$3" "$4" "$5" \
+		"$(printf '%-28s %-7s %-11s %6s %6s %7s %5s  %s' "$1" "${ROW_ARCH:-$ARCH}" "$2" "$3" "$4" "$5" "$6" "$7")" >>"$ROWS"
 }
 
 junit_counts() {	# junit_counts FILE -> "passed failed skipped", empty if unreadable
@@ -122,20 +132,20 @@ junit_counts() {	# junit_counts FILE -> "passed failed skipped", empty if unread
 	EOF
 }
 
-i=0
-for spec in "${KERNELS[@]}"; do
-	i=$((i + 1))
+run_kernel() {	# run_kernel N SPEC: boot SPEC, run its modes, write rows
+	local i=$1 spec=$2 label res kdir krel fetch t0 expect files want single multi boot_failed
+	local boot bmodes qemu guest_timeout vrc took mode works why prc msecs nfiles counts note m
 	label=$spec
 	case $spec in */*) label=${spec##*/} ;; esac
 	res=$RESULTS/$i-$(tr -c 'A-Za-z0-9._-' '_' <<<"$label" | sed 's/_$//')
-	rm -rf "$res" && mkdir -p "$res" || { row "$label" - 0 1 0 0 "cannot create $res"; continue; }
+	rm -rf "$res" && mkdir -p "$res" || { row "$label" - 0 1 0 0 "cannot create $res"; return; }
 
 	echo
 	echo "==== kernel $i/${#KERNELS[@]}: $spec ===="
 	t0=$(now)
 	if ! kdir=$(scripts/vm-kernel.sh "$spec"); then
 		row "$label" - 0 1 0 "$(secs "$t0" "$(now)")" "could not fetch the kernel (vm-kernel.sh failed)"
-		continue
+		return
 	fi
 	krel=$(cat "$kdir/release")
 	label="$krel"
@@ -167,12 +177,13 @@ for spec in "${KERNELS[@]}"; do
 		qemu=()
 		[ $boot = single ] && qemu=(env QEMU="$REPO/tests/vm/qemu-tcg-single.sh")
 		# a loaded host slows TCG: each mode has its own pytest bound, the boot the sum
-		nmodes=$(wc -w <<<"$bmodes")
-		guest_timeout=${VM_TIMEOUT:-$((90 + nmodes * PYTEST_TIMEOUT))}
+		guest_timeout=90
+		for m in $bmodes; do guest_timeout=$((guest_timeout + $(mode_files "$m" "${files[@]}") * PER_FILE)); done
+		guest_timeout=${VM_TIMEOUT:-$guest_timeout}
 		echo "-- boot ($boot-threaded TCG) for:$bmodes (timeout ${guest_timeout}s)"
 		t0=$(now)
 		"${qemu[@]}" scripts/vm-run.sh -k "$kdir" -t "$guest_timeout" \
-			-e UDSPROBE_EXPECT_MODES="$expect" -e PYTEST_TIMEOUT="$PYTEST_TIMEOUT" \
+			-e UDSPROBE_EXPECT_MODES="$expect" -e PYTEST_TIMEOUT_PER_FILE="$PER_FILE" \
 			-e UDSPROBE_VM_MODES="${bmodes# }" -e UDSPROBE_VMLINUX="$kdir/vmlinux" \
 			-- tests/vm/guest-suite.sh "$res" "${files[@]}"
 		vrc=$?
@@ -188,7 +199,7 @@ for spec in "${KERNELS[@]}"; do
 	done
 	if [ ! -s "$res/modes" ]; then
 		[ "$vrc" -eq 0 ] && row "$label" - 0 1 0 "$took" "no --check result from the guest"
-		continue
+		return
 	fi
 	tcg_note() { in_list "$1" "$single" && echo "single-threaded TCG; "; }
 	for mode in $ALL_MODES; do
@@ -226,10 +237,12 @@ for spec in "${KERNELS[@]}"; do
 			row "$label" "$mode" "$1" "$2" "$3" "$msecs" "$note"
 		fi
 	done
-done
+}
 
 STATIC=${UDSPROBE_VM_STATIC:-${KERNELS[0]}}
-if [ "$STATIC" != none ]; then
+run_static() {	# the static binary alone, then the arm64 reduced set (one job: both run make)
+	local t0 src counts sp sf smode k log took krel kl mp mf m
+	if [ "$STATIC" != none ]; then
 	echo
 	echo "==== static binary: udsprobe-static alone in an initramfs, kernel $STATIC ===="
 	t0=$(now)
@@ -243,7 +256,7 @@ if [ "$STATIC" != none ]; then
 	smode=$(sed -n 's/.*PASS  traced --compare.*: \([a-z]*\) mode,.*/\1/p' "$RESULTS/static.log" | head -1)
 	row "$STATIC (static, no libs)" "${smode:--}" \
 		"$sp" "$sf" 0 "$(secs "$t0" "$(now)")" "tests/vm/static-guest.sh: --check + traced --compare, no shared library in the guest"
-fi
+	fi
 
 # arm64: the reduced set (an arm64 guest cannot run the host's python): static binary, --check,
 # one traced run per mode --check accepts, the reason for each it rejects
@@ -281,6 +294,57 @@ for k in ${UDSPROBE_VM_ARM64:-debian-6.12-arm64}; do
 	[ "$src" -ne 0 ] && [ "$sf" -eq 0 ] && sf=1
 	row "$kl" "(static)" $((sp - mp)) $((sf - mf < 0 ? 0 : sf - mf)) 0 "$took" "static ELF, no library in the guest, --check (whole guest ${took}s)"
 	ROW_ARCH=
+done
+}
+
+# ---- the jobs: one per kernel, one for the static guests; JOBS at a time ----
+# Each job's output goes to its log, printed whole when it ends; its rows to a file, read in
+# job order for the table.
+mkdir -p "$RESULTS" || { echo "$PROG: cannot create $RESULTS"; echo "0 passed, 1 failed"; exit 1; }
+jobs_list=()
+for i in "${!KERNELS[@]}"; do jobs_list+=("kernel $((i + 1)) ${KERNELS[$i]}"); done
+jobs_list+=("static")
+run_job() {	# run_job N JOB...
+	local n=$1
+	shift
+	ROWS=$RESULTS/job-$n.rows
+	: >"$ROWS"
+	case $1 in
+	kernel) run_kernel "$2" "$3" ;;
+	static) run_static ;;
+	esac
+}
+echo "running ${#jobs_list[@]} jobs, $JOBS at a time (UDSPROBE_VM_JOBS): each job's log is printed when it ends"
+pids=() names=()
+for n in "${!jobs_list[@]}"; do
+	while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
+	echo "[$(secs "$t_start" "$(now)")s] start: ${jobs_list[$n]}"
+	run_job "$n" ${jobs_list[$n]} >"$RESULTS/job-$n.log" 2>&1 &
+	pids[$n]=$! names[$n]=${jobs_list[$n]}
+	# print the logs of jobs already done, in the order they end
+	for d in "${!pids[@]}"; do
+		kill -0 "${pids[$d]}" 2>/dev/null && continue
+		wait "${pids[$d]}"
+		echo; echo "[$(secs "$t_start" "$(now)")s] done: ${names[$d]}"; cat "$RESULTS/job-$d.log"
+		unset "pids[$d]"
+	done
+done
+while [ ${#pids[@]} -gt 0 ]; do
+	wait -n
+	for d in "${!pids[@]}"; do
+		kill -0 "${pids[$d]}" 2>/dev/null && continue
+		wait "${pids[$d]}"
+		echo; echo "[$(secs "$t_start" "$(now)")s] done: ${names[$d]}"; cat "$RESULTS/job-$d.log"
+		unset "pids[$d]"
+	done
+done
+
+total_pass=0 total_fail=0 total_skip=0 rows=()
+for n in "${!jobs_list[@]}"; do
+	while IFS=$'\t' read -r p f k line; do
+		total_pass=$((total_pass + p)) total_fail=$((total_fail + f)) total_skip=$((total_skip + k))
+		rows+=("$line")
+	done <"$RESULTS/job-$n.rows"
 done
 
 echo
