@@ -41,8 +41,8 @@ if [ "$debian" = 1 ] && ! dpkg --print-foreign-architectures | grep -qx arm64; t
 fi
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-# Debian starts daemons on install; our tests run their own nginx/php-fpm instances.
-for svc in nginx php*-fpm prometheus; do
+# Debian starts daemons on install; our tests run their own nginx/php-fpm/redis instances.
+for svc in nginx php*-fpm prometheus redis-server; do
 	if command -v systemctl >/dev/null && systemctl is-active -q "$svc" 2>/dev/null; then
 		$sudo systemctl disable --now "$svc" >/dev/null 2>&1 || true
 	fi
