@@ -35,7 +35,8 @@
 #   UDSPROBE_VM_RESULTS       results dir (default .output/vm/matrix): check.txt, junit XML per mode
 #   UDSPROBE_VM_ARM64         arm64 kernels for tests/vm/static-guest.sh --arch arm64 (the arm64
 #                             static binary alone in an initramfs: --check and one traced run per
-#                             mode; default "debian-6.12-arm64"), "none" to skip them
+#                             mode; default "debian-6.12-arm64 debian-5.10-arm64", a job each),
+#                             "none" to skip them
 #   UDSPROBE_VM_STATIC        kernel for the static-binary guest (tests/vm/static-guest.sh: `make
 #                             static`'s file alone in an initramfs; default: the first kernel),
 #                             "none" to skip it
@@ -240,9 +241,8 @@ run_kernel() {	# run_kernel N SPEC: boot SPEC, run its modes, write rows
 }
 
 STATIC=${UDSPROBE_VM_STATIC:-${KERNELS[0]}}
-run_static() {	# the static binary alone, then the arm64 reduced set (one job: both run make)
-	local t0 src counts sp sf smode k log took krel kl mp mf m
-	if [ "$STATIC" != none ]; then
+run_static() {	# the static binary alone in an initramfs
+	local t0 src counts sp sf smode
 	echo
 	echo "==== static binary: udsprobe-static alone in an initramfs, kernel $STATIC ===="
 	t0=$(now)
@@ -256,20 +256,19 @@ run_static() {	# the static binary alone, then the arm64 reduced set (one job: b
 	smode=$(sed -n 's/.*PASS  traced --compare.*: \([a-z]*\) mode,.*/\1/p' "$RESULTS/static.log" | head -1)
 	row "$STATIC (static, no libs)" "${smode:--}" \
 		"$sp" "$sf" 0 "$(secs "$t0" "$(now)")" "tests/vm/static-guest.sh: --check + traced --compare, no shared library in the guest"
-	fi
+}
 
 # arm64: the reduced set (an arm64 guest cannot run the host's python): static binary, --check,
 # one traced run per mode --check accepts, the reason for each it rejects
-for k in ${UDSPROBE_VM_ARM64:-debian-6.12-arm64}; do
-	[ "$k" != none ] || break
+run_arm64() {	# run_arm64 KERNEL
+	local k=$1 t0 log src took krel kl mp mf m counts sp sf
 	ROW_ARCH=aarch64
 	echo
 	echo "==== arm64: udsprobe-static (make ARCH=arm64 static) alone in an initramfs, kernel $k ===="
 	t0=$(now)
 	if ! command -v aarch64-linux-gnu-gcc >/dev/null || ! command -v qemu-system-aarch64 >/dev/null; then
 		row "$k" - 0 1 0 0 "no arm64 cross compiler or qemu-system-aarch64: scripts/install-deps.sh installs them (Debian)"
-		ROW_ARCH=
-		continue
+		return
 	fi
 	mkdir -p "$RESULTS"
 	log=$RESULTS/static-arm64-$k.log
@@ -293,17 +292,21 @@ for k in ${UDSPROBE_VM_ARM64:-debian-6.12-arm64}; do
 	[[ $counts =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]] && sp=${BASH_REMATCH[1]} sf=${BASH_REMATCH[2]}
 	[ "$src" -ne 0 ] && [ "$sf" -eq 0 ] && sf=1
 	row "$kl" "(static)" $((sp - mp)) $((sf - mf < 0 ? 0 : sf - mf)) 0 "$took" "static ELF, no library in the guest, --check (whole guest ${took}s)"
-	ROW_ARCH=
-done
 }
 
-# ---- the jobs: one per kernel, one for the static guests; JOBS at a time ----
+# ---- the jobs: one per kernel, one per arm64 kernel, one for the static guest; JOBS at a time ----
 # Each job's output goes to its log, printed whole when it ends; its rows to a file, read in
 # job order for the table.
 mkdir -p "$RESULTS" || { echo "$PROG: cannot create $RESULTS"; echo "0 passed, 1 failed"; exit 1; }
 jobs_list=()
 for i in "${!KERNELS[@]}"; do jobs_list+=("kernel $((i + 1)) ${KERNELS[$i]}"); done
-jobs_list+=("static")
+for k in ${UDSPROBE_VM_ARM64:-debian-6.12-arm64 debian-5.10-arm64}; do [ "$k" = none ] || jobs_list+=("arm64 $k"); done
+[ "$STATIC" = none ] || jobs_list+=("static")
+# the static builds once, before the jobs: two makes at once in one tree would race
+[ "$STATIC" = none ] || make -s static >/dev/null 2>&1 || true
+case " ${jobs_list[*]} " in *" arm64 "*)
+	command -v aarch64-linux-gnu-gcc >/dev/null && { make -s ARCH=arm64 static >/dev/null 2>&1 || true; } ;;
+esac
 run_job() {	# run_job N JOB...
 	local n=$1
 	shift
@@ -311,6 +314,7 @@ run_job() {	# run_job N JOB...
 	: >"$ROWS"
 	case $1 in
 	kernel) run_kernel "$2" "$3" ;;
+	arm64) run_arm64 "$2" ;;
 	static) run_static ;;
 	esac
 }
