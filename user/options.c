@@ -1,0 +1,441 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * udsprobe's command line (retsnoop's env.c is the model): the option table, --help, one
+ * parse callback, the checks that an option fits the action, and --compare's defaults.
+ */
+#include <argp.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "options.h"
+#include "attach.h"
+#include "backlog.h"
+#include "capability.h"
+#include "trace.h"
+#include "util.h"
+#include "workload.h"
+
+/* Which actions take an option, as a mask of 1 << action. */
+#define FOR_COMPARE (1u << ACT_COMPARE)
+#define FOR_BACKLOG (1u << ACT_BACKLOG)
+#define FOR_CHECK (1u << ACT_CHECK)
+#define FOR_TRACE (1u << ACT_TRACE)
+
+const char *const action_options[ACT__COUNT] = {
+	[ACT_COMPARE] = "--compare",
+	[ACT_BACKLOG] = "--backlog",
+	[ACT_CHECK] = "--check",
+	[ACT_LIST_STAGES] = "--list-stages",
+	[ACT_TRACE] = "--trace",
+};
+
+/* What parsing needs beyond the result: argp's input. */
+struct parse_state {
+	struct options *opts;
+	bool sweep;
+	/* options given that only some actions take: name and mask of those actions */
+	struct { const char *name; unsigned actions; } scoped[16];
+	int n_scoped;
+};
+
+const char *argp_program_version = "udsprobe " UDSPROBE_VERSION;
+static const char doc[] =
+"Measure, in the running kernel, why AF_UNIX stream sockets are faster than "
+"TCP over loopback, and where each message's time goes.\n"
+"\n"
+"USAGE: udsprobe --compare|--backlog|--trace|--check|--list-stages [OPTIONS] [-- COMMAND [ARG...]]\n"
+"\n"
+"EXAMPLES:\n"
+"  sudo ./udsprobe --compare                # UDS vs TCP loopback, explained\n"
+"  sudo ./udsprobe --compare --no-trace     # the workload only, no BPF\n"
+"  sudo ./udsprobe --compare --mode pingpong --size 64,4K,64K --cpu same,split\n"
+"  sudo ./udsprobe --compare --out report/  # report.md, SVGs, folded, JSON\n"
+"  sudo ./udsprobe --compare --duration 2 --json result.json\n"
+"  sudo ./udsprobe --compare --sweep --out talk/  # the size curve, 1 B to 1 MiB\n"
+"  sudo ./udsprobe --compare --mode pingpong --repeat 5  # medians and spreads\n"
+"  sudo ./udsprobe --backlog                # watch listeners for overflows\n"
+"  sudo ./udsprobe --backlog --unix /run/php/php-fpm.sock --interval 1\n"
+"  sudo ./udsprobe --check                  # what this kernel supports\n"
+"  sudo ./udsprobe --trace --duration 10    # every local UDS/TCP message, by flow\n"
+"  sudo ./udsprobe --trace --comm redis-server --json trace.json\n"
+"  sudo ./udsprobe --trace --unix /run/php/php-fpm.sock --port 6379 --duration 30\n"
+"  sudo ./udsprobe --trace -- ./run-my-tests.sh   # the command and its children\n"
+"\n"
+"Exit status: 0 ok, 1 runtime failure, 2 bad usage.\n"
+"\n"
+"OPTIONS:";
+
+enum {
+	OPT_COMPARE = 1000,
+	OPT_NO_TRACE,
+	OPT_MODE,
+	OPT_SIZE,
+	OPT_COUNT,
+	OPT_DURATION,
+	OPT_WARMUP,
+	OPT_CPU,
+	OPT_JSON,
+	OPT_FOLDED,
+	OPT_SVG,
+	OPT_OUT,
+	OPT_ATTACH,
+	OPT_CHECK,
+	OPT_LIST_STAGES,
+	OPT_REPEAT,
+	OPT_SWEEP,
+	OPT_BTF,
+};
+
+static const struct argp_option opts[] = {
+	{ NULL, 0, NULL, 0, "Actions:", 1 },
+	{ "compare", OPT_COMPARE, NULL, 0, "Run the paired UDS/TCP workload and compare them" },
+	{ "check", OPT_CHECK, NULL, 0,
+	  "Print what this kernel supports (attach modes, stages each can see); no tracing" },
+	{ "list-stages", OPT_LIST_STAGES, NULL, 0, "Describe every stage and what marks it" },
+	{ "attach", OPT_ATTACH, "MODE", 0,
+	  "Attach mode: auto (default: fentry, else kprobe, else tracepoint), fentry, kprobe "
+	  "or tracepoint; a forced mode that cannot attach is an error (exit 1)" },
+	{ "btf", OPT_BTF, "FILE", 0,
+	  "Kernel BTF for CO-RE and lookups when the kernel exposes none in /sys/kernel/btf/vmlinux "
+	  "(raw BTF, e.g. from BTFHub, or a vmlinux ELF with .BTF); such kernels: kprobe mode only" },
+	{ NULL, 0, NULL, 0, "Workload (--compare):", 2 },
+	{ "no-trace", OPT_NO_TRACE, NULL, 0, "Run the workload only; attach no BPF programs" },
+	{ "mode", OPT_MODE, "LIST", 0,
+	  "pingpong,stream,connect (default: all three)" },
+	{ "size", OPT_SIZE, "LIST", 0, "Message sizes, 1 to 1M, K/M suffixes (default: 64)" },
+	{ "count", OPT_COUNT, "N", 0,
+	  "Measured messages (pingpong: round trips; connect: connections) per run "
+	  "(default: pingpong 200000, stream 1000000, connect 20000)" },
+	{ "duration", OPT_DURATION, "S", 0, "Run each workload for S seconds instead of --count" },
+	{ "warmup", OPT_WARMUP, "N", 0,
+	  "Unmeasured messages first (default: min(count/10, 1000); connect 200)" },
+	{ "cpu", OPT_CPU, "LIST", 0,
+	  "CPU placement: same (both on one CPU, default), split (client and server on "
+	  "different CPUs), none (scheduler decides)" },
+	{ "repeat", OPT_REPEAT, "N", 0,
+	  "Run each pair N times, untraced and traced alternating; report the median run and "
+	  "the median and range of every run (default 1)" },
+	{ "sweep", OPT_SWEEP, NULL, 0,
+	  "The size curve: pingpong and stream at 1 B..1 MiB (8 sizes, 0.3 s per run unless "
+	  "--count/--duration/--size/--mode say otherwise); --out DIR draws sweep.svg" },
+	{ NULL, 0, NULL, 0, "Output:", 3 },
+	{ "json", OPT_JSON, "PATH", 0, "Write results as JSON to PATH ('-' = stdout)" },
+	{ "folded", OPT_FOLDED, "PATH", 0,
+	  "Write the stages as folded stacks (ns per message) for flamegraph.pl, inferno, "
+	  "speedscope ('-' = stdout)" },
+	{ "svg", OPT_SVG, "PATH", 0,
+	  "Draw the stages of both transports on one scale, and their difference, as an SVG" },
+	{ "out", OPT_OUT, "DIR", 0,
+	  "Write a report directory: report.md, SVGs, folded stacks, JSON (see docs/REPORTS.md)" },
+	{ "verbose", 'v', NULL, 0, "Verbose output (libbpf debug messages)" },
+	{ NULL, 'h', NULL, OPTION_HIDDEN, "Show this help" },
+	{},
+};
+
+/* Bad usage inside argp's callback: say what, point at --help, exit 2 (argp's own way). */
+static void usage_error(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "udsprobe: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\nTry 'udsprobe --help' for more information.\n");
+	exit(2);
+}
+
+static int lookup(const char *name, const char *const *names, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(name, names[i]))
+			return i;
+	return -1;
+}
+
+static void parse_name_list(const char *opt, char *arg, const char *const *names, int n, bool *out)
+{
+	char *items[16];
+	int i, k, cnt = split_list(arg, items, ARRAY_SIZE(items));
+
+	if (cnt <= 0)
+		usage_error("%s needs a comma-separated list", opt);
+	for (i = 0; i < n; i++)
+		out[i] = false;
+	for (i = 0; i < cnt; i++) {
+		k = lookup(items[i], names, n);
+		if (k < 0) {
+			fprintf(stderr, "udsprobe: %s: unknown value '%s' (valid:", opt, items[i]);
+			for (k = 0; k < n; k++)
+				fprintf(stderr, " %s", names[k]);
+			fprintf(stderr, ")\n");
+			exit(2);
+		}
+		out[k] = true;
+	}
+}
+
+/* Other actions (e.g. --backlog) bring their own argp parser as a child. */
+static const struct argp_child argp_children[] = {
+	{ &backlog_argp, 0, NULL, 0 },
+	{ &trace_argp, 0, NULL, 0 },
+	{},
+};
+
+/* Two actions given: 0 if it is the same one again, else say so and return -EINVAL. */
+static int set_action(struct options *o, enum action act)
+{
+	if (o->action != ACT_NONE && o->action != act) {
+		fprintf(stderr, "udsprobe: %s and %s exclude each other: give one action\n"
+			"Try 'udsprobe --help' for more information.\n", action_options[o->action],
+			action_options[act]);
+		return -EINVAL;
+	}
+	o->action = act;
+	return 0;
+}
+
+/* Options that only some actions take: which, by key. */
+static const struct { int key; const char *name; unsigned actions; } scoped_opts[] = {
+	{ OPT_NO_TRACE, "--no-trace", FOR_COMPARE },
+	{ OPT_MODE, "--mode", FOR_COMPARE },
+	{ OPT_SIZE, "--size", FOR_COMPARE },
+	{ OPT_COUNT, "--count", FOR_COMPARE },
+	{ OPT_WARMUP, "--warmup", FOR_COMPARE },
+	{ OPT_CPU, "--cpu", FOR_COMPARE },
+	{ OPT_REPEAT, "--repeat", FOR_COMPARE },
+	{ OPT_SWEEP, "--sweep", FOR_COMPARE },
+	{ OPT_FOLDED, "--folded", FOR_COMPARE },
+	{ OPT_SVG, "--svg", FOR_COMPARE },
+	{ OPT_OUT, "--out", FOR_COMPARE },
+	{ OPT_DURATION, "--duration", FOR_COMPARE | FOR_BACKLOG | FOR_TRACE },
+	{ OPT_JSON, "--json", FOR_COMPARE | FOR_BACKLOG | FOR_TRACE },
+	{ OPT_ATTACH, "--attach", FOR_COMPARE | FOR_BACKLOG | FOR_CHECK },
+};
+
+static void note_scoped(struct parse_state *ps, int key)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(scoped_opts); i++)
+		if (scoped_opts[i].key == key && ps->n_scoped < (int)ARRAY_SIZE(ps->scoped)) {
+			ps->scoped[ps->n_scoped].name = scoped_opts[i].name;
+			ps->scoped[ps->n_scoped++].actions = scoped_opts[i].actions;
+		}
+}
+
+/* --size: 1 to MAX_SIZES sizes. */
+static void parse_sizes(struct compare_opts *cmp, char *arg)
+{
+	char *items[MAX_SIZES + 1];
+	int i, n = split_list(arg, items, ARRAY_SIZE(items));
+
+	if (n <= 0 || n > MAX_SIZES)
+		usage_error("--size takes 1 to 16 sizes, e.g. 64,4K,1M", NULL);
+	for (i = 0; i < n; i++)
+		if (parse_bytes(items[i], 1, WL_MAX_MSG_SIZE, &cmp->sizes[i]))
+			usage_error("--size: '%s' is not a size from 1 to 1M (e.g. 64, 4K, 1M)", items[i]);
+	cmp->n_sizes = n;
+}
+
+/* --json, --folded, --svg, --out: a path (or directory), not empty. */
+static void parse_output(struct options *o, int key, char *arg)
+{
+	if (!*arg)
+		usage_error(key == OPT_JSON ? "--json needs a path or '-'" : key == OPT_OUT ?
+			    "--out needs a directory" : "--folded and --svg need a path", NULL);
+	if (key == OPT_SVG && !strcmp(arg, "-"))
+		usage_error("--svg needs a file path", NULL);
+	*(key == OPT_JSON ? &o->json_path : key == OPT_FOLDED ? &o->folded_path :
+	  key == OPT_SVG ? &o->svg_path : &o->out_dir) = arg;
+}
+
+/* argp's callback: one case per option, so it grows with the option table (one place to read). */
+static error_t parse_arg(int key, char *arg, struct argp_state *state)
+{
+	struct parse_state *ps = state->input;
+	struct options *o = ps->opts;
+	uint64_t v;
+	int i;
+
+	note_scoped(ps, key);
+	switch (key) {
+	case 'h':
+		argp_state_help(state, stdout, ARGP_HELP_STD_HELP);
+		break;
+	case 'v':
+		o->verbose++;
+		break;
+	case OPT_COMPARE:
+	case OPT_CHECK:
+	case OPT_LIST_STAGES:
+		if (set_action(o, key == OPT_COMPARE ? ACT_COMPARE : key == OPT_CHECK ? ACT_CHECK :
+			       ACT_LIST_STAGES))
+			exit(2);
+		break;
+	case OPT_ATTACH:
+		i = attach_mode_parse(arg);
+		if (i < 0)
+			usage_error("--attach: unknown mode '%s' (valid: auto fentry kprobe tracepoint)",
+				    arg);
+		o->cmp.attach = i;
+		break;
+	case OPT_BTF:
+		if (access(arg, R_OK))
+			usage_error("--btf %s: cannot read it", arg);
+		btf_file_set(arg);
+		break;
+	case OPT_NO_TRACE:
+		o->cmp.trace = false;
+		break;
+	case OPT_MODE:
+		parse_name_list("--mode", arg, mode_names, WL__COUNT, o->cmp.modes);
+		break;
+	case OPT_CPU:
+		parse_name_list("--cpu", arg, place_names, CPU__COUNT, o->cmp.places);
+		break;
+	case OPT_SIZE:
+		parse_sizes(&o->cmp, arg);
+		break;
+	case OPT_COUNT:
+		if (parse_u64(arg, 1, 1000000000ull, &o->cmp.count))
+			usage_error("--count: '%s' is not a whole number from 1 to 1000000000", arg);
+		break;
+	case OPT_DURATION:
+		if (parse_seconds(arg, 3600, &o->cmp.duration_s))
+			usage_error("--duration: '%s' is not a number of seconds in (0, 3600]", arg);
+		break;
+	case OPT_REPEAT:
+		if (parse_u64(arg, 1, 100, &v))
+			usage_error("--repeat: '%s' is not a whole number from 1 to 100", arg);
+		o->cmp.repeat = (int)v;
+		break;
+	case OPT_SWEEP:
+		ps->sweep = true;
+		break;
+	case OPT_WARMUP:
+		if (parse_u64(arg, 0, 10000000ull, &o->cmp.warmup))
+			usage_error("--warmup: '%s' is not a whole number from 0 to 10000000", arg);
+		break;
+	case OPT_JSON:
+	case OPT_FOLDED:
+	case OPT_SVG:
+	case OPT_OUT:
+		parse_output(o, key, arg);
+		break;
+	case ARGP_KEY_ARG:
+		if (trace_requested())
+			return ARGP_ERR_UNKNOWN;	/* -- COMMAND: trace.c */
+		usage_error("unexpected argument '%s'", arg);
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+/* --compare's defaults and the options that exclude each other; -EINVAL after saying which. */
+static int compare_validate(struct options *o, bool sweep)
+{
+	struct compare_opts *cmp = &o->cmp;
+	const char *why = NULL;
+	int i;
+	bool any;
+
+	for (any = false, i = 0; i < WL__COUNT; i++)
+		any |= cmp->modes[i];
+	if (!any && sweep)
+		cmp->modes[WL_PINGPONG] = cmp->modes[WL_STREAM] = true;
+	else if (!any)
+		for (i = 0; i < WL__COUNT; i++)
+			cmp->modes[i] = true;
+	if (sweep && !cmp->n_sizes) {
+		static const uint64_t curve[] = { 1, 64, 1024, 4096, 16384, 65536, 262144, 1048576 };
+
+		memcpy(cmp->sizes, curve, sizeof(curve));
+		cmp->n_sizes = ARRAY_SIZE(curve);
+	}
+	if (sweep && !cmp->count && !cmp->duration_s)
+		cmp->duration_s = 0.3;	/* 8 sizes x 2 modes x 4 runs: about a minute */
+	for (any = false, i = 0; i < CPU__COUNT; i++)
+		any |= cmp->places[i];
+	if (!any)
+		cmp->places[CPU_SAME] = true;
+	if (!cmp->n_sizes) {
+		cmp->sizes[0] = 64;
+		cmp->n_sizes = 1;
+	}
+	if (cmp->count && cmp->duration_s)
+		why = "--count and --duration exclude each other";
+	else if (!cmp->trace && o->folded_path)
+		why = "--folded draws the traced stages and --no-trace has none: drop --no-trace "
+		      "(--out works with both)";
+	else if (!cmp->trace && o->svg_path)
+		why = "--svg draws the traced stages and --no-trace has none: drop --no-trace "
+		      "(--out works with both)";
+	else if (o->folded_path && o->json_path && !strcmp(o->folded_path, "-") &&
+		 !strcmp(o->json_path, "-"))
+		why = "--json - and --folded - cannot both go to stdout";
+	if (why) {
+		fprintf(stderr, "udsprobe: %s\n", why);
+		return -EINVAL;
+	}
+	cmp->verbose = o->verbose;
+	return 0;
+}
+
+/* An option the chosen action does not take: -EINVAL after naming both. */
+static int check_scoped(const struct parse_state *ps)
+{
+	enum action act = ps->opts->action;
+	char takers[64];
+	int i, a;
+
+	for (i = 0; i < ps->n_scoped; i++) {
+		if (ps->scoped[i].actions & (1u << act))
+			continue;
+		takers[0] = 0;
+		for (a = 0; a < ACT__COUNT; a++)
+			if (ps->scoped[i].actions & (1u << a))
+				snprintf(takers + strlen(takers), sizeof(takers) - strlen(takers), "%s%s",
+					 takers[0] ? " and " : "", action_options[a]);
+		fprintf(stderr, "udsprobe: %s does not take %s (an option of %s only)\n"
+			"Try 'udsprobe --help' for more information.\n", action_options[act],
+			ps->scoped[i].name, takers);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int options_parse(int argc, char **argv, struct options *o)
+{
+	static const struct argp argp = {
+		.options = opts, .parser = parse_arg, .doc = doc, .children = argp_children,
+	};
+	struct parse_state ps = { .opts = o };
+	int err;
+
+	*o = (struct options){ .cmp = { .warmup = UINT64_MAX, .trace = true } };
+	argp_err_exit_status = 2;
+	if (argp_parse(&argp, argc, argv, 0, NULL, &ps))
+		return -EINVAL;
+	if (backlog_requested()) {	/* --backlog is parsed by backlog.c's argp child */
+		if (o->action != ACT_NONE) {
+			fprintf(stderr, "udsprobe: --backlog and %s exclude each other: give one action\n"
+				"Try 'udsprobe --help' for more information.\n", action_options[o->action]);
+			return -EINVAL;
+		}
+		o->action = ACT_BACKLOG;
+	}
+	if (trace_requested() && (err = set_action(o, ACT_TRACE)))	/* trace.c's argp child */
+		return err;
+	if (o->action == ACT_NONE) {
+		fprintf(stderr, "udsprobe: nothing to do: give --compare, --backlog, --trace, --check or --list-stages\n"
+			"Try 'udsprobe --help' for more information.\n");
+		return -EINVAL;
+	}
+	if ((err = check_scoped(&ps)))
+		return err;
+	return o->action == ACT_COMPARE ? compare_validate(o, ps.sweep) : 0;
+}
