@@ -7,8 +7,10 @@
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -122,6 +124,28 @@ def alive(pid):
     except OSError:
         return False
     return stat[stat.rindex(")") + 2] != "Z"
+
+
+def fdinfo_values(pids, key):
+    """Values of KEY ("prog_id", "link_id") in the fdinfo of every fd these processes hold:
+    the BPF objects they have open (a link's fd names its program too), never another
+    instance's on the same machine."""
+    pat = re.compile(rf"^{key}:\s*(\d+)", re.M)
+    values = set()
+    for p in pids:
+        try:
+            fds = os.listdir(f"/proc/{p}/fdinfo")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                with open(f"/proc/{p}/fdinfo/{fd}") as f:
+                    m = pat.search(f.read())
+            except OSError:
+                continue
+            if m:
+                values.add(int(m[1]))
+    return values
 
 
 def socket_inodes(pids):
@@ -265,3 +289,15 @@ def procs():
         for f in (p.stdout, p.stderr, p.stdin):
             if f:
                 f.close()
+
+
+@pytest.fixture(scope="module")
+def nobody_binary(udsprobe):
+    """A copy of udsprobe that uid 65534 can execute (the repo may sit in a 0700 dir)."""
+    d = tempfile.mkdtemp(prefix="udsprobe-test-")
+    os.chmod(d, 0o755)
+    dst = os.path.join(d, "udsprobe")
+    shutil.copy2(udsprobe, dst)
+    os.chmod(dst, 0o755)
+    yield dst
+    shutil.rmtree(d, ignore_errors=True)

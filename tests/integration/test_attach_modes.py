@@ -26,7 +26,7 @@ import time
 
 import pytest
 
-from conftest import DEFERRED_SOFTIRQ, partition_counts, proc_tree, wait_for
+from conftest import DEFERRED_SOFTIRQ, fdinfo_values, partition_counts, proc_tree, wait_for
 
 MODES = ("fentry", "kprobe", "tracepoint")
 COMMON_TPS = {"sys_enter", "sys_exit", "sched_switch"}  # attached in every mode
@@ -117,29 +117,6 @@ def test_forced_mode_the_kernel_lacks_fails_clearly(udsprobe, check, m, tmp_path
 
 # ---- one traced run in the mode under test, watched from outside ------------------------
 
-def owned_bpf_ids(pids):
-    """(prog ids, link ids) of the BPF objects these processes hold open."""
-    progs, links = set(), set()
-    for pid in pids:
-        try:
-            fds = os.listdir(f"/proc/{pid}/fdinfo")
-        except OSError:
-            continue
-        for fd in fds:
-            try:
-                with open(f"/proc/{pid}/fdinfo/{fd}") as f:
-                    info = f.read()
-            except OSError:
-                continue
-            link = re.search(r"^link_id:\s*(\d+)", info, re.M)
-            prog = re.search(r"^prog_id:\s*(\d+)", info, re.M)
-            if link:
-                links.add(int(link[1]))
-            if prog:
-                progs.add(int(prog[1]))
-    return progs, links
-
-
 class Watch:
     """Union of what a running udsprobe had attached, sampled while it traced."""
 
@@ -151,7 +128,7 @@ class Watch:
 
     def sample(self, root_pid):
         pids = proc_tree(root_pid)
-        prog_ids, link_ids = owned_bpf_ids(pids)
+        prog_ids, link_ids = fdinfo_values(pids, "prog_id"), fdinfo_values(pids, "link_id")
         if not link_ids and not prog_ids:
             return
         self.samples += 1

@@ -1,9 +1,7 @@
 """Command line: --help/--version, usage errors (exit 2, one-line reason), privilege errors."""
 import os
-import shutil
 import stat
 import subprocess
-import tempfile
 
 import pytest
 
@@ -84,18 +82,6 @@ def test_bad_usage_exits_2(run, args, word):
     # "udsprobe: ..." (getopt's own messages name the program as invoked: "./udsprobe: ...")
     assert os.path.basename(lines[0].split(":")[0]) == "udsprobe", res.stderr
     assert word in lines[0], f"reason does not name '{word}': {lines[0]}"
-
-
-@pytest.fixture(scope="module")
-def nobody_binary(udsprobe):
-    """A copy of udsprobe that uid 65534 can execute (the repo may sit in a 0700 dir)."""
-    d = tempfile.mkdtemp(prefix="udsprobe-test-")
-    os.chmod(d, 0o755)
-    dst = os.path.join(d, "udsprobe")
-    shutil.copy2(udsprobe, dst)
-    os.chmod(dst, 0o755)
-    yield dst
-    shutil.rmtree(d, ignore_errors=True)
 
 
 def run_as_nobody(binary, *args):

@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from conftest import alive, proc_tree, sockdir_of, wait_for
+from conftest import alive, fdinfo_values, proc_tree, sockdir_of, wait_for
 
 NOBODY = 65534
 SMALL = ("--compare", "--no-trace", "--mode", "pingpong", "--count", "200")
@@ -46,18 +46,6 @@ def shared_dir():
         f.write("root only\n")
     os.chmod(secret, 0o600)
     yield d, shared, secret
-    shutil.rmtree(d, ignore_errors=True)
-
-
-@pytest.fixture(scope="module")
-def nobody_copy(udsprobe):
-    """A copy of udsprobe that uid 65534 can execute (the repo may sit in a 0700 dir)."""
-    d = tempfile.mkdtemp(prefix="udsprobe-rel-bin-")
-    os.chmod(d, 0o755)
-    dst = os.path.join(d, "udsprobe")
-    shutil.copy2(udsprobe, dst)
-    os.chmod(dst, 0o755)
-    yield dst
     shutil.rmtree(d, ignore_errors=True)
 
 
@@ -210,10 +198,10 @@ def test_outputs_checked_before_running(run, opt, path):
     assert len(lines) == 1 and opt in lines[0] and path in lines[0], res.stderr
 
 
-def test_unwritable_out_as_nobody(nobody_copy, tmp_path):
+def test_unwritable_out_as_nobody(nobody_binary, tmp_path):
     d = tmp_path / "rootonly"
     d.mkdir(mode=0o755)
-    res = as_nobody(nobody_copy, *SMALL, "--out", d / "sub", cwd="/")
+    res = as_nobody(nobody_binary, *SMALL, "--out", d / "sub", cwd="/")
     assert res.returncode == 1, res.stderr
     assert "Permission denied" in res.stderr and "--out" in res.stderr, res.stderr
     assert "untraced" not in res.stderr
@@ -547,27 +535,6 @@ def test_out_reuse_untraced_after_traced(run, tmp_path, attach_mode):
 
 # ---- issue 15.2: signals at every phase leave nothing behind ---------------------------
 
-def bpf_prog_ids(pids):
-    """BPF program ids the processes hold (through program fds; links hold theirs too)."""
-    ids = set()
-    for p in pids:
-        try:
-            fds = os.listdir(f"/proc/{p}/fd")
-        except OSError:
-            continue
-        for fd in fds:
-            try:
-                if "bpf" not in os.readlink(f"/proc/{p}/fd/{fd}"):
-                    continue
-                with open(f"/proc/{p}/fdinfo/{fd}") as f:
-                    for line in f:
-                        if line.startswith("prog_id:"):
-                            ids.add(int(line.split()[1]))
-            except OSError:
-                continue
-    return ids
-
-
 def loaded_prog_ids():
     out = subprocess.run(["bpftool", "prog", "show", "-j"], capture_output=True, text=True,
                          check=True).stdout
@@ -600,7 +567,7 @@ def test_signal_at_every_phase_leaves_nothing(spawn_raw, tmp_path, attach_mode, 
         read_until(p, mark)
     time.sleep(delay)
     tree = proc_tree(p.pid)
-    progs = bpf_prog_ids(tree)
+    progs = fdinfo_values(tree, "prog_id")
     sockdir = sockdir_of(p.pid)
     if phase != "load":
         assert progs, "no BPF programs seen while tracing"
@@ -651,9 +618,9 @@ def test_second_signal_while_writing_leaves_no_temp_file(spawn, tmp_path, attach
 
 # ---- issue 15.2: unprivileged user, read-only cwd, missing TMPDIR ------------------------
 
-def test_nobody_untraced_works_anywhere(nobody_copy):
+def test_nobody_untraced_works_anywhere(nobody_binary):
     # cwd "/" is not writable for uid 65534; TMPDIR points nowhere
-    res = as_nobody("env", "TMPDIR=/nonexistent-udsprobe", nobody_copy, *SMALL, "--json", "-",
+    res = as_nobody("env", "TMPDIR=/nonexistent-udsprobe", nobody_binary, *SMALL, "--json", "-",
                     cwd="/")
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["results"]
@@ -661,8 +628,8 @@ def test_nobody_untraced_works_anywhere(nobody_copy):
 
 @pytest.mark.parametrize("args", [("--compare", "--count", "100"), ("--backlog", "--duration", "1"),
                                   ("--check",)], ids=["compare", "backlog", "check"])
-def test_nobody_traced_fails_with_one_line(nobody_copy, args):
-    res = as_nobody(nobody_copy, *args, cwd="/")
+def test_nobody_traced_fails_with_one_line(nobody_binary, args):
+    res = as_nobody(nobody_binary, *args, cwd="/")
     assert res.returncode == 1, res.stderr
     errs = [l for l in res.stderr.splitlines() if l.startswith("udsprobe:")]
     assert len(errs) == 1 and ("root" in errs[0] or "CAP_BPF" in errs[0]), res.stderr

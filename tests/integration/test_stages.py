@@ -5,14 +5,13 @@ fentry, kprobe and tracepoint in stock kernels). Counts are small inside a VM (U
 """
 import json
 import os
-import re
 import signal
 import subprocess
 import time
 
 import pytest
 
-from conftest import alive, partition_counts, proc_tree, sockdir_of, wait_for
+from conftest import alive, fdinfo_values, partition_counts, proc_tree, sockdir_of, wait_for
 
 IN_VM = os.environ.get("UDSVM") == "1"
 COUNT = 500 if IN_VM else 5000
@@ -177,26 +176,6 @@ def test_list_stages(run):
 
 # ---- nothing left behind -------------------------------------------------------------------
 
-def held_prog_ids(pid):
-    """IDs of the BPF programs that pid and its children hold open (/proc/PID/fdinfo), so the
-    check sees only this udsprobe's programs, never another instance's on the same machine."""
-    ids = set()
-    for p in {pid, *proc_tree(pid)}:
-        try:
-            fds = os.listdir(f"/proc/{p}/fdinfo")
-        except OSError:
-            continue
-        for fd in fds:
-            try:
-                with open(f"/proc/{p}/fdinfo/{fd}") as f:
-                    m = re.search(r"^prog_id:\s*(\d+)", f.read(), re.M)
-            except OSError:
-                continue
-            if m:
-                ids.add(int(m[1]))
-    return ids
-
-
 def loaded_prog_ids():
     res = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
@@ -229,7 +208,7 @@ def test_nothing_left_behind(spawn, attach_mode, how):
     seen = set()
 
     def traced_run_started():
-        seen.update(held_prog_ids(p.pid))
+        seen.update(fdinfo_values({p.pid, *proc_tree(p.pid)}, "prog_id"))
         return len(seen) >= 3 and sockdir_of(p.pid)
 
     if how == "exit":
@@ -237,7 +216,7 @@ def test_nothing_left_behind(spawn, attach_mode, how):
         # collect its programs while it runs, then let it finish
         wait_for(lambda: traced_run_started() or p.poll() is not None, timeout=120)
         while p.poll() is None:
-            seen.update(held_prog_ids(p.pid))
+            seen.update(fdinfo_values({p.pid, *proc_tree(p.pid)}, "prog_id"))
             time.sleep(0.05)
         assert p.returncode == 0, p.stderr.read()
     else:
@@ -245,7 +224,7 @@ def test_nothing_left_behind(spawn, attach_mode, how):
         # wait until the traced run is under way: its programs are loaded and attached
         assert wait_for(traced_run_started, timeout=120), "traced run never started"
         time.sleep(0.3)
-        seen.update(held_prog_ids(p.pid))
+        seen.update(fdinfo_values({p.pid, *proc_tree(p.pid)}, "prog_id"))
         os.killpg(p.pid, signal.SIGINT if how == "sigint" else signal.SIGKILL)
         p.wait(timeout=60)
         if how == "sigint":
