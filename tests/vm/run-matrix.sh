@@ -320,27 +320,25 @@ run_job() {	# run_job N JOB...
 }
 echo "running ${#jobs_list[@]} jobs, $JOBS at a time (UDSPROBE_VM_JOBS): each job's log is printed when it ends"
 pids=() names=()
+print_done() {	# the logs of jobs that have ended, in the order they end
+	local d
+	for d in "${!pids[@]}"; do
+		kill -0 "${pids[$d]}" 2>/dev/null && continue
+		wait "${pids[$d]}"
+		echo; echo "[$(secs "$t_start" "$(now)")s] done: ${names[$d]}"; cat "$RESULTS/job-$d.log"
+		unset "pids[$d]"
+	done
+}
 for n in "${!jobs_list[@]}"; do
 	while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
 	echo "[$(secs "$t_start" "$(now)")s] start: ${jobs_list[$n]}"
 	run_job "$n" ${jobs_list[$n]} >"$RESULTS/job-$n.log" 2>&1 &
 	pids[$n]=$! names[$n]=${jobs_list[$n]}
-	# print the logs of jobs already done, in the order they end
-	for d in "${!pids[@]}"; do
-		kill -0 "${pids[$d]}" 2>/dev/null && continue
-		wait "${pids[$d]}"
-		echo; echo "[$(secs "$t_start" "$(now)")s] done: ${names[$d]}"; cat "$RESULTS/job-$d.log"
-		unset "pids[$d]"
-	done
+	print_done
 done
 while [ ${#pids[@]} -gt 0 ]; do
 	wait -n
-	for d in "${!pids[@]}"; do
-		kill -0 "${pids[$d]}" 2>/dev/null && continue
-		wait "${pids[$d]}"
-		echo; echo "[$(secs "$t_start" "$(now)")s] done: ${names[$d]}"; cat "$RESULTS/job-$d.log"
-		unset "pids[$d]"
-	done
+	print_done
 done
 
 total_pass=0 total_fail=0 total_skip=0 rows=()
