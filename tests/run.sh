@@ -43,6 +43,23 @@ record() {	# record PART PASSED FAILED [NOTE]
 	echo "-- $1: $2 passed, $3 failed${4:+ ($4)}"
 }
 
+# record_counts PART RC "PASSED FAILED [SKIPPED]" WHAT: a non-zero exit with no failed test
+# (crash, timeout, nothing collected) counts as one failure; no counts at all, too.
+record_counts() {
+	local part=$1 rc=$2 what=$4
+	if [ -z "$3" ]; then
+		loud "$what printed no results (exit $rc; counted as 1 failure)"
+		record "$part" 0 1 "no results"
+		return
+	fi
+	set -- $3
+	if [ "$rc" -ne 0 ] && [ "$2" -eq 0 ]; then
+		record "$part" "$1" 1 "$what exit $rc"
+	else
+		record "$part" "$1" "$2" ${3:+"$3 skipped"}
+	fi
+}
+
 loud() {
 	echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
 	echo "!!! $*"
@@ -69,7 +86,7 @@ counts_from_log() {
 
 part_unit() {
 	echo "== unit tests =="
-	local log=$tmp/unit.log rc counts
+	local log=$tmp/unit.log rc
 	if ! make -s "$UNIT_BIN" >"$tmp/unit-build.log" 2>&1; then
 		cat "$tmp/unit-build.log"
 		loud "unit tests did not build (counted as 1 failure)"
@@ -78,18 +95,7 @@ part_unit() {
 	fi
 	"$UNIT_BIN" "$@" 2>&1 | tee "$log"
 	rc=${PIPESTATUS[0]}
-	counts=$(counts_from_log "$log")
-	if [ -z "$counts" ]; then
-		loud "unit tests printed no summary (exit $rc; counted as 1 failure)"
-		record unit 0 1 "no summary"
-		return
-	fi
-	set -- $counts
-	if [ "$rc" -ne 0 ] && [ "$2" -eq 0 ]; then
-		record unit "$1" 1 "exit $rc"
-	else
-		record unit "$1" "$2"
-	fi
+	record_counts unit "$rc" "$(counts_from_log "$log")" "$UNIT_BIN"
 }
 
 part_integration() {
@@ -113,23 +119,13 @@ part_integration() {
 		      t["failures"] + t["errors"], t["skipped"])
 	EOF
 	)
-	if [ -z "$counts" ]; then
-		loud "pytest wrote no results (exit $rc; counted as 1 failure)"
-		record integration 0 1 "no results"
-		return
-	fi
-	set -- $counts
-	# exit 5 = nothing collected, 2-4 = interrupted / internal / usage error
-	if [ "$rc" -ne 0 ] && [ "$2" -eq 0 ]; then
-		record integration "$1" 1 "pytest exit $rc"
-	else
-		record integration "$1" "$2" "$3 skipped"
-	fi
+	# pytest exit 5 = nothing collected, 2-4 = interrupted / internal / usage error
+	record_counts integration "$rc" "$counts" pytest
 }
 
 part_vm() {
 	echo "== VM kernel matrix =="
-	local log=$tmp/vm.log rc counts
+	local log=$tmp/vm.log rc
 	if [ ! -e "$VM_MATRIX" ]; then
 		loud "VM MATRIX NOT RUN: $VM_MATRIX does not exist yet (counted as 1 failure)"
 		record vm 0 1 "$VM_MATRIX missing"
@@ -137,18 +133,7 @@ part_vm() {
 	fi
 	"${as_root[@]}" bash "$VM_MATRIX" "$@" 2>&1 | tee "$log"
 	rc=${PIPESTATUS[0]}
-	counts=$(counts_from_log "$log")
-	if [ -z "$counts" ]; then
-		loud "$VM_MATRIX printed no 'N passed, N failed' line (exit $rc; counted as 1 failure)"
-		record vm 0 1 "no summary"
-		return
-	fi
-	set -- $counts
-	if [ "$rc" -ne 0 ] && [ "$2" -eq 0 ]; then
-		record vm "$1" 1 "exit $rc"
-	else
-		record vm "$1" "$2"
-	fi
+	record_counts vm "$rc" "$(counts_from_log "$log")" "$VM_MATRIX"
 }
 
 case $what in
