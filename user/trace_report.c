@@ -138,7 +138,7 @@ static void end_json(struct jw *w, const char *key, const struct flow_end *e)
 	jw_obj_end(w);
 }
 
-static void flow_json(struct jw *w, const struct flow *fl)
+void trace_flow_json(struct jw *w, const struct flow *fl)
 {
 	int st;
 
@@ -187,7 +187,7 @@ static void run_json(const struct trace_run *run, FILE *f)
 	jw_u64(&w, "duration_ns", run->duration_ns);
 	jw_arr_begin(&w, "flows");
 	for (i = 0; i < run->n_flows; i++)
-		flow_json(&w, &run->flows[i]);
+		trace_flow_json(&w, &run->flows[i]);
 	jw_arr_end(&w);
 	jw_obj_begin(&w, "misses");
 	for (i = 0; i < FM__COUNT; i++)

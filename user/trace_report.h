@@ -6,6 +6,10 @@
 
 #include "trace.h"
 
+struct jw;
+
+/* One flow as an object of the "flows" array (docs/TRACE.md), for other documents too. */
+void trace_flow_json(struct jw *w, const struct flow *fl);
 void trace_report_text(const struct trace_run *run, const struct trace_opts *o, FILE *f);
 /* JSON to path ('-' = stdout); 0 or -errno (said on stderr). */
 int trace_report_json(const struct trace_run *run, const char *path);
