@@ -14,6 +14,7 @@
 #include "attach.h"
 #include "backlog.h"
 #include "capability.h"
+#include "programs.h"
 #include "trace.h"
 #include "util.h"
 #include "workload.h"
@@ -56,6 +57,9 @@ static const char doc[] =
 "  sudo ./udsprobe --compare --duration 2 --json result.json\n"
 "  sudo ./udsprobe --compare --sweep --out talk/  # the size curve, 1 B to 1 MiB\n"
 "  sudo ./udsprobe --compare --mode pingpong --repeat 5  # medians and spreads\n"
+"  sudo ./udsprobe --compare --server 'redis-server --port {port} --unixsocket {unix} --save \"\"' \\\n"
+"       --client-unix 'redis-benchmark -s {unix} -t incr -n 100000 -c 1 -q' \\\n"
+"       --client-tcp 'redis-benchmark -p {port} -t incr -n 100000 -c 1 -q'  # real programs\n"
 "  sudo ./udsprobe --backlog                # watch listeners for overflows\n"
 "  sudo ./udsprobe --backlog --unix /run/php/php-fpm.sock --interval 1\n"
 "  sudo ./udsprobe --check                  # what this kernel supports\n"
@@ -180,6 +184,7 @@ static void parse_name_list(const char *opt, char *arg, const char *const *names
 static const struct argp_child argp_children[] = {
 	{ &backlog_argp, 0, NULL, 0 },
 	{ &trace_argp, 0, NULL, 0 },
+	{ &programs_argp, 0, NULL, 0 },
 	{},
 };
 
@@ -385,6 +390,26 @@ static int compare_validate(struct options *o, bool sweep)
 	return 0;
 }
 
+/* --server/--client-*: --compare of programs, which takes --json and --out only. */
+static int check_programs(const struct parse_state *ps)
+{
+	int i;
+
+	if (ps->opts->action != ACT_COMPARE) {
+		fprintf(stderr, "udsprobe: --server, --client-unix and --client-tcp need --compare\n"
+			"Try 'udsprobe --help' for more information.\n");
+		return -EINVAL;
+	}
+	for (i = 0; i < ps->n_scoped; i++)
+		if (strcmp(ps->scoped[i].name, "--json") && strcmp(ps->scoped[i].name, "--out")) {
+			fprintf(stderr, "udsprobe: %s is an option of the built-in workload; --compare of "
+				"programs (--client-unix, --client-tcp) takes --json and --out\n"
+				"Try 'udsprobe --help' for more information.\n", ps->scoped[i].name);
+			return -EINVAL;
+		}
+	return 0;
+}
+
 /* An option the chosen action does not take: -EINVAL after naming both. */
 static int check_scoped(const struct parse_state *ps)
 {
@@ -430,6 +455,8 @@ int options_parse(int argc, char **argv, struct options *o)
 	}
 	if (trace_requested() && (err = set_action(o, ACT_TRACE)))	/* trace.c's argp child */
 		return err;
+	if (programs_requested() && (err = check_programs(&ps)))
+		return err;
 	if (o->action == ACT_NONE) {
 		fprintf(stderr, "udsprobe: nothing to do: give --compare, --backlog, --trace, --check or --list-stages\n"
 			"Try 'udsprobe --help' for more information.\n");
@@ -437,5 +464,7 @@ int options_parse(int argc, char **argv, struct options *o)
 	}
 	if ((err = check_scoped(&ps)))
 		return err;
+	if (o->action == ACT_COMPARE && programs_requested())
+		return 0;	/* no workload to set up */
 	return o->action == ACT_COMPARE ? compare_validate(o, ps.sweep) : 0;
 }

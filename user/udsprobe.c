@@ -23,6 +23,8 @@
 #include "compare.h"
 #include "interrupt.h"
 #include "outfile.h"
+#include "programs.h"
+#include "programs_report.h"
 #include "reports.h"
 #include "trace.h"
 #include "trace_report.h"
@@ -149,6 +151,8 @@ static int do_compare(void)
 	struct comparison cmp = {};
 	int err, e;
 
+	if (programs_requested())
+		return programs_main(env.json_path, env.out_dir, env.verbose);
 	if (env.cmp.trace && geteuid() != 0) {
 		fprintf(stderr, "udsprobe: tracing needs root (CAP_BPF and CAP_PERFMON): run it with "
 			"sudo, or add --no-trace to run the workload only\n");

@@ -1,0 +1,276 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The server of --compare of programs: its own process group (so stopping it reaches the
+ * workers it forked, and a Ctrl-C on the terminal reaches udsprobe, which then stops it in
+ * order), a death signal should udsprobe itself be killed, readiness by connecting.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "interrupt.h"
+#include "program_server.h"
+#include "util.h"
+
+static int exit_code(int status)
+{
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+int server_start(struct program_server *s, const char *cmd, const char *out_path)
+{
+	pid_t pid;
+	int fd;
+
+	s->pid = 0;
+	s->exit_status = -1;
+	s->cmd = cmd;
+	snprintf(s->out_path, sizeof(s->out_path), "%s", out_path);
+	fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		fprintf(stderr, "udsprobe: --server: cannot create %s for its output: %s\n", out_path,
+			strerror(errno));
+		return -errno;
+	}
+	pid = fork();
+	if (pid < 0) {
+		int err = -errno;
+
+		fprintf(stderr, "udsprobe: --server: cannot fork: %s\n", strerror(-err));
+		close(fd);
+		return err;
+	}
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDONLY);
+
+		setpgid(0, 0);
+		prctl(PR_SET_PDEATHSIG, SIGTERM);	/* udsprobe killed: no orphan server */
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGPIPE, SIG_DFL);
+		if (null >= 0)
+			dup2(null, 0);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		fprintf(stderr, "udsprobe: --server: cannot run /bin/sh: %s\n", strerror(errno));
+		_exit(127);
+	}
+	setpgid(pid, pid);	/* both sides: whichever runs first */
+	close(fd);
+	s->pid = pid;
+	return 0;
+}
+
+bool server_alive(struct program_server *s)
+{
+	int status;
+
+	if (s->pid <= 0)
+		return false;
+	if (s->exit_status >= 0)
+		return false;
+	if (waitpid(s->pid, &status, WNOHANG) == s->pid) {
+		s->exit_status = exit_code(status);
+		return false;
+	}
+	return true;
+}
+
+static bool accepts(int family, const char *unix_path, unsigned port)
+{
+	struct sockaddr_un un = { .sun_family = AF_UNIX };
+	struct sockaddr_in in = { .sin_family = AF_INET, .sin_port = htons(port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	bool ok;
+
+	if (fd < 0)
+		return false;
+	if (family == AF_UNIX) {
+		snprintf(un.sun_path, sizeof(un.sun_path), "%s", unix_path);
+		ok = !connect(fd, (struct sockaddr *)&un, sizeof(un));
+	} else {
+		ok = !connect(fd, (struct sockaddr *)&in, sizeof(in));
+	}
+	close(fd);
+	return ok;
+}
+
+void file_tail(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	off_t size;
+	ssize_t n;
+
+	buf[0] = 0;
+	if (fd < 0)
+		return;
+	size = lseek(fd, 0, SEEK_END);
+	if (size > (off_t)len - 1)
+		lseek(fd, size - (off_t)len + 1, SEEK_SET);
+	else
+		lseek(fd, 0, SEEK_SET);
+	n = read(fd, buf, len - 1);
+	buf[n > 0 ? n : 0] = 0;
+	close(fd);
+}
+
+static void say_output(const struct program_server *s)
+{
+	char tail[2048];
+
+	file_tail(s->out_path, tail, sizeof(tail));
+	if (!tail[0])
+		fprintf(stderr, "It printed nothing.\n");
+	else
+		fprintf(stderr, "It printed (the end):\n%s%s", tail,
+			tail[strlen(tail) - 1] == '\n' ? "" : "\n");
+}
+
+int server_wait_ready(struct program_server *s, const char *unix_path, unsigned port,
+		      double timeout_s)
+{
+	uint64_t end = now_ns() + (uint64_t)(timeout_s * 1e9);
+	char where[4200];
+	bool un_ok = !unix_path, tcp_ok = !port;
+
+	snprintf(where, sizeof(where), "%s%s", unix_path ? unix_path : "",
+		 unix_path && port ? " and " : "");
+	if (port)
+		snprintf(where + strlen(where), sizeof(where) - strlen(where), "127.0.0.1:%u", port);
+	for (;;) {
+		un_ok = un_ok || accepts(AF_UNIX, unix_path, 0);
+		tcp_ok = tcp_ok || accepts(AF_INET, NULL, port);
+		if (un_ok && tcp_ok)
+			return 0;
+		if (!server_alive(s)) {
+			fprintf(stderr, "udsprobe: --server '%s' exited with status %d before it "
+				"accepted connections on %s.\n", s->cmd, s->exit_status, where);
+			say_output(s);
+			return -ECHILD;
+		}
+		if (udsprobe_stop) {
+			fprintf(stderr, "udsprobe: interrupted while waiting for --server\n");
+			return -EINTR;
+		}
+		if (now_ns() >= end) {
+			fprintf(stderr, "udsprobe: --server '%s' did not accept connections on %s "
+				"within %g s (--ready-timeout); it was stopped. Does the command use "
+				"{unix} and {port} and stay in the foreground?\n", s->cmd, where,
+				timeout_s);
+			say_output(s);
+			return -ETIMEDOUT;
+		}
+		usleep(20000);
+	}
+}
+
+/* Parent and process group from /proc/PID/stat: after the name's ')', "S ppid pgrp". */
+static bool stat_ids(const char *pid_dir, int *ppid, int *pgrp)
+{
+	char path[64], line[512], *p;
+	bool ok = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%s/stat", pid_dir);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	if (fgets(line, sizeof(line), f) && (p = strrchr(line, ')')))
+		ok = sscanf(p + 1, " %*c %d %d", ppid, pgrp) == 2;
+	fclose(f);
+	return ok;
+}
+
+/* Processes whose parent (by_group: process group) is id, at most max. */
+static int pids_of(pid_t id, bool by_group, int *pids, int max)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int n = 0, ppid, pgrp;
+
+	if (!d)
+		return 0;
+	while ((e = readdir(d)) && n < max) {
+		uint64_t pid;
+
+		if (parse_u64(e->d_name, 1, INT32_MAX, &pid) || !stat_ids(e->d_name, &ppid, &pgrp))
+			continue;
+		if ((by_group ? pgrp : ppid) == id)
+			pids[n++] = (int)pid;
+	}
+	closedir(d);
+	return n;
+}
+
+int server_group_pids(const struct program_server *s, int *pids, int max)
+{
+	return pids_of(s->pid, true, pids, max);
+}
+
+void stop_leftovers(pid_t keep)
+{
+	int pids[64], n, i, round;
+
+	/* a few rounds: a leftover's own children come to us when it dies */
+	for (round = 0; round < 4; round++) {
+		int sig = round < 2 ? SIGTERM : SIGKILL, left = 0;
+
+		n = pids_of(getpid(), false, pids, (int)ARRAY_SIZE(pids));
+		for (i = 0; i < n; i++)
+			if (pids[i] != keep && !kill(pids[i], sig))
+				left++;
+		if (!left)
+			return;
+		usleep(200000);
+		for (i = 0; i < n; i++)
+			if (pids[i] != keep)
+				waitpid(pids[i], NULL, WNOHANG);
+	}
+}
+
+/* Wait up to ms for the leader to be reaped and the group to be empty. */
+static bool group_gone(struct program_server *s, int ms)
+{
+	uint64_t end = now_ns() + (uint64_t)ms * 1000000;
+
+	int status;
+
+	for (;;) {
+		server_alive(s);
+		while (waitpid(-s->pid, &status, WNOHANG) > 0)
+			;	/* its orphans, ours as the subreaper */
+		if (s->exit_status >= 0 && kill(-s->pid, 0) && errno == ESRCH)
+			return true;
+		if (now_ns() >= end)
+			return false;
+		usleep(10000);
+	}
+}
+
+void server_stop(struct program_server *s)
+{
+	int status;
+
+	if (s->pid <= 0)
+		return;
+	kill(-s->pid, SIGTERM);
+	if (!group_gone(s, 3000)) {
+		kill(-s->pid, SIGKILL);
+		if (s->exit_status < 0 && waitpid(s->pid, &status, 0) == s->pid)
+			s->exit_status = exit_code(status);
+		group_gone(s, 1000);
+	}
+	s->pid = 0;
+}

@@ -1,0 +1,42 @@
+/*
+ * A server command for --compare of programs: run through /bin/sh in its own process group
+ * with its output in a file, waited for until it accepts connections, stopped with its whole
+ * group (SIGTERM, then SIGKILL).
+ */
+#ifndef UDSPROBE_PROGRAM_SERVER_H
+#define UDSPROBE_PROGRAM_SERVER_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+struct program_server {
+	pid_t pid;		/* also its process group; 0 when not running */
+	int exit_status;	/* exit code or 128 + signal once reaped; -1 before */
+	const char *cmd;	/* as run (for messages) */
+	char out_path[4096];	/* its stdout and stderr */
+};
+
+/* Start cmd with output to out_path. 0 or -errno (message printed). */
+int server_start(struct program_server *s, const char *cmd, const char *out_path);
+/*
+ * Wait until a connect() to unix_path (NULL: none) and to 127.0.0.1:port (0: none) succeeds,
+ * at most timeout_s. 0; -ETIMEDOUT, -ECHILD (it exited) or -EINTR (Ctrl-C), said on stderr
+ * with the command and the end of what it printed.
+ */
+int server_wait_ready(struct program_server *s, const char *unix_path, unsigned port,
+		      double timeout_s);
+/* Still running? (reaps it, setting exit_status, when it has exited) */
+bool server_alive(struct program_server *s);
+/* The pids of its process group now, at most max. */
+int server_group_pids(const struct program_server *s, int *pids, int max);
+/* SIGTERM to the group, SIGKILL after 3 s to whatever is left; reaps the leader. */
+void server_stop(struct program_server *s);
+/*
+ * Our children other than keep (a client's processes that outlived it come to udsprobe, the
+ * subreaper: programs_run sets PR_SET_CHILD_SUBREAPER): SIGTERM, then SIGKILL, reaped.
+ */
+void stop_leftovers(pid_t keep);
+/* The last len - 1 bytes of a file, NUL-terminated, into buf (empty when unreadable). */
+void file_tail(const char *path, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,367 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * --compare of real programs: fill {unix}, {port}, {port2} and {dir} with a private socket
+ * path and free loopback ports, start --server (program_server.c) and wait until it accepts,
+ * then run --client-unix and --client-tcp one after the other, each under --trace
+ * (trace_run: the client and its children followed, the server's process group added), and
+ * keep the flows on the transport's own endpoint. The server is stopped and the directory
+ * removed on every path out, Ctrl-C included.
+ */
+#include <argp.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "interrupt.h"
+#include "program_server.h"
+#include "programs.h"
+#include "util.h"
+
+#define MAX_SERVER_PIDS	256
+
+static struct {
+	const char *server, *client[PG__COUNT];
+	double ready_timeout_s;
+} popts = { .ready_timeout_s = 10 };
+
+enum { OPT_SERVER = 1300, OPT_CLIENT_UNIX, OPT_CLIENT_TCP, OPT_READY_TIMEOUT };
+
+static const struct argp_option pg_options[] = {
+	{ NULL, 0, NULL, 0,
+	  "Real programs (--compare with --server/--client-*): {unix}, {port}, {port2}, {dir} in "
+	  "the commands are replaced by a private socket path, free loopback ports and the private "
+	  "directory; each command runs through /bin/sh:", 6 },
+	{ "server", OPT_SERVER, "CMD", 0,
+	  "Start CMD first, in the foreground, and wait until it accepts on {unix} and {port} "
+	  "(those it names); stopped at the end" },
+	{ "client-unix", OPT_CLIENT_UNIX, "CMD", 0, "The client over the unix socket; traced" },
+	{ "client-tcp", OPT_CLIENT_TCP, "CMD", 0, "The same client over TCP loopback; traced" },
+	{ "ready-timeout", OPT_READY_TIMEOUT, "S", 0,
+	  "How long --server may take to accept connections (default 10)" },
+	{},
+};
+
+static error_t pg_parse(int key, char *arg, struct argp_state *state)
+{
+	(void)state;
+	switch (key) {
+	case OPT_SERVER:
+	case OPT_CLIENT_UNIX:
+	case OPT_CLIENT_TCP:
+		if (!*arg) {
+			fprintf(stderr, "udsprobe: --%s needs a command\n",
+				key == OPT_SERVER ? "server" : key == OPT_CLIENT_UNIX ? "client-unix" :
+				"client-tcp");
+			exit(2);
+		}
+		*(key == OPT_SERVER ? &popts.server : &popts.client[key - OPT_CLIENT_UNIX]) = arg;
+		break;
+	case OPT_READY_TIMEOUT:
+		if (parse_seconds(arg, 600, &popts.ready_timeout_s)) {
+			fprintf(stderr, "udsprobe: --ready-timeout: '%s' is not a number of seconds in "
+				"(0, 600]\n", arg);
+			exit(2);
+		}
+		break;
+	case ARGP_KEY_END:
+		if ((popts.server || popts.client[PG_UNIX] || popts.client[PG_TCP]) &&
+		    (!popts.client[PG_UNIX] || !popts.client[PG_TCP])) {
+			fprintf(stderr, "udsprobe: --compare of programs needs both --client-unix and "
+				"--client-tcp (the same client, once per transport)\n"
+				"Try 'udsprobe --help' for more information.\n");
+			exit(2);
+		}
+		if (popts.server && !strstr(popts.server, "{unix}") && !strstr(popts.server, "{port}")) {
+			fprintf(stderr, "udsprobe: --server names neither {unix} nor {port}: udsprobe "
+				"waits until the server accepts there and traces that endpoint\n"
+				"Try 'udsprobe --help' for more information.\n");
+			exit(2);
+		}
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+const struct argp programs_argp = { .options = pg_options, .parser = pg_parse };
+
+bool programs_requested(void)
+{
+	return popts.client[PG_UNIX] != NULL;
+}
+
+const char *programs_client_opt(int side)
+{
+	return side == PG_UNIX ? "--client-unix" : "--client-tcp";
+}
+
+/* ------------------------------------------------------------------ set-up */
+
+/* A loopback port free now, different from avoid (the kernel picks it). */
+static int free_port(unsigned avoid, unsigned *out)
+{
+	struct sockaddr_in in = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(in);
+	int tries, fd;
+
+	for (tries = 0; tries < 8; tries++) {
+		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return -errno;
+		in.sin_port = 0;
+		if (bind(fd, (struct sockaddr *)&in, sizeof(in)) ||
+		    getsockname(fd, (struct sockaddr *)&in, &len)) {
+			int err = -errno;
+
+			close(fd);
+			return err;
+		}
+		close(fd);
+		*out = ntohs(in.sin_port);
+		if (*out != avoid)
+			return 0;
+	}
+	return -EADDRINUSE;
+}
+
+/* tmpl with every {unix}, {port}, {port2} and {dir} replaced; other braces stay. */
+static char *fill(const char *tmpl, const struct program_compare *pc)
+{
+	char port[16], port2[16];
+	const struct { const char *name, *value; } ph[] = {
+		{ "{unix}", pc->unix_path }, { "{port}", port }, { "{port2}", port2 },
+		{ "{dir}", pc->dir },
+	};
+	size_t cap = strlen(tmpl) + 1, len = 0, i;
+	const char *p;
+	char *out;
+
+	snprintf(port, sizeof(port), "%u", pc->port);
+	snprintf(port2, sizeof(port2), "%u", pc->port2);
+	for (p = tmpl; *p; p++)
+		if (*p == '{')
+			cap += PATH_MAX;
+	out = malloc(cap);
+	if (!out)
+		return NULL;
+	for (p = tmpl; *p;) {
+		for (i = 0; i < ARRAY_SIZE(ph); i++)
+			if (!strncmp(p, ph[i].name, strlen(ph[i].name)))
+				break;
+		if (i < ARRAY_SIZE(ph)) {
+			len += snprintf(out + len, cap - len, "%s", ph[i].value);
+			p += strlen(ph[i].name);
+		} else {
+			out[len++] = *p++;
+		}
+	}
+	out[len] = 0;
+	return out;
+}
+
+static int setup(struct program_compare *pc)
+{
+	int err, s;
+
+	snprintf(pc->dir, sizeof(pc->dir), "/tmp/udsprobe-compare.XXXXXX");
+	if (!mkdtemp(pc->dir)) {
+		err = -errno;
+		fprintf(stderr, "udsprobe: --compare: cannot create a private directory in /tmp: %s\n",
+			strerror(-err));
+		pc->dir[0] = 0;
+		return err;
+	}
+	/* others may pass through to the socket by its name (servers that drop privileges,
+	 * php-fpm pools, nginx workers) but not list the directory */
+	chmod(pc->dir, 0711);
+	snprintf(pc->unix_path, sizeof(pc->unix_path), "%s/server.sock", pc->dir);
+	err = free_port(0, &pc->port);
+	if (!err)
+		err = free_port(pc->port, &pc->port2);
+	if (err) {
+		fprintf(stderr, "udsprobe: --compare: cannot find a free loopback port: %s\n",
+			strerror(-err));
+		return err;
+	}
+	snprintf(pc->endpoint[PG_UNIX], sizeof(pc->endpoint[PG_UNIX]), "%s", pc->unix_path);
+	snprintf(pc->endpoint[PG_TCP], sizeof(pc->endpoint[PG_TCP]), "127.0.0.1:%u", pc->port);
+	if (popts.server && !(pc->server_cmd = fill(popts.server, pc)))
+		return -ENOMEM;
+	for (s = 0; s < PG__COUNT; s++)
+		if (!(pc->side[s].cmd = fill(popts.client[s], pc)))
+			return -ENOMEM;
+	return 0;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if (flag == FTW_DP)
+		rmdir(path);
+	else
+		unlink(path);
+	return 0;
+}
+
+/* The private directory and what the programs left in it (never following links). */
+static void remove_dir(struct program_compare *pc)
+{
+	if (pc->dir[0])
+		nftw(pc->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+}
+
+/* ------------------------------------------------------------------ clients */
+
+static void read_output(struct program_side *sd, const char *path)
+{
+	char *buf = malloc(PG_OUTPUT_MAX + 1);
+	struct stat st;
+
+	if (!buf)
+		return;
+	file_tail(path, buf, PG_OUTPUT_MAX + 1);
+	sd->output = buf;
+	sd->output_len = strlen(buf);
+	sd->output_cut = !stat(path, &st) && st.st_size > PG_OUTPUT_MAX;
+	unlink(path);
+}
+
+/* One client under --trace: its output to a file in the private directory. */
+static int run_client(struct program_compare *pc, int s, const int *pids, int n_pids,
+		      int verbose)
+{
+	struct program_side *sd = &pc->side[s];
+	char out_path[PATH_MAX + 32], *script;
+	char *argv[] = { "/bin/sh", "-c", NULL, NULL };
+	const char *unix_paths[] = { pc->unix_path };
+	unsigned ports[] = { pc->port };
+	struct trace_opts o = {
+		.pids = pids, .n_pids = n_pids, .verbose = verbose, .argv = argv,
+	};
+	int err;
+
+	if (s == PG_UNIX) {
+		o.unix_paths = unix_paths;
+		o.n_unix = 1;
+	} else {
+		o.ports = ports;
+		o.n_ports = 1;
+	}
+	snprintf(out_path, sizeof(out_path), "%s/client-%s.out", pc->dir, s == PG_UNIX ? "unix" : "tcp");
+	/* the path is ours (mkdtemp: no quote in it); the command follows as sh code */
+	if (asprintf(&script, "exec </dev/null >'%s' 2>&1\n%s", out_path, sd->cmd) < 0)
+		return -ENOMEM;
+	argv[2] = script;
+	err = trace_run(&o, &sd->run);
+	free(script);
+	if (err)
+		return err;
+	sd->ran = true;
+	sd->exit_status = sd->run.exit_status;
+	sd->wall_ns = sd->run.duration_ns;
+	sd->run.argv = NULL;	/* argv was ours; the report names sd->cmd */
+	read_output(sd, out_path);
+	pc->attach_mode = sd->run.attach_mode;
+	if (sd->run.interrupted) {
+		pc->interrupted = true;
+		return -EINTR;
+	}
+	return 0;
+}
+
+static int check_client(const struct program_compare *pc, int s)
+{
+	const struct program_side *sd = &pc->side[s];
+
+	if (sd->exit_status == 0)
+		return 0;
+	fprintf(stderr, "udsprobe: %s '%s' failed with exit status %d%s\n", programs_client_opt(s),
+		sd->cmd, sd->exit_status, sd->output_len ? "; it printed (the end):" : " and printed nothing");
+	if (sd->output_len) {
+		size_t from = sd->output_len > 2000 ? sd->output_len - 2000 : 0;
+
+		fprintf(stderr, "%s%s", sd->output + from,
+			sd->output[sd->output_len - 1] == '\n' ? "" : "\n");
+	}
+	return -ECHILD;
+}
+
+/* ------------------------------------------------------------------ the run */
+
+static int run_clients(struct program_compare *pc, struct program_server *srv, int verbose)
+{
+	int pids[MAX_SERVER_PIDS], n_pids = 0, s, err;
+
+	for (s = 0; s < PG__COUNT; s++) {
+		if (srv->pid > 0)	/* its workers forked so far; later ones are followed */
+			n_pids = server_group_pids(srv, pids, MAX_SERVER_PIDS);
+		err = run_client(pc, s, pids, n_pids, verbose);
+		stop_leftovers(srv->pid);
+		if (err)
+			return err;
+		err = check_client(pc, s);
+		if (err)
+			return err;
+		if (srv->pid > 0 && !server_alive(srv)) {
+			fprintf(stderr, "udsprobe: --server '%s' exited (status %d) during the %s run\n",
+				srv->cmd, srv->exit_status, s == PG_UNIX ? "unix" : "tcp");
+			return -ECHILD;
+		}
+	}
+	return 0;
+}
+
+int programs_run(struct program_compare *pc, int verbose)
+{
+	struct program_server srv = { .pid = 0 };
+	char out_path[PATH_MAX + 16];
+	int err;
+
+	memset(pc, 0, sizeof(*pc));
+	/* processes the server or a client leave behind when their parent exits come to us
+	 * (not init), so none outlives the run: stop_leftovers(), server_stop() */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	pc->side[PG_UNIX].exit_status = pc->side[PG_TCP].exit_status = -1;
+	err = setup(pc);
+	if (err)
+		goto out;
+	if (pc->server_cmd) {
+		snprintf(out_path, sizeof(out_path), "%s/server.out", pc->dir);
+		err = server_start(&srv, pc->server_cmd, out_path);
+		if (!err)
+			err = server_wait_ready(&srv, strstr(popts.server, "{unix}") ? pc->unix_path : NULL,
+						strstr(popts.server, "{port}") ? pc->port : 0,
+						popts.ready_timeout_s);
+	}
+	if (!err)
+		err = run_clients(pc, &srv, verbose);
+out:
+	server_stop(&srv);
+	remove_dir(pc);
+	if (err == -EINTR)
+		pc->interrupted = true;
+	return err;
+}
+
+void programs_free(struct program_compare *pc)
+{
+	int s;
+
+	free(pc->server_cmd);
+	for (s = 0; s < PG__COUNT; s++) {
+		free(pc->side[s].cmd);
+		free(pc->side[s].output);
+		trace_run_free(&pc->side[s].run);
+	}
+	memset(pc, 0, sizeof(*pc));
+}

@@ -1,0 +1,54 @@
+/*
+ * --compare of real programs (--server, --client-unix, --client-tcp): one client/server pair
+ * run over both transports, each client traced with the --trace machinery (trace.h), the
+ * flows on the pair's private socket and port kept. docs/PROGRAMS.md.
+ */
+#ifndef UDSPROBE_PROGRAMS_H
+#define UDSPROBE_PROGRAMS_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trace.h"
+
+#define PG_OUTPUT_MAX	(64 * 1024)	/* bytes of a client's output kept (its end) */
+
+/* The options of --compare with programs (an argp child of udsprobe.c). */
+extern const struct argp programs_argp;
+/* --server, --client-unix or --client-tcp was given. */
+bool programs_requested(void);
+
+/* The two transports, indexed as enum fl_transport - 1. */
+enum { PG_UNIX, PG_TCP, PG__COUNT };
+
+struct program_side {
+	char *cmd;		/* the client command, placeholders filled */
+	bool ran;		/* traced to its end (or interrupted) */
+	int exit_status;	/* exit code, or 128 + signal; -1 if it never ended */
+	uint64_t wall_ns;	/* from its start to its exit */
+	char *output;		/* stdout and stderr together, the last PG_OUTPUT_MAX bytes */
+	size_t output_len;
+	bool output_cut;	/* the start was dropped */
+	struct trace_run run;	/* flows on this transport's endpoint only */
+};
+
+struct program_compare {
+	char *server_cmd;	/* placeholders filled; NULL without --server */
+	char dir[64];		/* the private directory ({dir}) */
+	char unix_path[108];	/* {unix}: fits sun_path */
+	unsigned port, port2;	/* {port}, {port2} */
+	char endpoint[PG__COUNT][PATH_MAX];	/* as --trace names them: the path, 127.0.0.1:PORT */
+	struct program_side side[PG__COUNT];
+	const char *attach_mode;
+	bool interrupted;
+};
+
+/* Run it all: 0, -EINTR on Ctrl-C (what ran is in pc), other -errno (message printed). */
+int programs_run(struct program_compare *pc, int verbose);
+void programs_free(struct program_compare *pc);
+/* Client options as given (with placeholders), for messages. */
+const char *programs_client_opt(int side);
+
+#endif

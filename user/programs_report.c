@@ -1,0 +1,420 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * --compare of real programs, reported as the built-in workload is: per flow a table with
+ * the unix and the TCP run side by side (latency, the --trace stages per message), an
+ * explanation, the clients' output; JSON with a "results" entry per transport; --out DIR
+ * with report.md, report.json and each client's output. docs/PROGRAMS.md.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "json_writer.h"
+#include "outfile.h"
+#include "programs_report.h"
+#include "trace_report.h"
+#include "util.h"
+
+static const char *const side_name[PG__COUNT] = { "unix", "tcp" };
+
+int programs_pairs(const struct program_compare *pc, struct flow_pair *out, int max)
+{
+	const struct trace_run *u = &pc->side[PG_UNIX].run, *t = &pc->side[PG_TCP].run;
+	int n = 0, i, j;
+	bool *used = calloc(t->n_flows + 1, sizeof(*used));
+
+	if (!used)
+		return 0;
+	for (i = 0; i < u->n_flows && n < max; i++) {
+		out[n].f[PG_UNIX] = &u->flows[i];
+		out[n].f[PG_TCP] = NULL;
+		for (j = 0; j < t->n_flows; j++)
+			if (!used[j] && !strcmp(t->flows[j].sender.comm, u->flows[i].sender.comm) &&
+			    !strcmp(t->flows[j].receiver.comm, u->flows[i].receiver.comm)) {
+				out[n].f[PG_TCP] = &t->flows[j];
+				used[j] = true;
+				break;
+			}
+		n++;
+	}
+	for (j = 0; j < t->n_flows && n < max; j++)
+		if (!used[j]) {
+			out[n].f[PG_UNIX] = NULL;
+			out[n++].f[PG_TCP] = &t->flows[j];
+		}
+	free(used);
+	return n;
+}
+
+double programs_socket_ns(const struct program_side *sd)
+{
+	double sum = 0;
+	int i;
+
+	for (i = 0; i < sd->run.n_flows; i++)
+		sum += sd->run.flows[i].mean * sd->run.flows[i].messages;
+	return sum;
+}
+
+uint64_t programs_messages(const struct program_side *sd)
+{
+	uint64_t n = 0;
+	int i;
+
+	for (i = 0; i < sd->run.n_flows; i++)
+		n += sd->run.flows[i].messages;
+	return n;
+}
+
+/* ------------------------------------------------------------------ text */
+
+#define LABEL_W 30
+#define COL_W 13
+
+static void ratio_cell(double u, double t, FILE *f)
+{
+	if (u > 0 && t > 0)
+		fprintf(f, " %*.2fx", COL_W - 1, t / u);
+	fputc('\n', f);
+}
+
+static void row_dur(const char *label, double u, double t, bool ratio, FILE *f)
+{
+	char a[32], b[32];
+
+	fprintf(f, "  %-*s %*s %*s", LABEL_W, label, COL_W, u >= 0 ? fmt_dur(u, false, a, sizeof(a)) : "-",
+		COL_W, t >= 0 ? fmt_dur(t, false, b, sizeof(b)) : "-");
+	if (ratio)
+		ratio_cell(u, t, f);
+	else
+		fputc('\n', f);
+}
+
+static void row_count(const char *label, const struct flow_pair *p, FILE *f)
+{
+	int s;
+
+	fprintf(f, "  %-*s", LABEL_W, label);
+	for (s = 0; s < PG__COUNT; s++) {
+		if (p->f[s])
+			fprintf(f, " %*llu", COL_W, (unsigned long long)p->f[s]->messages);
+		else
+			fprintf(f, " %*s", COL_W, "-");
+	}
+	fputc('\n', f);
+}
+
+static void pair_text(const struct flow_pair *p, FILE *f)
+{
+	const struct flow *any = p->f[PG_UNIX] ? p->f[PG_UNIX] : p->f[PG_TCP];
+	const struct flow *u = p->f[PG_UNIX], *t = p->f[PG_TCP];
+	int st;
+
+	fprintf(f, "\n%s -> %s\n", any->sender.comm, any->receiver.comm);
+	row_count("messages", p, f);
+	row_dur("latency p50", u ? (double)u->p50 : -1, t ? (double)t->p50 : -1, u && t, f);
+	row_dur("latency p99", u ? (double)u->p99 : -1, t ? (double)t->p99 : -1, u && t, f);
+	row_dur("latency mean", u ? u->mean : -1, t ? t->mean : -1, u && t, f);
+	fprintf(f, "  %-*s\n", LABEL_W, "per message, by stage:");
+	for (st = 0; st < FS__COUNT; st++) {
+		char label[48];
+
+		if (!(u && u->stages[st].count) && !(t && t->stages[st].count))
+			continue;
+		snprintf(label, sizeof(label), "  %s", fl_stage_names[st]);
+		row_dur(label, u ? u->stages[st].ns_per_msg : -1, t ? t->stages[st].ns_per_msg : -1,
+			false, f);
+	}
+}
+
+/* The last non-blank \r-separated part of line p[0..len). */
+static void last_shown(const char *p, size_t len, const char **seg, size_t *seg_len)
+{
+	const char *end = p + len, *q = p;
+
+	while (q < end) {
+		size_t n = 0, blank = 0;
+
+		while (q + n < end && q[n] != '\r')
+			blank += q[n++] == ' ';
+		if (n > blank) {
+			*seg = q;
+			*seg_len = n;
+		}
+		q += n + 1;
+	}
+}
+
+/* The last n lines of a client's output, indented. */
+static void output_tail(const struct program_side *sd, int n, FILE *f)
+{
+	const char *start = sd->output, *end = sd->output + sd->output_len, *p;
+	int lines = 0;
+
+	while (end > sd->output && (end[-1] == '\n' || end[-1] == ' ' || end[-1] == '\r'))
+		end--;	/* trailing blank lines */
+	if (end == sd->output) {
+		fprintf(f, "    (no output)\n");
+		return;
+	}
+	for (p = end - 1; p > sd->output; p--)
+		if (*p == '\n' && ++lines == n) {
+			start = p + 1;
+			break;
+		}
+	for (p = start; p < end;) {
+		size_t len = MIN(strcspn(p, "\n"), (size_t)(end - p));
+		const char *seg = p;
+		size_t seg_len = len;
+		char line[1024];
+
+		/* progress lines redrawn with \r: what a terminal would show is the last
+		 * non-blank part */
+		last_shown(p, len, &seg, &seg_len);
+		str_escape(seg, seg_len, line, sizeof(line));
+		fprintf(f, "    %s\n", line);
+		p += len + (p[len] == '\n');
+	}
+}
+
+void programs_text(const struct program_compare *pc, FILE *f)
+{
+	struct flow_pair pairs[PG_MAX_PAIRS];
+	int n = programs_pairs(pc, pairs, PG_MAX_PAIRS), i, s;
+	double u_wall = pc->side[PG_UNIX].wall_ns, t_wall = pc->side[PG_TCP].wall_ns;
+
+	fprintf(f, "udsprobe --compare of programs: %s mode, kernel %s%s\n",
+		pc->attach_mode ? pc->attach_mode : "-", kernel_release(),
+		pc->interrupted ? " (interrupted)" : "");
+	if (pc->server_cmd)
+		fprintf(f, "server: %s\n", pc->server_cmd);
+	for (s = 0; s < PG__COUNT; s++)
+		fprintf(f, "%-7s %s\n", s == PG_UNIX ? "unix:" : "tcp:", pc->side[s].cmd);
+	fprintf(f, "\n  %-*s %*s %*s %*s\n", LABEL_W, "", COL_W, pc->endpoint[PG_UNIX][0] ? "unix" : "",
+		COL_W, "tcp", COL_W, "tcp/unix");
+	fprintf(f, "  %-*s %*d %*d\n", LABEL_W, "client exit status", COL_W,
+		pc->side[PG_UNIX].exit_status, COL_W, pc->side[PG_TCP].exit_status);
+	row_dur("client run time", pc->side[PG_UNIX].ran ? u_wall : -1,
+		pc->side[PG_TCP].ran ? t_wall : -1, true, f);
+	fprintf(f, "  %-*s %*llu %*llu\n", LABEL_W, "messages on the endpoint", COL_W,
+		(unsigned long long)programs_messages(&pc->side[PG_UNIX]), COL_W,
+		(unsigned long long)programs_messages(&pc->side[PG_TCP]));
+	row_dur("time messages were in flight", programs_socket_ns(&pc->side[PG_UNIX]),
+		programs_socket_ns(&pc->side[PG_TCP]), true, f);
+	for (i = 0; i < n; i++)
+		pair_text(&pairs[i], f);
+	if (!n)
+		fprintf(f, "\nNo message on %s or %s completed: do the clients use {unix} and {port}?\n",
+			pc->endpoint[PG_UNIX], pc->endpoint[PG_TCP]);
+	fprintf(f, "\n");
+	programs_explain(pc, f);
+	for (s = 0; s < PG__COUNT; s++) {
+		if (!pc->side[s].ran)
+			continue;
+		fprintf(f, "\nclient output (%s), the last lines:\n", side_name[s]);
+		output_tail(&pc->side[s], 8, f);
+	}
+}
+
+/* ------------------------------------------------------------------ JSON */
+
+/* JSON strings are UTF-8: bytes of no valid sequence (and NULs) become U+FFFD. out holds
+ * 3 x len + 1. */
+static void utf8_clean(const char *in, size_t len, char *out)
+{
+	const unsigned char *p = (const unsigned char *)in, *end = p + len;
+	size_t o = 0;
+
+	while (p < end) {
+		int n = *p < 0x80 ? 1 : (*p & 0xE0) == 0xC0 && *p >= 0xC2 ? 2 :
+			(*p & 0xF0) == 0xE0 ? 3 : (*p & 0xF8) == 0xF0 && *p <= 0xF4 ? 4 : 0;
+		int k;
+
+		for (k = 1; k < n; k++)
+			if (p + k >= end || (p[k] & 0xC0) != 0x80)
+				n = 0;
+		/* overlong 3-byte forms, surrogates, and 4-byte forms beyond U+10FFFF */
+		if ((n == 3 && ((p[0] == 0xE0 && p[1] < 0xA0) || (p[0] == 0xED && p[1] >= 0xA0))) ||
+		    (n == 4 && ((p[0] == 0xF0 && p[1] < 0x90) || (p[0] == 0xF4 && p[1] >= 0x90))))
+			n = 0;
+		if (n == 0 || *p == 0) {
+			memcpy(out + o, "\xEF\xBF\xBD", 3);
+			o += 3;
+			p++;
+			continue;
+		}
+		memcpy(out + o, p, n);
+		o += n;
+		p += n;
+	}
+	out[o] = 0;
+}
+
+static void side_json(struct jw *w, const struct program_compare *pc, int s)
+{
+	const struct program_side *sd = &pc->side[s];
+	char *esc = NULL;
+	int i;
+
+	jw_obj_begin(w, NULL);
+	jw_str(w, "transport", side_name[s]);
+	jw_str(w, "endpoint", pc->endpoint[s]);
+	jw_str(w, "command", sd->cmd);
+	jw_bool(w, "ran", sd->ran);
+	jw_i64(w, "exit_status", sd->exit_status);
+	jw_u64(w, "wall_ns", sd->wall_ns);
+	jw_u64(w, "messages", programs_messages(sd));
+	jw_double(w, "in_flight_ns", programs_socket_ns(sd));
+	if (sd->output_len && (esc = malloc(3 * sd->output_len + 1)))
+		utf8_clean(sd->output, sd->output_len, esc);
+	jw_str(w, "output", esc ? esc : "");
+	free(esc);
+	jw_bool(w, "output_truncated", sd->output_cut);
+	jw_arr_begin(w, "flows");
+	for (i = 0; i < sd->run.n_flows; i++)
+		trace_flow_json(w, &sd->run.flows[i]);
+	jw_arr_end(w);
+	jw_obj_begin(w, "misses");
+	for (i = 0; i < FM__COUNT; i++)
+		jw_u64(w, fl_miss_names[i], sd->run.misses[i]);
+	jw_obj_end(w);
+	jw_obj_end(w);
+}
+
+void programs_json_write(const struct program_compare *pc, FILE *f)
+{
+	struct jw w;
+	int s;
+
+	jw_init(&w, f, true);
+	jw_obj_begin(&w, NULL);
+	jw_str(&w, "tool", "udsprobe");
+	jw_str(&w, "version", UDSPROBE_VERSION);
+	jw_str(&w, "kernel", kernel_release());
+	jw_str(&w, "action", "compare-programs");
+	jw_str(&w, "attach_mode", pc->attach_mode);
+	jw_str(&w, "server", pc->server_cmd);
+	jw_arr_begin(&w, "results");
+	for (s = 0; s < PG__COUNT; s++)
+		side_json(&w, pc, s);
+	jw_arr_end(&w);
+	if (pc->side[PG_UNIX].wall_ns && pc->side[PG_TCP].wall_ns)
+		jw_double(&w, "tcp_over_unix_wall", (double)pc->side[PG_TCP].wall_ns /
+			  pc->side[PG_UNIX].wall_ns);
+	else
+		jw_null(&w, "tcp_over_unix_wall");
+	jw_bool(&w, "interrupted", pc->interrupted);
+	jw_obj_end(&w);
+	fputc('\n', f);
+}
+
+/* ------------------------------------------------------------------ report.md */
+
+void programs_md(const struct program_compare *pc, FILE *f)
+{
+	int s;
+
+	fprintf(f, "# udsprobe --compare of programs\n\n");
+	fprintf(f, "The same client over a unix socket and over TCP loopback, each run traced with "
+		"`--trace` (docs/PROGRAMS.md); stages are described in docs/TRACE.md.\n\n");
+	fprintf(f, "## Side by side\n\n```\n");
+	programs_text(pc, f);
+	fprintf(f, "```\n");
+	for (s = 0; s < PG__COUNT; s++) {
+		if (!pc->side[s].ran)
+			continue;
+		fprintf(f, "\n## Client output (%s)%s\n\nIn `client-%s.out`.\n", side_name[s],
+			pc->side[s].output_cut ? ", its last 64 KiB" : "", side_name[s]);
+	}
+	fprintf(f, "\nreport.json holds every number above (docs/PROGRAMS.md).\n");
+}
+
+/* ------------------------------------------------------------------ the action */
+
+static int write_at(struct outdir *od, const char *name, const struct program_compare *pc,
+		    int what)
+{
+	struct outfile of;
+	int err = outfile_begin_at(&of, "--out", od->fd, od->path, name);
+
+	if (err)
+		return err;
+	if (what == 0)
+		programs_md(pc, of.f);
+	else if (what == 1)
+		programs_json_write(pc, of.f);
+	else
+		fwrite(pc->side[what - 2].output, 1, pc->side[what - 2].output_len, of.f);
+	return outfile_commit(&of, 0);
+}
+
+static int write_out(const struct program_compare *pc, struct outdir *od)
+{
+	int err, s;
+
+	err = write_at(od, "report.md", pc, 0);
+	if (!err)
+		err = write_at(od, "report.json", pc, 1);
+	for (s = 0; s < PG__COUNT && !err; s++)
+		if (pc->side[s].ran)
+			err = write_at(od, s == PG_UNIX ? "client-unix.out" : "client-tcp.out", pc, 2 + s);
+	return err;
+}
+
+static int write_outputs(const struct program_compare *pc, const char *json_path,
+			 struct outdir *od)
+{
+	struct outfile of;
+	int err = 0, e;
+
+	if (!json_path || strcmp(json_path, "-")) {
+		programs_text(pc, stdout);
+		if (fflush(stdout) || ferror(stdout)) {
+			err = errno ? -errno : -EIO;
+			fprintf(stderr, "udsprobe: writing the report to standard output failed: %s\n",
+				strerror(-err));
+		}
+	}
+	if (json_path) {
+		e = outfile_begin(&of, "--json", json_path);
+		if (!e) {
+			programs_json_write(pc, of.f);
+			e = outfile_commit(&of, 0);
+		}
+		err = err ? err : e;
+	}
+	if (od->fd >= 0 && (e = write_out(pc, od)))
+		err = err ? err : e;
+	return err;
+}
+
+int programs_main(const char *json_path, const char *out_dir, int verbose)
+{
+	struct outdir od = { .fd = -1 };
+	struct program_compare pc;
+	int err, e;
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "udsprobe: --compare of programs traces them and needs root (CAP_BPF "
+			"and CAP_PERFMON): run it with sudo\n");
+		return -EPERM;
+	}
+	if (json_path && (err = outfile_check("--json", json_path)))
+		return err;
+	if (out_dir && (err = outdir_open(&od, "--out", out_dir)))
+		return err;
+	err = programs_run(&pc, verbose);
+	/* an interrupted run or a failed client: the report of what ran, statuses included */
+	if (!err || pc.side[PG_UNIX].ran) {
+		if (err)
+			fprintf(stderr, "udsprobe: %s; the report of what ran follows\n",
+				err == -EINTR ? "interrupted" : "the run failed (above)");
+		e = write_outputs(&pc, json_path, &od);
+		err = err ? err : e;
+	}
+	if (od.fd >= 0)
+		outdir_close(&od, true);
+	programs_free(&pc);
+	return err;
+}
