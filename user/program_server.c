@@ -138,21 +138,25 @@ static void say_output(const struct program_server *s)
 			tail[strlen(tail) - 1] == '\n' ? "" : "\n");
 }
 
-int server_wait_ready(struct program_server *s, const char *unix_path, unsigned port,
-		      double timeout_s)
+int server_wait_ready(struct program_server *s, const char *unix_path, const unsigned *ports,
+		      int n_ports, double timeout_s)
 {
 	uint64_t end = now_ns() + (uint64_t)(timeout_s * 1e9);
+	bool un_ok = !unix_path, tcp_ok[4] = { false };
 	char where[4200];
-	bool un_ok = !unix_path, tcp_ok = !port;
+	int i, ready;
 
-	snprintf(where, sizeof(where), "%s%s", unix_path ? unix_path : "",
-		 unix_path && port ? " and " : "");
-	if (port)
-		snprintf(where + strlen(where), sizeof(where) - strlen(where), "127.0.0.1:%u", port);
+	snprintf(where, sizeof(where), "%s", unix_path ? unix_path : "");
+	for (i = 0; i < n_ports && i < 4; i++)
+		snprintf(where + strlen(where), sizeof(where) - strlen(where), "%s127.0.0.1:%u",
+			 i == n_ports - 1 && where[0] ? " and " : where[0] ? ", " : "", ports[i]);
 	for (;;) {
 		un_ok = un_ok || accepts(AF_UNIX, unix_path, 0);
-		tcp_ok = tcp_ok || accepts(AF_INET, NULL, port);
-		if (un_ok && tcp_ok)
+		for (ready = un_ok, i = 0; i < n_ports && i < 4; i++) {
+			tcp_ok[i] = tcp_ok[i] || accepts(AF_INET, NULL, ports[i]);
+			ready &= tcp_ok[i];
+		}
+		if (ready)
 			return 0;
 		if (!server_alive(s)) {
 			fprintf(stderr, "udsprobe: --server '%s' exited with status %d before it "
@@ -193,30 +197,94 @@ static bool stat_ids(const char *pid_dir, int *ppid, int *pgrp)
 	return ok;
 }
 
-/* Processes whose parent (by_group: process group) is id, at most max. */
-static int pids_of(pid_t id, bool by_group, int *pids, int max)
+struct proc_ids {
+	int pid, ppid, pgrp;
+};
+
+/* Every process now: pid, parent, process group. The count, or -ENOMEM. */
+static int proc_snapshot(struct proc_ids **out)
 {
+	struct proc_ids *all = NULL, *bigger;
 	DIR *d = opendir("/proc");
 	struct dirent *e;
-	int n = 0, ppid, pgrp;
+	int n = 0, cap = 0;
 
+	*out = NULL;
 	if (!d)
 		return 0;
-	while ((e = readdir(d)) && n < max) {
+	while ((e = readdir(d))) {
 		uint64_t pid;
+		int ppid, pgrp;
 
 		if (parse_u64(e->d_name, 1, INT32_MAX, &pid) || !stat_ids(e->d_name, &ppid, &pgrp))
 			continue;
-		if ((by_group ? pgrp : ppid) == id)
-			pids[n++] = (int)pid;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 512;
+			bigger = realloc(all, cap * sizeof(*all));
+			if (!bigger) {
+				free(all);
+				closedir(d);
+				return -ENOMEM;
+			}
+			all = bigger;
+		}
+		all[n++] = (struct proc_ids){ (int)pid, ppid, pgrp };
 	}
 	closedir(d);
+	*out = all;
+	return n;
+}
+
+static bool listed(const int *pids, int n, int pid)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (pids[i] == pid)
+			return true;
+	return false;
+}
+
+/*
+ * root's process group and all of root's descendants (servers such as php-fpm call setsid()
+ * even in the foreground and leave the group, not the tree), at most max.
+ */
+static int tree_of(pid_t root, int *pids, int max)
+{
+	struct proc_ids *all;
+	int n = 0, total = proc_snapshot(&all), i, grown = 1;
+
+	for (i = 0; i < total && n < max; i++)
+		if (all[i].pid == root || all[i].pgrp == root)
+			pids[n++] = all[i].pid;
+	while (grown && n < max) {	/* add children of listed processes until none is new */
+		grown = 0;
+		for (i = 0; i < total && n < max; i++)
+			if (!listed(pids, n, all[i].pid) && listed(pids, n, all[i].ppid)) {
+				pids[n++] = all[i].pid;
+				grown = 1;
+			}
+	}
+	free(all);
+	return n;
+}
+
+/* Our own children. */
+static int children(int *pids, int max)
+{
+	struct proc_ids *all;
+	int n = 0, total = proc_snapshot(&all), i;
+
+	for (i = 0; i < total && n < max; i++)
+		if (all[i].ppid == getpid())
+			pids[n++] = all[i].pid;
+	free(all);
 	return n;
 }
 
 int server_group_pids(const struct program_server *s, int *pids, int max)
 {
-	return pids_of(s->pid, true, pids, max);
+	return s->pid > 0 ? tree_of(s->pid, pids, max) : 0;
 }
 
 void stop_leftovers(pid_t keep)
@@ -227,7 +295,7 @@ void stop_leftovers(pid_t keep)
 	for (round = 0; round < 4; round++) {
 		int sig = round < 2 ? SIGTERM : SIGKILL, left = 0;
 
-		n = pids_of(getpid(), false, pids, (int)ARRAY_SIZE(pids));
+		n = children(pids, (int)ARRAY_SIZE(pids));
 		for (i = 0; i < n; i++)
 			if (pids[i] != keep && !kill(pids[i], sig))
 				left++;
@@ -240,18 +308,23 @@ void stop_leftovers(pid_t keep)
 	}
 }
 
-/* Wait up to ms for the leader to be reaped and the group to be empty. */
-static bool group_gone(struct program_server *s, int ms)
+/* Wait up to ms for the leader to be reaped and none of pids to be left. */
+static bool all_gone(struct program_server *s, const int *pids, int n, int ms)
 {
 	uint64_t end = now_ns() + (uint64_t)ms * 1000000;
-
-	int status;
+	int status, i;
 
 	for (;;) {
+		bool left = false;
+
 		server_alive(s);
 		while (waitpid(-s->pid, &status, WNOHANG) > 0)
 			;	/* its orphans, ours as the subreaper */
-		if (s->exit_status >= 0 && kill(-s->pid, 0) && errno == ESRCH)
+		for (i = 0; i < n; i++) {
+			waitpid(pids[i], &status, WNOHANG);
+			left |= !kill(pids[i], 0);
+		}
+		if (s->exit_status >= 0 && !left)
 			return true;
 		if (now_ns() >= end)
 			return false;
@@ -261,16 +334,21 @@ static bool group_gone(struct program_server *s, int ms)
 
 void server_stop(struct program_server *s)
 {
-	int status;
+	int pids[512], n, i, status;
 
 	if (s->pid <= 0)
 		return;
+	n = tree_of(s->pid, pids, (int)ARRAY_SIZE(pids));
 	kill(-s->pid, SIGTERM);
-	if (!group_gone(s, 3000)) {
+	for (i = 0; i < n; i++)
+		kill(pids[i], SIGTERM);
+	if (!all_gone(s, pids, n, 3000)) {
 		kill(-s->pid, SIGKILL);
+		for (i = 0; i < n; i++)
+			kill(pids[i], SIGKILL);
 		if (s->exit_status < 0 && waitpid(s->pid, &status, 0) == s->pid)
 			s->exit_status = exit_code(status);
-		group_gone(s, 1000);
+		all_gone(s, pids, n, 1000);
 	}
 	s->pid = 0;
 }

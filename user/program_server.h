@@ -19,17 +19,17 @@ struct program_server {
 /* Start cmd with output to out_path. 0 or -errno (message printed). */
 int server_start(struct program_server *s, const char *cmd, const char *out_path);
 /*
- * Wait until a connect() to unix_path (NULL: none) and to 127.0.0.1:port (0: none) succeeds,
- * at most timeout_s. 0; -ETIMEDOUT, -ECHILD (it exited) or -EINTR (Ctrl-C), said on stderr
- * with the command and the end of what it printed.
+ * Wait until a connect() to unix_path (NULL: none) and to 127.0.0.1:port for each of ports (at
+ * most 4) succeeds, at most timeout_s. 0; -ETIMEDOUT, -ECHILD (it exited) or -EINTR (Ctrl-C),
+ * said on stderr with the command and the end of what it printed.
  */
-int server_wait_ready(struct program_server *s, const char *unix_path, unsigned port,
-		      double timeout_s);
+int server_wait_ready(struct program_server *s, const char *unix_path, const unsigned *ports,
+		      int n_ports, double timeout_s);
 /* Still running? (reaps it, setting exit_status, when it has exited) */
 bool server_alive(struct program_server *s);
-/* The pids of its process group now, at most max. */
+/* Its process group and all its descendants now (the server's processes), at most max. */
 int server_group_pids(const struct program_server *s, int *pids, int max);
-/* SIGTERM to the group, SIGKILL after 3 s to whatever is left; reaps the leader. */
+/* SIGTERM to the group and every descendant, SIGKILL after 3 s to whatever is left; reaped. */
 void server_stop(struct program_server *s);
 /*
  * Our children other than keep (a client's processes that outlived it come to udsprobe, the

@@ -40,8 +40,8 @@ static const struct argp_option pg_options[] = {
 	  "the commands are replaced by a private socket path, free loopback ports and the private "
 	  "directory; each command runs through /bin/sh:", 6 },
 	{ "server", OPT_SERVER, "CMD", 0,
-	  "Start CMD first, in the foreground, and wait until it accepts on {unix} and {port} "
-	  "(those it names); stopped at the end" },
+	  "Start CMD first, in the foreground, and wait until it accepts on {unix}, {port} and "
+	  "{port2} (those it names); stopped at the end" },
 	{ "client-unix", OPT_CLIENT_UNIX, "CMD", 0, "The client over the unix socket; traced" },
 	{ "client-tcp", OPT_CLIENT_TCP, "CMD", 0, "The same client over TCP loopback; traced" },
 	{ "ready-timeout", OPT_READY_TIMEOUT, "S", 0,
@@ -321,6 +321,20 @@ static int run_clients(struct program_compare *pc, struct program_server *srv, i
 	return 0;
 }
 
+/* Until the server accepts on each of {unix}, {port}, {port2} its command names. */
+static int wait_server(struct program_compare *pc, struct program_server *srv)
+{
+	unsigned ports[2];
+	int n = 0;
+
+	if (strstr(popts.server, "{port}"))
+		ports[n++] = pc->port;
+	if (strstr(popts.server, "{port2}"))
+		ports[n++] = pc->port2;
+	return server_wait_ready(srv, strstr(popts.server, "{unix}") ? pc->unix_path : NULL, ports,
+				 n, popts.ready_timeout_s);
+}
+
 int programs_run(struct program_compare *pc, int verbose)
 {
 	struct program_server srv = { .pid = 0 };
@@ -339,14 +353,13 @@ int programs_run(struct program_compare *pc, int verbose)
 		snprintf(out_path, sizeof(out_path), "%s/server.out", pc->dir);
 		err = server_start(&srv, pc->server_cmd, out_path);
 		if (!err)
-			err = server_wait_ready(&srv, strstr(popts.server, "{unix}") ? pc->unix_path : NULL,
-						strstr(popts.server, "{port}") ? pc->port : 0,
-						popts.ready_timeout_s);
+			err = wait_server(pc, &srv);
 	}
 	if (!err)
 		err = run_clients(pc, &srv, verbose);
 out:
 	server_stop(&srv);
+	stop_leftovers(0);	/* what left the server's tree when its parent died */
 	remove_dir(pc);
 	if (err == -EINTR)
 		pc->interrupted = true;

@@ -167,12 +167,16 @@ static void output_tail(const struct program_side *sd, int n, FILE *f)
 		size_t len = MIN(strcspn(p, "\n"), (size_t)(end - p));
 		const char *seg = p;
 		size_t seg_len = len;
-		char line[1024];
+		char raw[1024], line[1024];
+		size_t k;
 
 		/* progress lines redrawn with \r: what a terminal would show is the last
-		 * non-blank part */
+		 * non-blank part; tabs as spaces */
 		last_shown(p, len, &seg, &seg_len);
-		str_escape(seg, seg_len, line, sizeof(line));
+		seg_len = MIN(seg_len, sizeof(raw));
+		for (k = 0; k < seg_len; k++)
+			raw[k] = seg[k] == '\t' ? ' ' : seg[k];
+		str_escape(raw, seg_len, line, sizeof(line));
 		fprintf(f, "    %s\n", line);
 		p += len + (p[len] == '\n');
 	}

@@ -1,0 +1,3 @@
+module udsprobe/recipes/gopingpong
+
+go 1.21
