@@ -189,6 +189,7 @@ static int run_pair(struct tracer *tr, const struct compare_opts *opts, struct c
 			.count = count, .duration_s = opts->duration_s,
 			.warmup = opts->warmup == UINT64_MAX ? default_warmup(sp->mode, count) : opts->warmup,
 			.place = sp->place, .sock_dir = sp->sockdir,
+			.think_ns = sp->mode == WL_PINGPONG ? opts->think_ns : 0,
 		};
 		if (!opts->quiet)
 			fprintf(stderr, "udsprobe: [%d/%d] %-8s %-5s %7llu B cpu=%s untraced\n", sp->n + 1,

@@ -21,6 +21,7 @@ struct compare_opts {
 	uint64_t warmup;	/* UINT64_MAX: automatic */
 	bool trace;
 	int repeat;		/* alternating untraced/traced runs per pair (0, 1: once) */
+	uint64_t think_ns;	/* pingpong: application work per round trip (--think) */
 	enum attach_mode attach;
 	bool quiet;
 	int verbose;

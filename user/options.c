@@ -91,6 +91,7 @@ enum {
 	OPT_LIST_STAGES,
 	OPT_REPEAT,
 	OPT_SWEEP,
+	OPT_THINK,
 	OPT_BTF,
 };
 
@@ -123,6 +124,10 @@ static const struct argp_option opts[] = {
 	{ "repeat", OPT_REPEAT, "N", 0,
 	  "Run each pair N times, untraced and traced alternating; report the median run and "
 	  "the median and range of every run (default 1)" },
+	{ "think", OPT_THINK, "DUR", 0,
+	  "pingpong: the client works DUR on the CPU after each reply, inside the round trip "
+	  "(e.g. 20us, 1ms; at most 100ms): how the UDS advantage shrinks as the application's "
+	  "own time grows" },
 	{ "sweep", OPT_SWEEP, NULL, 0,
 	  "The size curve: pingpong and stream at 1 B..1 MiB (8 sizes, 0.3 s per run unless "
 	  "--count/--duration/--size/--mode say otherwise); --out DIR draws sweep.svg" },
@@ -212,6 +217,7 @@ static const struct { int key; const char *name; unsigned actions; } scoped_opts
 	{ OPT_CPU, "--cpu", FOR_COMPARE },
 	{ OPT_REPEAT, "--repeat", FOR_COMPARE },
 	{ OPT_SWEEP, "--sweep", FOR_COMPARE },
+	{ OPT_THINK, "--think", FOR_COMPARE },
 	{ OPT_FOLDED, "--folded", FOR_COMPARE },
 	{ OPT_SVG, "--svg", FOR_COMPARE },
 	{ OPT_OUT, "--out", FOR_COMPARE },
@@ -319,6 +325,11 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_SWEEP:
 		ps->sweep = true;
+		break;
+	case OPT_THINK:
+		if (parse_duration_ns(arg, 100000000ull, &o->cmp.think_ns))
+			usage_error("--think: '%s' is not a duration with a unit (ns, us, ms, s) in "
+				    "(0, 100ms], e.g. 50us", arg);
 		break;
 	case OPT_WARMUP:
 		if (parse_u64(arg, 0, 10000000ull, &o->cmp.warmup))

@@ -96,6 +96,8 @@ static void result(struct jw *w, const struct pair_result *pr, const struct tran
 	jw_str(w, "mode", mode_names[pr->mode]);
 	jw_u64(w, "msg_size", pr->msg_size);
 	jw_str(w, "cpu", place_names[pr->place]);
+	if (pr->tr[TR_UNIX].cfg.think_ns)	/* --think only: the documents without it stay as they were */
+		jw_u64(w, "think_ns", pr->tr[TR_UNIX].cfg.think_ns);
 	jw_i64(w, "client_cpu", r->client_cpu);
 	jw_i64(w, "server_cpu", r->server_cpu);
 	jw_u64(w, "count", r->count);

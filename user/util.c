@@ -73,6 +73,32 @@ int parse_seconds(const char *s, double max, double *out)
 	return 0;
 }
 
+int parse_duration_ns(const char *s, uint64_t max_ns, uint64_t *out)
+{
+	static const struct { const char *unit; double ns; } units[] = {
+		{ "ns", 1 }, { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 },
+	};
+	size_t num = s ? strspn(s, "0123456789.") : 0, i;
+	char digits[32];
+	double v;
+	int err;
+
+	if (!num || num >= sizeof(digits))
+		return -EINVAL;
+	for (i = 0; i < ARRAY_SIZE(units); i++)
+		if (!strcmp(s + num, units[i].unit))
+			break;
+	if (i == ARRAY_SIZE(units))
+		return -EINVAL;
+	memcpy(digits, s, num);
+	digits[num] = 0;
+	err = parse_seconds(digits, (double)max_ns / units[i].ns, &v);
+	if (err)
+		return err;
+	*out = (uint64_t)(v * units[i].ns + 0.5);
+	return *out ? 0 : -ERANGE;
+}
+
 int split_list(char *s, char **items, int max_items)
 {
 	int n = 0;

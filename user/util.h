@@ -27,6 +27,9 @@ int parse_bytes(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 /* Seconds, decimal allowed ("0.5"), in (0, max]. */
 int parse_seconds(const char *s, double max, double *out);
 
+/* A duration with its unit: "50us", "1.5ms", "200ns", "1s"; in (0, max_ns] ns. */
+int parse_duration_ns(const char *s, uint64_t max_ns, uint64_t *out);
+
 /* Split a comma list in place; returns the number of items or -E2BIG. */
 int split_list(char *s, char **items, int max_items);
 

@@ -22,6 +22,8 @@ struct wl_config {
 	uint64_t warmup;	/* excluded from every result */
 	enum cpu_place place;
 	const char *sock_dir;	/* private 0700 directory for AF_UNIX paths */
+	uint64_t think_ns;	/* pingpong: the client's application work (a busy loop) after
+				 * each reply, inside the round trip it measures (--think) */
 };
 
 /* Called around the measured part so tracing sees neither warm-up nor teardown. */

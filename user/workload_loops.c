@@ -202,6 +202,16 @@ static uint64_t warmup_of(const struct wl_config *cfg)
 
 /* ---- client side --------------------------------------------------------- */
 
+/* --think: application work between a reply and the next request, on the CPU as real work
+ * would be (a sleep would let the CPU idle and change the next wakeup's cost). */
+static void think(uint64_t ns)
+{
+	uint64_t end = now_ns() + ns;
+
+	while (now_ns() < end)
+		;
+}
+
 void client_pingpong(const struct wl_config *cfg, const struct wl_hooks *hooks,
 		     struct shared *sh, const struct endpoint *ep, char *buf, uint64_t cap)
 {
@@ -218,6 +228,8 @@ void client_pingpong(const struct wl_config *cfg, const struct wl_hooks *hooks,
 	for (;;) {
 		if (send_all(fd, buf, len) < 0 || recv_all(fd, buf, len) <= 0)
 			child_fail(sh, &sh->client_err, "client ping-pong");
+		if (cfg->think_ns)
+			think(cfg->think_ns);
 		if (sample_done(cfg, sh, cap, deadline, &n, &t_prev))
 			break;
 	}

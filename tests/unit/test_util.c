@@ -346,3 +346,26 @@ TEST(util_unescape_round_trip)
 	CHECK_STR(esc("\0a\0b", 4), "\\0a\\0b");
 	CHECK_STR(esc("\0a@b", 4), "\\0a@b");
 }
+
+TEST(util_parse_duration_ns)
+{
+	uint64_t v = 0;
+
+	CHECK_INT(parse_duration_ns("50us", 100000000, &v), 0);
+	CHECK_U64(v, 50000);
+	CHECK_INT(parse_duration_ns("1.5ms", 100000000, &v), 0);
+	CHECK_U64(v, 1500000);
+	CHECK_INT(parse_duration_ns("200ns", 100000000, &v), 0);
+	CHECK_U64(v, 200);
+	CHECK_INT(parse_duration_ns("100ms", 100000000, &v), 0);
+	CHECK_U64(v, 100000000);
+	CHECK_INT(parse_duration_ns("101ms", 100000000, &v), -ERANGE);
+	CHECK_INT(parse_duration_ns("0us", 100000000, &v), -ERANGE);
+	CHECK_INT(parse_duration_ns("0.1ns", 100000000, &v), -ERANGE);
+	CHECK_INT(parse_duration_ns("50", 100000000, &v), -EINVAL);
+	CHECK_INT(parse_duration_ns("us", 100000000, &v), -EINVAL);
+	CHECK_INT(parse_duration_ns("5 us", 100000000, &v), -EINVAL);
+	CHECK_INT(parse_duration_ns("-5us", 100000000, &v), -EINVAL);
+	CHECK_INT(parse_duration_ns("5usx", 100000000, &v), -EINVAL);
+	CHECK_INT(parse_duration_ns(NULL, 100000000, &v), -EINVAL);
+}
