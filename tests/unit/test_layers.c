@@ -25,7 +25,7 @@ struct layer_name {
 /* The rows "| N | `a.h`, `b.h` | ... |" of the table after the "<!-- layers" marker. */
 static int read_layers(const char *path, struct layer_name *out, int max)
 {
-	char line[1024];
+	char line[4096];	/* a layer row lists many files */
 	int n = 0, in_table = 0;
 	FILE *f = fopen(path, "r");
 

@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The tracer's probe-cost calibration: what one probe hit costs in the chosen mode, measured
+ * at start-up on a cheap syscall, so the corrected breakdown can subtract it (docs/STAGES.md).
+ * A syscall-tracepoint hit and any other hit are measured apart: they cost differently.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <bpf/libbpf.h>
+
+#include "tracer_int.h"
+#include "stages.skel.h"
+#include "util.h"
+
+/* Cheap syscalls whose arch wrapper (__x64_sys_*, __arm64_sys_*) can carry the calibration
+ * probe: which of them has BTF (needed by fentry) differs between kernels (6.12 lacks
+ * getppid's). */
+#if defined(__aarch64__)
+#define SYS_WRAPPER "__arm64_sys_"
+#else
+#define SYS_WRAPPER "__x64_sys_"
+#endif
+static const struct {
+	const char *func;
+	long nr;
+} calib_targets[] = {
+	{ SYS_WRAPPER "getppid", SYS_getppid },
+	{ SYS_WRAPPER "getcpu", SYS_getcpu },
+	{ SYS_WRAPPER "getrusage", SYS_getrusage },
+};
+
+static bool pick_calib_target(struct tracer *tr)
+{
+	char sym[256];
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(calib_targets); i++) {
+		const char *f = calib_targets[i].func;
+
+		if (tr->mode == ATTACH_TRACEPOINT ||
+		    (ksym_resolve(f, sym, sizeof(sym)) && (tr->mode != ATTACH_FENTRY || btf_has_func(f)))) {
+			tr->calib_func = f;
+			tr->calib_nr = calib_targets[i].nr;
+			return true;
+		}
+	}
+	return false;
+}
+
+static const char *calib_prog_name(enum attach_mode mode)
+{
+	return mode == ATTACH_FENTRY ? "calib_fentry" : mode == ATTACH_KPROBE ? "calib_kprobe" : "calib_tp";
+}
+
+
+void tracer_calib_prepare(struct tracer *tr)
+{
+	struct bpf_program *prog = bpf_object__find_program_by_name(tr->skel->obj,
+								    calib_prog_name(tr->mode));
+
+	if (prog && pick_calib_target(tr)) {
+		bpf_program__set_autoload(prog, true);
+		if (tr->mode == ATTACH_FENTRY)
+			bpf_program__set_attach_target(prog, 0, tr->calib_func);
+	}
+	tr->skel->rodata->calib_nr = tr->calib_nr;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double time_syscall_loop(long nr, int calls)
+{
+	uint64_t t0 = now_ns();
+	struct rusage ru;
+	unsigned int cpu, node;
+	int i;
+
+	for (i = 0; i < calls; i++) {
+		if (nr == SYS_getrusage)
+			syscall(nr, RUSAGE_SELF, &ru);
+		else
+			syscall(nr, &cpu, &node, NULL);	/* getppid ignores them */
+	}
+	return (double)(now_ns() - t0) / calls;
+}
+
+/* 15 alternating rounds: the two costs came out within ~7 % (other) and ~20 % (syscall) run to
+ * run on a shared AMD EPYC; 9 rounds gave ~14 % and ~40 %. About 1.5 s at start-up. */
+enum { CALIB_ROUNDS = 15, CALIB_CALLS = 40000 };
+
+/* Median of the paired differences of alternating timed loops (drift hits a pair alike). */
+static double paired_median(const double *plain, double *traced, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		traced[i] -= plain[i];
+	qsort(traced, n, sizeof(double), cmp_double);
+	return traced[n / 2];
+}
+
+/*
+ * Time CALLS syscalls per round, alternating without and with `extra` attached, on top of
+ * whatever is attached already; the median paired difference per call. once: attach `extra`
+ * one time only (fentry where the kernel cannot re-attach): every plain round first.
+ */
+static double time_with_and_without(struct tracer *tr, struct bpf_program *const *extra, int n_extra,
+				    bool once)
+{
+	double plain[CALIB_ROUNDS], traced[CALIB_ROUNDS];
+	struct bpf_link *links[4];
+	int i, j;
+
+	if (once) {
+		for (i = 0; i < CALIB_ROUNDS; i++)
+			plain[i] = time_syscall_loop(tr->calib_nr, CALIB_CALLS);
+		for (j = 0; j < n_extra; j++) {
+			links[j] = tracer_attach_prog(tr, extra[j]);
+			if (libbpf_get_error(links[j])) {
+				while (j--)
+					bpf_link__destroy(links[j]);
+				return -1;
+			}
+		}
+		for (i = 0; i < CALIB_ROUNDS; i++)
+			traced[i] = time_syscall_loop(tr->calib_nr, CALIB_CALLS);
+		for (j = 0; j < n_extra; j++)
+			bpf_link__destroy(links[j]);
+		return paired_median(plain, traced, CALIB_ROUNDS);
+	}
+	for (i = 0; i < CALIB_ROUNDS; i++) {
+		plain[i] = time_syscall_loop(tr->calib_nr, CALIB_CALLS);
+		for (j = 0; j < n_extra; j++) {
+			links[j] = tracer_attach_prog(tr, extra[j]);
+			if (libbpf_get_error(links[j])) {
+				while (j--)
+					bpf_link__destroy(links[j]);
+				return -1;
+			}
+		}
+		traced[i] = time_syscall_loop(tr->calib_nr, CALIB_CALLS);
+		for (j = 0; j < n_extra; j++)
+			bpf_link__destroy(links[j]);
+	}
+	return paired_median(plain, traced, CALIB_ROUNDS);
+}
+
+/*
+ * Two kinds of probe hits cost differently. A syscall-tracepoint hit also switches every
+ * task's syscalls to the kernel's tracing slow path: measured as the cost per syscall of
+ * attaching sys_enter + sys_exit, halved per hit. Any other hit (tp_btf, fentry, kprobe) is
+ * measured on top of that, as one more program on the same syscall: the calibration probe.
+ * Returns the other-hit cost; the syscall-hit cost stays with the tracer for the correction.
+ */
+double tracer_calibrate(struct tracer *tr)
+{
+	struct bpf_program *calib = bpf_object__find_program_by_name(tr->skel->obj,
+								      calib_prog_name(tr->mode));
+	struct bpf_program *sys[2] = {
+		kernel_has_btf() ? tr->skel->progs.tp_sys_enter : tr->skel->progs.rtp_sys_enter,
+		kernel_has_btf() ? tr->skel->progs.tp_sys_exit : tr->skel->progs.rtp_sys_exit,
+	};
+	struct bpf_link *held[2] = { NULL, NULL };
+	pid_t self = syscall(SYS_gettid);
+	double sys_ns, other_ns = -1;
+	uint64_t hits;
+	int i;
+
+	tr->syscall_hit_ns = 0;
+	if (!calib || !tr->calib_func)
+		goto fail;
+	tracer_reset_state(tr);
+	tracer_set_tasks(tr, self, self, TR_TCP);
+	sys_ns = time_with_and_without(tr, sys, 2, false);
+	for (i = 0; i < 2; i++) {
+		held[i] = tracer_attach_prog(tr, sys[i]);
+		if (libbpf_get_error(held[i])) {
+			held[i] = NULL;
+			goto fail;
+		}
+	}
+	tr->skel->bss->calib_hits = 0;
+	other_ns = time_with_and_without(tr, &calib, 1, tr->keep_links);
+	hits = tr->skel->bss->calib_hits;
+	for (i = 0; i < 2; i++)
+		bpf_link__destroy(held[i]);
+	tracer_reset_state(tr);
+	if (sys_ns < 0 || other_ns < -1e9)
+		goto fail;
+	tr->syscall_hit_ns = MAX(sys_ns / 2, 0.0);
+	if (hits < (uint64_t)CALIB_ROUNDS * CALIB_CALLS) {
+		fprintf(stderr, "udsprobe: warning: the calibration probe fired %llu times for %d "
+			"calls; the corrected breakdown subtracts only syscall-tracepoint hits\n",
+			(unsigned long long)hits, CALIB_ROUNDS * CALIB_CALLS);
+		return 0;
+	}
+	if (other_ns <= 0 || sys_ns <= 0)
+		fprintf(stderr, "udsprobe: warning: probe-cost calibration measured no cost for %s "
+			"(noise larger than one probe hit); the corrected breakdown subtracts less\n",
+			other_ns <= 0 ? "a probe hit" : "a syscall-tracepoint hit");
+	return MAX(other_ns, 0.0);
+fail:
+	for (i = 0; i < 2; i++)
+		if (held[i])
+			bpf_link__destroy(held[i]);
+	fprintf(stderr, "udsprobe: warning: probe-cost calibration could not attach %s: %s; the "
+		"corrected breakdown subtracts nothing\n", calib_prog_name(tr->mode), strerror(errno));
+	tracer_reset_state(tr);
+	return 0;
+}
