@@ -19,72 +19,11 @@
 #include "stages.skel.h"
 #include "util.h"
 
-static bool is_prog(const char *name, const char *prefix)
-{
-	return !strncmp(name, prefix, strlen(prefix));
-}
-
-/* "?fentry/tcp_sendmsg" -> "tcp_sendmsg" */
-static const char *prog_target(const struct bpf_program *prog)
-{
-	const char *sec = bpf_program__section_name(prog), *slash = strrchr(sec, '/');
-
-	return slash ? slash + 1 : sec;
-}
-
-/* The function a fentry/kprobe program's target is called in this kernel: its own name, or the
- * older name of a renamed one (stage_func_older); NULL if neither is in kallsyms. */
-static const char *kernel_func(const char *target, char *sym, size_t len)
-{
-	const char *older = stage_func_older(target);
-
-	if (ksym_resolve(target, sym, len))
-		return target;
-	return older && ksym_resolve(older, sym, len) ? older : NULL;
-}
-
-/* Syscalls and the scheduler, in every mode: tp_btf, or raw_tp where the kernel has no BTF of
- * its own (kprobe mode with --btf FILE). */
-static bool common_prog(const char *name)
-{
-	const char *prefix = kernel_has_btf() ? "tp_" : "rtp_";
-
-	if (strncmp(name, prefix, strlen(prefix)))
-		return false;
-	name += strlen(prefix);
-	return !strcmp(name, "sys_enter") || !strcmp(name, "sys_exit") || !strcmp(name, "sched_switch");
-}
-
-/* Does this program belong to the mode, and can its target be attached here? */
-static bool prog_wanted(enum attach_mode mode, const struct bpf_program *prog)
-{
-	const char *name = bpf_program__name(prog), *target = prog_target(prog), *func;
-	char sym[256];
-
-	if (common_prog(name))
-		return true;
-	if (is_prog(name, "calib_"))
-		return false;	/* attached only while calibrating */
-	switch (mode) {
-	case ATTACH_FENTRY:
-		func = kernel_func(target, sym, sizeof(sym));
-		return (is_prog(name, "fe_") || is_prog(name, "fx_")) && func && btf_has_func(func);
-	case ATTACH_KPROBE:
-		return (is_prog(name, "kp_") || is_prog(name, "kr_")) &&
-		       kernel_func(target, sym, sizeof(sym));
-	case ATTACH_TRACEPOINT:
-		return is_prog(name, "tp_") && btf_has_tracepoint(target);
-	default:
-		return false;
-	}
-}
-
 /* Which boundaries the loaded programs can see, per transport. */
 static void compute_availability(struct tracer *tr)
 {
-	struct bpf_program *prog;
 	size_t n = 0;
-	int b, t;
+	int b, t, i;
 
 	for (b = 0; b < B__COUNT; b++) {
 		for (t = 0; t < TR__COUNT; t++) {
@@ -97,12 +36,9 @@ static void compute_availability(struct tracer *tr)
 			}
 			if (!d->stage[t] || !marker)
 				continue;
-			bpf_object__for_each_program(prog, tr->skel->obj) {
-				if (bpf_program__autoload(prog) &&
-				    !strcmp(prog_target(prog), marker) &&
-				    !common_prog(bpf_program__name(prog)))
+			for (i = 0; i < tr->n_progs; i++)
+				if (tr->progs[i].target && !strcmp(tr->progs[i].target, marker))
 					tr->avail[t][b] = true;
-			}
 		}
 	}
 	tr->missing[0] = 0;
@@ -117,133 +53,43 @@ static void compute_availability(struct tracer *tr)
 		}
 }
 
-/* Load and attach one program of ours; 0 or -errno. */
-static int try_program(const char *prog_name, const char *kfunc)
-{
-	struct stages_bpf *skel = stages_bpf__open_opts(btf_open_opts());
-	struct bpf_program *prog;
-	struct bpf_link *link;
-	int err;
-
-	if (!skel)
-		return -errno;
-	prog = bpf_object__find_program_by_name(skel->obj, prog_name);
-	if (!prog) {
-		stages_bpf__destroy(skel);
-		return -ENOENT;
-	}
-	bpf_program__set_autoload(prog, true);
-	err = stages_bpf__load(skel);
-	if (!err) {
-		link = kfunc ? bpf_program__attach_kprobe(prog, false, kfunc) : bpf_program__attach(prog);
-		err = libbpf_get_error(link);
-		if (!err)
-			bpf_link__destroy(link);
-	}
-	stages_bpf__destroy(skel);
-	return err;
-}
-
-/* Can a detached fentry program be attached again? Not before Linux 5.12 (ENOENT). */
-static bool fentry_can_reattach(void)
-{
-	struct stages_bpf *skel = stages_bpf__open_opts(btf_open_opts());
-	struct bpf_program *prog;
-	struct bpf_link *link;
-	bool ok = false;
-	int i;
-
-	if (!skel)
-		return false;
-	prog = skel->progs.fe_unix_stream_sendmsg;
-	bpf_program__set_autoload(prog, true);
-	if (!stages_bpf__load(skel)) {
-		for (i = 0; i < 2; i++) {	/* attach, detach, attach again */
-			link = bpf_program__attach(prog);
-			ok = !libbpf_get_error(link);
-			if (!ok)
-				break;
-			bpf_link__destroy(link);
-		}
-	}
-	stages_bpf__destroy(skel);
-	return ok;
-}
-
-void tracer_probe(struct attach_caps *caps, int verbose)
+/* Can this kernel attach p in mode: the function in kallsyms, with BTF for fentry (*func: its
+ * name here), or the tracepoint's BTF? The syscall and scheduler programs go everywhere. */
+static bool prog_here(enum attach_mode mode, const struct stage_prog *p, const char **func)
 {
 	char sym[256];
-	int err;
 
-	memset(caps, 0, sizeof(*caps));
-	libbpf_setup(verbose);
+	*func = NULL;
+	if (!p->target)
+		return true;
+	if (mode == ATTACH_TRACEPOINT)
+		return btf_has_tracepoint(p->target);
+	*func = tracer_kernel_func(p->target, sym, sizeof(sym));
+	return *func && (mode != ATTACH_FENTRY || btf_has_func(*func));
+}
 
-	if (!kernel_has_btf()) {
-		snprintf(caps->why[ATTACH_FENTRY], sizeof(caps->why[0]),
-			 "needs the kernel's own BTF (/sys/kernel/btf/vmlinux)%s",
-			 btf_file() ? "; --btf serves CO-RE and lookups only" : "");
-	} else if (!btf_has_func("unix_stream_sendmsg")) {
-		snprintf(caps->why[ATTACH_FENTRY], sizeof(caps->why[0]),
-			 "no kernel BTF for unix_stream_sendmsg");
-	} else {
-		err = try_program("fe_unix_stream_sendmsg", NULL);
-		caps->works[ATTACH_FENTRY] = !err;
-		if (err == -EPERM || err == -EACCES)
-			snprintf(caps->why[ATTACH_FENTRY], sizeof(caps->why[0]),
-				 "attaching an fentry program failed with %s: this kernel refuses BPF "
-				 "trampolines (ftrace blocked or locked down)", strerror(-err));
-		else if (err)
-			snprintf(caps->why[ATTACH_FENTRY], sizeof(caps->why[0]),
-				 "loading/attaching an fentry program failed: %s", strerror(-err));
-		else
-			snprintf(caps->why[ATTACH_FENTRY], sizeof(caps->why[0]),
-				 "fentry/fexit on unix_stream_sendmsg loaded and attached");
-	}
+/* The mode's programs this kernel can attach, into tr->progs, enabled for load. */
+static void select_programs(struct tracer *tr)
+{
+	struct stage_prog all[MAX_STAGE_PROGS];
+	int n = tracer_mode_programs(tr->skel, tr->mode, kernel_has_btf(), all, MAX_STAGE_PROGS), i;
+	const char *func;
 
-	if (!kernel_has_btf() && !btf_file()) {
-		snprintf(caps->why[ATTACH_KPROBE], sizeof(caps->why[0]),
-			 "no BTF for CO-RE: give --btf FILE");
-	} else if (!ksym_resolve("unix_stream_sendmsg", sym, sizeof(sym))) {
-		snprintf(caps->why[ATTACH_KPROBE], sizeof(caps->why[0]),
-			 "unix_stream_sendmsg not in /proc/kallsyms");
-	} else {
-		err = try_program("kp_unix_stream_sendmsg", sym);
-		caps->works[ATTACH_KPROBE] = !err;
-		if (err == -ENOENT || err == -EOPNOTSUPP)
-			snprintf(caps->why[ATTACH_KPROBE], sizeof(caps->why[0]),
-				 "attaching a kprobe failed with %s: this kernel has no kprobe support "
-				 "(CONFIG_KPROBES unset?)", strerror(-err));
-		else if (err)
-			snprintf(caps->why[ATTACH_KPROBE], sizeof(caps->why[0]),
-				 "attaching a kprobe failed: %s", strerror(-err));
-		else
-			snprintf(caps->why[ATTACH_KPROBE], sizeof(caps->why[0]),
-				 "kprobe/kretprobe on %.150s attached", sym);
-	}
-
-	if (!kernel_has_btf()) {
-		snprintf(caps->why[ATTACH_TRACEPOINT], sizeof(caps->why[0]),
-			 "tp_btf needs the kernel's own BTF (/sys/kernel/btf/vmlinux)%s",
-			 btf_file() ? "; --btf serves CO-RE and lookups only" : "");
-	} else if (!btf_has_tracepoint("sched_switch")) {
-		snprintf(caps->why[ATTACH_TRACEPOINT], sizeof(caps->why[0]),
-			 "no BTF for tracepoints (needs CONFIG_DEBUG_INFO_BTF, kernel 5.5+)");
-	} else {
-		err = try_program("tp_sched_switch", NULL);
-		caps->works[ATTACH_TRACEPOINT] = !err;
-		if (err)
-			snprintf(caps->why[ATTACH_TRACEPOINT], sizeof(caps->why[0]),
-				 "attaching tp_btf/sched_switch failed: %s", strerror(-err));
-		else
-			snprintf(caps->why[ATTACH_TRACEPOINT], sizeof(caps->why[0]),
-				 "tp_btf/sched_switch attached");
+	tr->n_progs = 0;
+	for (i = 0; i < n; i++) {
+		if (!prog_here(tr->mode, &all[i], &func))
+			continue;
+		bpf_program__set_autoload(all[i].prog, true);
+		/* a renamed function: fentry must name the older one before load */
+		if (func && tr->mode == ATTACH_FENTRY && strcmp(func, all[i].target))
+			bpf_program__set_attach_target(all[i].prog, 0, func);
+		tr->progs[tr->n_progs++] = all[i];
 	}
 }
 
 int tracer_open(enum attach_mode req, int verbose, struct tracer **out)
 {
 	struct attach_caps caps;
-	struct bpf_program *prog;
 	struct tracer *tr;
 	char why[900];
 	int err;
@@ -280,18 +126,7 @@ int tracer_open(enum attach_mode req, int verbose, struct tracer **out)
 		fprintf(stderr, "udsprobe: opening the BPF object failed: %s\n", strerror(-err));
 		goto fail;
 	}
-	bpf_object__for_each_program(prog, tr->skel->obj) {
-		const char *func;
-		char sym[256];
-
-		bpf_program__set_autoload(prog, prog_wanted(tr->mode, prog));
-		/* a renamed function: fentry must name the older one before load */
-		if (bpf_program__autoload(prog) && tr->mode == ATTACH_FENTRY &&
-		    !common_prog(bpf_program__name(prog)) &&
-		    (func = kernel_func(prog_target(prog), sym, sizeof(sym))) &&
-		    strcmp(func, prog_target(prog)))
-			bpf_program__set_attach_target(prog, 0, func);
-	}
+	select_programs(tr);
 	tracer_calib_prepare(tr);
 	err = stages_bpf__load(tr->skel);
 	if (err) {
@@ -301,7 +136,7 @@ int tracer_open(enum attach_mode req, int verbose, struct tracer **out)
 	}
 	compute_availability(tr);
 	/* then each fentry program attaches once, at its first run, and detaches at close */
-	tr->keep_links = tr->mode == ATTACH_FENTRY && !fentry_can_reattach();
+	tr->keep_links = tr->mode == ATTACH_FENTRY && !tracer_fentry_can_reattach();
 	if (tr->keep_links && verbose)
 		fprintf(stderr, "udsprobe: note: this kernel cannot re-attach a detached fentry "
 			"program: they stay attached from the first run to the end\n");
@@ -314,8 +149,12 @@ fail:
 
 static void drop_links(struct tracer *tr)
 {
-	while (tr->n_links > 0)
-		bpf_link__destroy(tr->links[--tr->n_links]);
+	int i;
+
+	for (i = 0; i < tr->n_progs; i++) {
+		bpf_link__destroy(tr->progs[i].link);
+		tr->progs[i].link = NULL;
+	}
 }
 
 void tracer_close(struct tracer *tr)
@@ -336,34 +175,30 @@ const char *tracer_granularity(const struct tracer *tr)
 	return tr->mode == ATTACH_TRACEPOINT ? "tracepoint" : "function";
 }
 
-struct bpf_link *tracer_attach_prog(struct tracer *tr, struct bpf_program *prog)
+struct bpf_link *tracer_attach_prog(const struct stage_prog *p)
 {
-	const char *name = bpf_program__name(prog);
 	char sym[256];
 
-	if (is_prog(name, "kp_") || is_prog(name, "kr_") || !strcmp(name, "calib_kprobe")) {
-		if (!strcmp(name, "calib_kprobe") ? !ksym_resolve(tr->calib_func, sym, sizeof(sym))
-						   : !kernel_func(prog_target(prog), sym, sizeof(sym))) {
-			errno = ENOENT;
-			return NULL;
-		}
-		return bpf_program__attach_kprobe(prog, is_prog(name, "kr_"), sym);
+	if (p->how == PA_SECTION)
+		return bpf_program__attach(p->prog);
+	if (!tracer_kernel_func(p->target, sym, sizeof(sym))) {
+		errno = ENOENT;
+		return NULL;
 	}
-	return bpf_program__attach(prog);
+	return bpf_program__attach_kprobe(p->prog, p->how == PA_KRETPROBE, sym);
 }
 
 /* Does transport t's path use this program? Fewer attached programs, fewer hits. */
-static bool prog_on_path(const struct tracer *tr, const struct bpf_program *prog, enum transport t)
+static bool prog_on_path(const struct tracer *tr, const struct stage_prog *p, enum transport t)
 {
-	const char *name = bpf_program__name(prog), *target = prog_target(prog);
 	int b;
 
-	if (common_prog(name) || !strcmp(name, "tp_sock_recv_length"))
+	if (p->every_path)
 		return true;
 	for (b = 0; b < B__COUNT; b++) {
 		const char *marker = stage_marker(b, t, tr->mode == ATTACH_TRACEPOINT);
 
-		if (stage_boundary(b)->stage[t] && marker && !strcmp(marker, target))
+		if (stage_boundary(b)->stage[t] && marker && !strcmp(marker, p->target))
 			return true;
 	}
 	return false;
@@ -372,32 +207,24 @@ static bool prog_on_path(const struct tracer *tr, const struct bpf_program *prog
 int tracer_attach(struct tracer *tr, enum transport t, uint64_t *attach_ns)
 {
 	uint64_t t0 = now_ns();
-	struct bpf_program *prog;
 	struct bpf_link *link;
-	int err;
+	int i, err;
 
-	bpf_object__for_each_program(prog, tr->skel->obj) {
-		int i;
+	for (i = 0; i < tr->n_progs; i++) {
+		struct stage_prog *p = &tr->progs[i];
 
-		if (!bpf_program__autoload(prog) || is_prog(bpf_program__name(prog), "calib_") ||
-		    !prog_on_path(tr, prog, t))
-			continue;
-		for (i = 0; i < tr->n_links && tr->link_progs[i] != prog; i++)
-			;
-		if (i < tr->n_links)
-			continue;	/* kept from an earlier run (keep_links) */
-		if (tr->n_links == (int)ARRAY_SIZE(tr->links))
-			return -E2BIG;
-		link = tracer_attach_prog(tr, prog);
+		if (p->link || !prog_on_path(tr, p, t))
+			continue;	/* p->link: kept from an earlier run (keep_links) */
+		link = tracer_attach_prog(p);
 		err = libbpf_get_error(link);
 		if (err) {
 			fprintf(stderr, "udsprobe: attaching %s (%s) failed: %s\n",
-				bpf_program__name(prog), bpf_program__section_name(prog), strerror(-err));
+				bpf_program__name(p->prog), bpf_program__section_name(p->prog),
+				strerror(-err));
 			drop_links(tr);
 			return err;
 		}
-		tr->link_progs[tr->n_links] = prog;
-		tr->links[tr->n_links++] = link;
+		p->link = link;
 	}
 	if (attach_ns)
 		*attach_ns = now_ns() - t0;

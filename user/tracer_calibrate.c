@@ -34,7 +34,9 @@ static const struct {
 	{ SYS_WRAPPER "getrusage", SYS_getrusage },
 };
 
-static bool pick_calib_target(struct tracer *tr)
+/* The first target this mode can probe: its symbol in kallsyms, with BTF for fentry (tracepoint
+ * mode's probe sits on sys_enter and only needs the number). */
+static int pick_calib_target(enum attach_mode mode)
 {
 	char sym[256];
 	size_t i;
@@ -42,31 +44,27 @@ static bool pick_calib_target(struct tracer *tr)
 	for (i = 0; i < ARRAY_SIZE(calib_targets); i++) {
 		const char *f = calib_targets[i].func;
 
-		if (tr->mode == ATTACH_TRACEPOINT ||
-		    (ksym_resolve(f, sym, sizeof(sym)) && (tr->mode != ATTACH_FENTRY || btf_has_func(f)))) {
-			tr->calib_func = f;
-			tr->calib_nr = calib_targets[i].nr;
-			return true;
-		}
+		if (mode == ATTACH_TRACEPOINT ||
+		    (ksym_resolve(f, sym, sizeof(sym)) && (mode != ATTACH_FENTRY || btf_has_func(f))))
+			return i;
 	}
-	return false;
+	return -1;
 }
-
-static const char *calib_prog_name(enum attach_mode mode)
-{
-	return mode == ATTACH_FENTRY ? "calib_fentry" : mode == ATTACH_KPROBE ? "calib_kprobe" : "calib_tp";
-}
-
 
 void tracer_calib_prepare(struct tracer *tr)
 {
-	struct bpf_program *prog = bpf_object__find_program_by_name(tr->skel->obj,
-								    calib_prog_name(tr->mode));
+	struct bpf_program *prog = tracer_calib_program(tr->skel, tr->mode);
+	int i = pick_calib_target(tr->mode);
 
-	if (prog && pick_calib_target(tr)) {
+	if (prog && i >= 0) {
+		tr->calib = (struct stage_prog){
+			.prog = prog, .target = calib_targets[i].func,
+			.how = tr->mode == ATTACH_KPROBE ? PA_KPROBE : PA_SECTION,
+		};
+		tr->calib_nr = calib_targets[i].nr;
 		bpf_program__set_autoload(prog, true);
 		if (tr->mode == ATTACH_FENTRY)
-			bpf_program__set_attach_target(prog, 0, tr->calib_func);
+			bpf_program__set_attach_target(prog, 0, tr->calib.target);
 	}
 	tr->skel->rodata->calib_nr = tr->calib_nr;
 }
@@ -109,48 +107,56 @@ static double paired_median(const double *plain, double *traced, int n)
 	return traced[n / 2];
 }
 
+/* Attach every program of extra into links; all or none (-1). */
+static int attach_all(const struct stage_prog *extra, int n_extra, struct bpf_link **links)
+{
+	int j;
+
+	for (j = 0; j < n_extra; j++) {
+		links[j] = tracer_attach_prog(&extra[j]);
+		if (libbpf_get_error(links[j])) {
+			while (j--)
+				bpf_link__destroy(links[j]);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static void destroy_all(struct bpf_link **links, int n)
+{
+	while (n--)
+		bpf_link__destroy(links[n]);
+}
+
 /*
  * Time CALLS syscalls per round, alternating without and with `extra` attached, on top of
  * whatever is attached already; the median paired difference per call. once: attach `extra`
  * one time only (fentry where the kernel cannot re-attach): every plain round first.
  */
-static double time_with_and_without(struct tracer *tr, struct bpf_program *const *extra, int n_extra,
+static double time_with_and_without(struct tracer *tr, const struct stage_prog *extra, int n_extra,
 				    bool once)
 {
 	double plain[CALIB_ROUNDS], traced[CALIB_ROUNDS];
 	struct bpf_link *links[4];
-	int i, j;
+	int i;
 
 	if (once) {
 		for (i = 0; i < CALIB_ROUNDS; i++)
 			plain[i] = time_syscall_loop(tr->calib_nr, CALIB_CALLS);
-		for (j = 0; j < n_extra; j++) {
-			links[j] = tracer_attach_prog(tr, extra[j]);
-			if (libbpf_get_error(links[j])) {
-				while (j--)
-					bpf_link__destroy(links[j]);
-				return -1;
-			}
-		}
+		if (attach_all(extra, n_extra, links))
+			return -1;
 		for (i = 0; i < CALIB_ROUNDS; i++)
 			traced[i] = time_syscall_loop(tr->calib_nr, CALIB_CALLS);
-		for (j = 0; j < n_extra; j++)
-			bpf_link__destroy(links[j]);
+		destroy_all(links, n_extra);
 		return paired_median(plain, traced, CALIB_ROUNDS);
 	}
 	for (i = 0; i < CALIB_ROUNDS; i++) {
 		plain[i] = time_syscall_loop(tr->calib_nr, CALIB_CALLS);
-		for (j = 0; j < n_extra; j++) {
-			links[j] = tracer_attach_prog(tr, extra[j]);
-			if (libbpf_get_error(links[j])) {
-				while (j--)
-					bpf_link__destroy(links[j]);
-				return -1;
-			}
-		}
+		if (attach_all(extra, n_extra, links))
+			return -1;
 		traced[i] = time_syscall_loop(tr->calib_nr, CALIB_CALLS);
-		for (j = 0; j < n_extra; j++)
-			bpf_link__destroy(links[j]);
+		destroy_all(links, n_extra);
 	}
 	return paired_median(plain, traced, CALIB_ROUNDS);
 }
@@ -164,36 +170,28 @@ static double time_with_and_without(struct tracer *tr, struct bpf_program *const
  */
 double tracer_calibrate(struct tracer *tr)
 {
-	struct bpf_program *calib = bpf_object__find_program_by_name(tr->skel->obj,
-								      calib_prog_name(tr->mode));
-	struct bpf_program *sys[2] = {
-		kernel_has_btf() ? tr->skel->progs.tp_sys_enter : tr->skel->progs.rtp_sys_enter,
-		kernel_has_btf() ? tr->skel->progs.tp_sys_exit : tr->skel->progs.rtp_sys_exit,
+	const struct stage_prog sys[2] = {
+		{ .prog = kernel_has_btf() ? tr->skel->progs.tp_sys_enter : tr->skel->progs.rtp_sys_enter },
+		{ .prog = kernel_has_btf() ? tr->skel->progs.tp_sys_exit : tr->skel->progs.rtp_sys_exit },
 	};
-	struct bpf_link *held[2] = { NULL, NULL };
+	struct bpf_program *calib = tracer_calib_program(tr->skel, tr->mode);
+	struct bpf_link *held[2];
 	pid_t self = syscall(SYS_gettid);
 	double sys_ns, other_ns = -1;
 	uint64_t hits;
-	int i;
 
 	tr->syscall_hit_ns = 0;
-	if (!calib || !tr->calib_func)
+	if (!tr->calib.prog)
 		goto fail;
 	tracer_reset_state(tr);
 	tracer_set_tasks(tr, self, self, TR_TCP);
 	sys_ns = time_with_and_without(tr, sys, 2, false);
-	for (i = 0; i < 2; i++) {
-		held[i] = tracer_attach_prog(tr, sys[i]);
-		if (libbpf_get_error(held[i])) {
-			held[i] = NULL;
-			goto fail;
-		}
-	}
+	if (attach_all(sys, 2, held))
+		goto fail;
 	tr->skel->bss->calib_hits = 0;
-	other_ns = time_with_and_without(tr, &calib, 1, tr->keep_links);
+	other_ns = time_with_and_without(tr, &tr->calib, 1, tr->keep_links);
 	hits = tr->skel->bss->calib_hits;
-	for (i = 0; i < 2; i++)
-		bpf_link__destroy(held[i]);
+	destroy_all(held, 2);
 	tracer_reset_state(tr);
 	if (sys_ns < 0 || other_ns < -1e9)
 		goto fail;
@@ -210,11 +208,9 @@ double tracer_calibrate(struct tracer *tr)
 			other_ns <= 0 ? "a probe hit" : "a syscall-tracepoint hit");
 	return MAX(other_ns, 0.0);
 fail:
-	for (i = 0; i < 2; i++)
-		if (held[i])
-			bpf_link__destroy(held[i]);
 	fprintf(stderr, "udsprobe: warning: probe-cost calibration could not attach %s: %s; the "
-		"corrected breakdown subtracts nothing\n", calib_prog_name(tr->mode), strerror(errno));
+		"corrected breakdown subtracts nothing\n", calib ? bpf_program__name(calib) : "its probe",
+		strerror(errno));
 	tracer_reset_state(tr);
 	return 0;
 }
