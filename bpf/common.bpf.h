@@ -48,22 +48,33 @@ static __always_inline __u32 log2_slot(__u64 v)
 /*
  * FENTRY_KPROBE(func, body, args...): fe_<func> (fentry) and kp_<func> (kprobe),
  * both running body with the function's first arguments declared as args.
+ * FENTRY_KPROBE_AS(name, func, body, args...): the same named fe_<name> and
+ * kp_<name> (a probe whose target user space picks at run time).
  * FEXIT_KRETPROBE(func, ret_type, body, args...): fx_<func> (fexit) and
  * kr_<func> (kretprobe) running body with `ret` the return value; for fexit,
  * args are the function's arguments followed by `ret_type ret` (or nothing when
- * body does not use them). All are optional (SEC("?...")): user space enables
- * one mode's set.
+ * body does not use them). FEXIT_KRETPROBE_NORET(func, body): the same for a
+ * body that does not read the return value (a void function's return).
+ * All are optional (SEC("?...")): user space enables one mode's set.
  */
-#define FENTRY_KPROBE(func, body, ...)						\
+#define FENTRY_KPROBE_AS(name, func, body, ...)					\
 SEC("?fentry/" #func)								\
-int BPF_PROG(fe_##func, ##__VA_ARGS__) { body; return 0; }			\
+int BPF_PROG(fe_##name, ##__VA_ARGS__) { body; return 0; }			\
 SEC("?kprobe/" #func)								\
-int BPF_KPROBE(kp_##func, ##__VA_ARGS__) { body; return 0; }
+int BPF_KPROBE(kp_##name, ##__VA_ARGS__) { body; return 0; }
+
+#define FENTRY_KPROBE(func, body, ...) FENTRY_KPROBE_AS(func, func, body, ##__VA_ARGS__)
 
 #define FEXIT_KRETPROBE(func, ret_type, body, ...)				\
 SEC("?fexit/" #func)								\
 int BPF_PROG(fx_##func, ##__VA_ARGS__) { body; return 0; }			\
 SEC("?kretprobe/" #func)							\
 int BPF_KRETPROBE(kr_##func, ret_type ret) { body; return 0; }
+
+#define FEXIT_KRETPROBE_NORET(func, body)					\
+SEC("?fexit/" #func)								\
+int BPF_PROG(fx_##func) { body; return 0; }					\
+SEC("?kretprobe/" #func)							\
+int BPF_KRETPROBE(kr_##func) { body; return 0; }
 
 #endif

@@ -5,17 +5,18 @@
  * per-CPU sums, counts and log2 histograms. Nothing goes to user space per event.
  *
  * One handler per boundary; thin wrappers per attach mode: fentry/fexit,
- * kprobe/kretprobe, tp_btf. All wrappers are optional ("?") and user space
- * enables the set of the chosen mode before load.
+ * kprobe/kretprobe (fe_/kp_/fx_/kr_ from common.bpf.h's macros), tp_btf (tp_, by
+ * hand). All wrappers are optional ("?") and user space enables the set of the
+ * chosen mode before load (user/tracer_progs.c).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
+#include "common.bpf.h"
 #include "stages.h"
 #include "syscalls.bpf.h"
 
-#define AF_UNIX 1
 #define NET_RX_SOFTIRQ_VEC 3
 
 char LICENSE[] SEC("license") = "GPL";
@@ -92,24 +93,11 @@ static __always_inline void stamp(struct msg_state *m, __u32 b, __u32 cpu)
 	stamp_at(m, b, bpf_ktime_get_ns(), cpu);
 }
 
-static __always_inline __u32 log2_slot(__u64 v)
-{
-	__u32 r = 0;
-
-	if (v >= 1ull << 32) { v >>= 32; r += 32; }
-	if (v >= 1 << 16) { v >>= 16; r += 16; }
-	if (v >= 1 << 8) { v >>= 8; r += 8; }
-	if (v >= 1 << 4) { v >>= 4; r += 4; }
-	if (v >= 1 << 2) { v >>= 2; r += 2; }
-	if (v >= 1 << 1) r += 1;
-	return r < HIST_SLOTS ? r : HIST_SLOTS - 1;
-}
-
 /* Global (noinline): verified once, not once per caller and path. */
 __noinline int account_book(int slot, __u32 stage, __u64 ns, __u64 hits, __u64 book_ns)
 {
 	struct stage_acc *acc;
-	__u32 idx;
+	__u32 idx, hist;
 
 	if (slot < 0 || stage >= SLOT__COUNT)
 		return 0;
@@ -120,7 +108,13 @@ __noinline int account_book(int slot, __u32 stage, __u64 ns, __u64 hits, __u64 b
 	acc->hits += (__u32)hits + (hits >> 32);
 	acc->sys_hits += hits >> 32;
 	acc->book_ns += book_ns;
-	acc->hist[log2_slot(ns) & (HIST_SLOTS - 1)]++;
+	hist = log2_slot(ns);
+	if (hist >= HIST_SLOTS)
+		hist = HIST_SLOTS - 1;	/* 4.3 s and longer share the last slot */
+	/* hide the range clang proved, so that it keeps the mask older verifiers (6.1) need
+	 * to bound the index */
+	barrier_var(hist);
+	acc->hist[hist & (HIST_SLOTS - 1)]++;
 	return 0;
 }
 
@@ -801,8 +795,9 @@ int BPF_PROG(rtp_sched_switch, bool preempt, struct task_struct *prev, struct ta
 	return 0;
 }
 
+/* The calibration probe of tracepoint mode (fe_calib, kp_calib below for the others). */
 SEC("?tp_btf/sys_enter")
-int BPF_PROG(calib_tp, struct pt_regs *regs, long id)
+int BPF_PROG(tp_calib, struct pt_regs *regs, long id)
 {
 	if (id == calib_nr)
 		on_calibrate();
@@ -885,21 +880,12 @@ int BPF_PROG(tp_sock_recv_length, struct sock *sk, int ret, int flags)
 	return 0;
 }
 
-/* ---- fentry/fexit and kprobe/kretprobe modes ---------------------------------- */
+/* ---- fentry/fexit and kprobe/kretprobe modes (common.bpf.h's twins) ----------- */
 
-/* A function entry that marks boundary B while the current task is sending. */
-#define SENDER_PROBE(func, b)							\
-SEC("?fentry/" #func)								\
-int BPF_PROG(fe_##func) { on_sender_boundary(b); return 0; }			\
-SEC("?kprobe/" #func)								\
-int BPF_KPROBE(kp_##func) { on_sender_boundary(b); return 0; }
-
+/* A function entry that marks boundary b while the current task is sending. */
+#define SENDER_PROBE(func, b) FENTRY_KPROBE(func, on_sender_boundary(b))
 /* A function entry whose first argument is the segment's skb. */
-#define SKB_PROBE(func, b)							\
-SEC("?fentry/" #func)								\
-int BPF_PROG(fe_##func, struct sk_buff *skb) { on_skb_boundary(b, skb); return 0; }	\
-SEC("?kprobe/" #func)								\
-int BPF_KPROBE(kp_##func, struct sk_buff *skb) { on_skb_boundary(b, skb); return 0; }
+#define SKB_PROBE(func, b) FENTRY_KPROBE(func, on_skb_boundary(b, skb), struct sk_buff *skb)
 
 SENDER_PROBE(unix_stream_sendmsg, B_PROTO)
 SENDER_PROBE(tcp_sendmsg, B_PROTO)
@@ -918,56 +904,16 @@ SKB_PROBE(ip_rcv, B_T_IP_RCV)
 SKB_PROBE(ip_local_deliver, B_T_IP_LOCAL)
 SKB_PROBE(tcp_v4_rcv, B_T_TCP_V4_RCV)
 
-SEC("?fentry/__dev_queue_xmit")
-int BPF_PROG(fe___dev_queue_xmit, struct sk_buff *skb) { on_dev_queue(skb); return 0; }
-SEC("?kprobe/__dev_queue_xmit")
-int BPF_KPROBE(kp___dev_queue_xmit, struct sk_buff *skb) { on_dev_queue(skb); return 0; }
+FENTRY_KPROBE(__dev_queue_xmit, on_dev_queue(skb), struct sk_buff *skb)
+FENTRY_KPROBE(net_rx_action, on_softirq())
+FENTRY_KPROBE(process_backlog, on_backlog())
+FENTRY_KPROBE(tcp_rcv_established, on_skb_boundary(B_T_ESTABLISHED, skb),
+	      struct sock *sk, struct sk_buff *skb)
+FENTRY_KPROBE(sock_def_readable, on_data_ready(sk), struct sock *sk)
+FEXIT_KRETPROBE_NORET(sock_def_readable, on_wake_end(transport))
+FENTRY_KPROBE(skb_copy_datagram_iter, on_copy(B_COPY_START, false, TRANSPORT__COUNT))
+FEXIT_KRETPROBE_NORET(skb_copy_datagram_iter, on_copy(B_COPY_DONE, true, TRANSPORT__COUNT))
 
-SEC("?fentry/net_rx_action")
-int BPF_PROG(fe_net_rx_action) { on_softirq(); return 0; }
-SEC("?kprobe/net_rx_action")
-int BPF_KPROBE(kp_net_rx_action) { on_softirq(); return 0; }
-SEC("?fentry/process_backlog")
-int BPF_PROG(fe_process_backlog) { on_backlog(); return 0; }
-SEC("?kprobe/process_backlog")
-int BPF_KPROBE(kp_process_backlog) { on_backlog(); return 0; }
-
-SEC("?fentry/tcp_rcv_established")
-int BPF_PROG(fe_tcp_rcv_established, struct sock *sk, struct sk_buff *skb)
-{ on_skb_boundary(B_T_ESTABLISHED, skb); return 0; }
-SEC("?kprobe/tcp_rcv_established")
-int BPF_KPROBE(kp_tcp_rcv_established, struct sock *sk, struct sk_buff *skb)
-{ on_skb_boundary(B_T_ESTABLISHED, skb); return 0; }
-
-SEC("?fentry/sock_def_readable")
-int BPF_PROG(fe_sock_def_readable, struct sock *sk) { on_data_ready(sk); return 0; }
-SEC("?kprobe/sock_def_readable")
-int BPF_KPROBE(kp_sock_def_readable, struct sock *sk) { on_data_ready(sk); return 0; }
-SEC("?fexit/sock_def_readable")
-int BPF_PROG(fx_sock_def_readable, struct sock *sk)
-{
-	on_wake_end(transport);
-	return 0;
-}
-SEC("?kretprobe/sock_def_readable")
-int BPF_KRETPROBE(kr_sock_def_readable)
-{
-	on_wake_end(transport);
-	return 0;
-}
-
-SEC("?fentry/skb_copy_datagram_iter")
-int BPF_PROG(fe_skb_copy_datagram_iter) { on_copy(B_COPY_START, false, TRANSPORT__COUNT); return 0; }
-SEC("?kprobe/skb_copy_datagram_iter")
-int BPF_KPROBE(kp_skb_copy_datagram_iter) { on_copy(B_COPY_START, false, TRANSPORT__COUNT); return 0; }
-SEC("?fexit/skb_copy_datagram_iter")
-int BPF_PROG(fx_skb_copy_datagram_iter) { on_copy(B_COPY_DONE, true, TRANSPORT__COUNT); return 0; }
-SEC("?kretprobe/skb_copy_datagram_iter")
-int BPF_KRETPROBE(kr_skb_copy_datagram_iter) { on_copy(B_COPY_DONE, true, TRANSPORT__COUNT); return 0; }
-
-/* Calibration probes for the function modes: on a cheap syscall's x86 wrapper, chosen
- * at run time (set_attach_target / attach_kprobe) among those this kernel has. */
-SEC("?fentry/__x64_sys_getppid")
-int BPF_PROG(calib_fentry) { on_calibrate(); return 0; }
-SEC("?kprobe/__x64_sys_getppid")
-int BPF_KPROBE(calib_kprobe) { on_calibrate(); return 0; }
+/* Calibration probes for the function modes (fe_calib, kp_calib): on a cheap syscall's x86
+ * wrapper, chosen at run time (set_attach_target / attach_kprobe) among those this kernel has. */
+FENTRY_KPROBE_AS(calib, __x64_sys_getppid, on_calibrate())

@@ -85,9 +85,9 @@ static const struct { size_t tp_btf, raw_tp; } common_progs[] = {
 };
 
 static const size_t calib_progs[ATTACH__COUNT] = {
-	[ATTACH_FENTRY] = PROG(calib_fentry),
-	[ATTACH_KPROBE] = PROG(calib_kprobe),
-	[ATTACH_TRACEPOINT] = PROG(calib_tp),
+	[ATTACH_FENTRY] = PROG(fe_calib),
+	[ATTACH_KPROBE] = PROG(kp_calib),
+	[ATTACH_TRACEPOINT] = PROG(tp_calib),
 };
 
 static void add(struct stage_prog *out, int *n, int max, struct bpf_program *prog,
