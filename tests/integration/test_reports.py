@@ -101,8 +101,11 @@ def test_folded_sums_match_json_stage_totals(one_pair):
         assert abs(got - total) <= 0.5 * len(stages) + 1e-6, (r["transport"], got, total)
         for s in stages:
             w = [w for stack, w in folded if stack == [r["transport"], *s["name"].split(";")]]
-            if round(s["ns_per_msg"]) >= 1:
-                assert w == [int(s["ns_per_msg"] + 0.5)], s
+            v = s["ns_per_msg"]
+            if round(v) >= 1:
+                # folded rounds the exact value, JSON prints it to 6 significant digits: at
+                # ...x.5 in JSON the exact value may have rounded either way
+                assert len(w) == 1 and abs(w[0] - v) <= 0.5 + 5e-6 * abs(v), (s, w)
 
 
 def test_folded_to_stdout_is_only_folded(run, is_root, attach_mode):
@@ -190,7 +193,8 @@ def test_report_md_holds_the_tables(one_pair):
     assert "## Environment" in md
     assert f"| kernel | Linux {os.uname().release} |" in md
     assert f"| attach mode | **{doc['attach_mode']}**" in md
-    assert "coverage" in md and "probes cost" in md
+    # "the probes cost X per message", or under noise "the probes' cost per message is ..."
+    assert "coverage" in md and ("probes cost" in md or "probes' cost per message" in md)
     assert "### Why" in md
     assert "(flame-pingpong-64B-same.svg)" in md and "(diff-pingpong-64B-same.svg)" in md
     for r in doc["results"]:
