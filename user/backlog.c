@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <malloc.h>
 #include <linux/capability.h>
 #include <sys/syscall.h>
 
@@ -344,6 +345,10 @@ static void report(struct bl_loop *r, uint64_t now)
 	for (i = 0; i < s->n; i++)
 		s->ls[i].prev = s->ls[i].tot;
 	bl_retire_closed(s, &r->b);
+	/* Listener churn frees client arrays of every size between long-lived ones:
+	 * give the free pages back, or RSS creeps up with the heap's holes
+	 * (docs/BENCHMARKS.md, backlog long run). */
+	malloc_trim(0);
 }
 
 /* GET /metrics: the Prometheus text as of the last interval. */
@@ -440,6 +445,9 @@ int backlog_main(const char *json_path, double duration_s, enum attach_mode atta
 		goto out;
 	libbpf_setup(verbose);	/* -v: libbpf warnings, -vv: debug (as for --compare) */
 
+	/* a fixed threshold: the listener table's large reallocs stay mmapped and go back
+	 * whole when freed (glibc's dynamic threshold would move them into the heap) */
+	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 	bl_state_init(&r.s, &opts.f);
 	r.interval = opts.interval_s ? opts.interval_s : 1.0;
 	r.t0 = now_ns();

@@ -349,6 +349,74 @@ static int fold_one(struct bl_state *s)
 	return 0;
 }
 
+/*
+ * A listener retired an interval ago has all its clients in gone[] (its BPF keys
+ * were evicted). Keep the RETIRED_CLIENTS with the most overflows by pid, sum the
+ * others per command, and beyond RETIRED_CLIENTS commands into one unknown ("?")
+ * entry (counted in s->clients_folded); then give the spare room back. Without
+ * this the 1,024 retired listeners a storm keeps drift towards the busiest ones,
+ * each with up to MAX_GONE clients twice (gone and clients): 60 MB in the
+ * 10-minute storm of docs/BENCHMARKS.md.
+ */
+#define RETIRED_CLIENTS	8
+
+/* Give back an array's room beyond n entries (at least one kept, realloc of 0 frees). */
+static void shrink_clients(struct client **arr, int *cap, int n)
+{
+	struct client *p;
+
+	if (*cap <= n + 1)
+		return;
+	p = realloc(*arr, (n ? n : 1) * sizeof(**arr));
+	if (p) {
+		*arr = p;
+		*cap = n ? n : 1;
+	}
+}
+
+/* The unknown-pid entry of comm in gone[0, n), or n. */
+static int gone_comm(const struct listener *l, int n, const char *comm)
+{
+	int j;
+
+	for (j = 0; j < n; j++)
+		if (!l->gone[j].tgid && !strcmp(l->gone[j].comm, comm))
+			break;
+	return j;
+}
+
+static void compact_retired(struct bl_state *s, struct listener *l)
+{
+	int i, j, n = 0, pids = 0, comms = 0;
+
+	qsort(l->gone, l->n_gone, sizeof(*l->gone), bl_cmp_clients);
+	for (i = 0; i < l->n_gone; i++) {
+		struct client c = l->gone[i];	/* n <= i: written in place */
+
+		if (c.tgid && pids < RETIRED_CLIENTS) {
+			l->gone[n++] = c;
+			pids++;
+			continue;
+		}
+		s->clients_folded += !!c.tgid;
+		c.tgid = 0;
+		j = gone_comm(l, n, c.comm);
+		if (j == n && comms == RETIRED_CLIENTS) {	/* too many commands: unknown */
+			strcpy(c.comm, "?");
+			j = gone_comm(l, n, c.comm);
+		}
+		if (j < n) {
+			bl_val_add(&l->gone[j].v, &c.v);
+			continue;
+		}
+		l->gone[n++] = c;
+		comms++;
+	}
+	l->n_gone = n;
+	shrink_clients(&l->gone, &l->cap_gone, n);
+	shrink_clients(&l->clients, &l->cap_clients, n);
+}
+
 void bl_retire_closed(struct bl_state *s, struct bl_bpf *b)
 {
 	int i, n = 0, retired = 0;
@@ -360,6 +428,9 @@ void bl_retire_closed(struct bl_state *s, struct bl_bpf *b)
 			      t->syn_retrans || bl_listen_drops(l);
 
 		l->foldable = l->retired;	/* retired before this call */
+		if (l->foldable && (l->n_gone > 2 * RETIRED_CLIENTS ||
+				    l->cap_clients > 2 * RETIRED_CLIENTS))
+			compact_retired(s, l);
 		if (l->ino && !l->present) {
 			if (!events) {
 				bl_listener_free(l);

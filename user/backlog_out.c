@@ -157,6 +157,7 @@ static void json_clients(struct jw *w, const struct listener *l)
 void bl_json_interval(struct bl_state *s, FILE *f, double t)
 {
 	struct jw w;
+	uint64_t retired = 0, kept = 0;
 	int i;
 
 	for (i = 0; i < s->n; i++) {
@@ -194,6 +195,15 @@ void bl_json_interval(struct bl_state *s, FILE *f, double t)
 	jw_double(&w, "time_s", t);
 	jw_u64(&w, "dropped_events", s->missed);
 	jw_u64(&w, "listeners_missed", s->listeners_missed);
+	for (i = 0; i < s->n; i++) {
+		retired += s->ls[i].retired;
+		kept += s->ls[i].n_gone;
+	}
+	/* the table's size, so a long run can be seen to stay flat (docs/BACKLOG.md) */
+	jw_u64(&w, "listeners", s->n);
+	jw_u64(&w, "listeners_retired", retired);
+	jw_u64(&w, "clients_kept", kept);
+	jw_u64(&w, "clients_folded", s->clients_folded);
 	jw_obj_end(&w);
 	fflush(f);
 }

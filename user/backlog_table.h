@@ -94,6 +94,7 @@ struct bl_state {
 	uint64_t listeners_missed;	/* more listeners than the iterator array holds */
 	uint64_t folded;		/* closed listeners forgotten beyond BL_MAX_RETIRED */
 	uint64_t folded_overflows;	/* the overflows they had (watched ones) */
+	uint64_t clients_folded;	/* exited clients of retired listeners summed per command */
 	bool owners_dirty;
 	uint64_t last_owner_scan;
 	unsigned lines_since_header;	/* live view */

@@ -352,6 +352,88 @@ def test_closed_listeners_retired(udsprobe, procs, wdir):
     assert not [e for e in last if "/churn" in e["address"]]
 
 
+# ---- issue 14 item 5 / issue 15: memory stays bounded through listener churn --------------
+
+RETIRED_MAX = 1024          # BL_MAX_RETIRED: closed listeners kept for the summary
+KEPT_PER_RETIRED = 9        # RETIRED_CLIENTS (8) by pid + one entry per command (1 here)
+CLIENT_BYTES = 2 * 120      # sizeof(struct client), held twice (gone[] and the read's copy)
+
+
+def rss_kib(pid):
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError(f"no VmRSS for {pid}")
+
+
+def churn_batch(wdir, tag, n, bins=None, clients=0):
+    """n unix listeners (listen 0, never accepting) that overflow, then close: by the test
+    process (1 overflow each) or by `clients` forked processes with 2 connects each."""
+    socks = []
+    for i in range(n):
+        s = socket.socket(socket.AF_UNIX)
+        s.bind(str(wdir / f"{tag}{i}"))
+        s.listen(0)
+        socks.append(s)
+    time.sleep(0.25)                        # the 100 ms sampler sees every one
+    held = []
+    for i, s in enumerate(socks):
+        if not clients:
+            for _ in range(2):
+                c = socket.socket(socket.AF_UNIX)
+                c.setblocking(False)
+                try:
+                    c.connect(s.getsockname())
+                except BlockingIOError:
+                    pass
+                held.append(c)
+    for k in range(0, n if clients else 0, 10):  # 10 storms at a time
+        storms = [subprocess.Popen([bins["fork_clients"], socks[j].getsockname(),
+                                    str(clients), "2"], stdout=subprocess.DEVNULL)
+                  for j in range(k, min(n, k + 10))]
+        for p in storms:
+            assert p.wait(timeout=60) == 0
+    for s in socks:
+        os.unlink(s.getsockname())
+        s.close()
+    for c in held:
+        c.close()
+
+
+def test_listener_churn_memory_bounded(udsprobe, procs, bins, wdir):
+    """1,100 overflowing listeners fill the retired table; then 2 x 200 more, each hit by 20
+    short-lived clients, come and go. Design bounds: at most 1,024 closed listeners kept,
+    each with at most 8 clients by pid plus one per command; once the table is full RSS may
+    grow only by what those clients can add (1,024 x 9 x 240 B = 2.2 MiB) plus 2 MiB for
+    the allocator (the 10-minute storm in docs/BENCHMARKS.md is the long version)."""
+    jl = wdir / "o.jsonl"
+    p, _ = start_watch(udsprobe, procs, ["--quiet", "--interval", "0.5", "--json", jl])
+    for b in range(11):
+        churn_batch(wdir, f"f{b}-", 100)
+    time.sleep(1.6)                         # retired, then compacted an interval later
+    rss = [rss_kib(p.pid)]
+    for phase in range(2):
+        for b in range(4):
+            churn_batch(wdir, f"h{phase}-{b}-", 50, bins, clients=20)
+        time.sleep(1.6)
+        rss.append(rss_kib(p.pid))
+    p.send_signal(signal.SIGINT)
+    finish(p, timeout=60)
+    ev = jsonl(jl)
+    stats = [e for e in ev if e["event"] == "stats"]
+    assert stats
+    for e in stats:
+        assert e["listeners_retired"] <= RETIRED_MAX, e
+        live = e["listeners"] - e["listeners_retired"]
+        assert e["clients_kept"] <= RETIRED_MAX * KEPT_PER_RETIRED + 256 * live, e
+    assert stats[-1]["listeners_retired"] == RETIRED_MAX    # full: churn went through it
+    assert stats[-1]["clients_folded"] > 0                  # heavy listeners were compacted
+    run = [e for e in ev if e["event"] == "run"][0]
+    assert run["listeners_folded"] >= 1100 + 400 - RETIRED_MAX
+    bound = (RETIRED_MAX * KEPT_PER_RETIRED * CLIENT_BYTES) // 1024 + 2048
+    assert rss[-1] - rss[0] <= bound, f"RSS KiB after each third: {rss}, bound +{bound}"
+
+
 # ---- item 8: addrlen --------------------------------------------------------------------
 
 def test_bytes_after_addrlen_are_not_the_path(udsprobe, procs, bins, wdir):
