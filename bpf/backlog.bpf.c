@@ -18,6 +18,12 @@
  *                                                                      listener's sk_drops moved
  *   tcp client connect    tcp_connect           tcp_connect           tp_btf inet_sock_set_state
  *   tcp SYN retransmit    tcp_retransmit_skb    tcp_retransmit_skb    tp_btf tcp_retransmit_skb
+ *   unix conn queued      sock_def_readable     sock_def_readable     tp_btf sk_data_ready (6.6+)
+ *                         of a unix listener, inside a connect; the child at connect's return
+ *   tcp conn queued       tcp_v{4,6}_syn_       tcp_v{4,6}_syn_       tp_btf inet_sock_set_state
+ *                         recv_sock's child     recv_sock's child     (LISTEN -> SYN_RECV child)
+ *   accepted              unix_accept,          unix_accept,          syscalls:sys_exit_accept{,4}
+ *                         inet_accept           inet_accept           (the new fd's socket)
  *
  * Every TCP listen drop (tcp_listendrop) increments the listener's sk_drops,
  * so a drop is "sk_drops moved across the call" (probe modes) or "sk_drops
@@ -54,6 +60,11 @@ __u32 iter_n = 0;
 struct bl_conn {
 	__u64 sleep_start;
 	__u64 wait_ns;
+	__u64 sock;		/* struct socket * (probe modes), for the child at exit */
+	__u64 queued_ns;	/* when the connection entered the listener's queue */
+	__s32 fd;		/* tracepoint mode: the socket's fd */
+	__u32 depth;		/* connections queued ahead of it */
+	__u32 depth_known;
 	__u32 waited;
 	__u32 path_len;
 	__u32 netns, mntns;
@@ -124,6 +135,36 @@ struct {
 	__type(value, struct bl_port);
 } tcp_ports SEC(".maps");
 
+/* Child socket (queued, not yet accepted) -> when and where it was queued. LRU:
+ * children closed before accept() are never deleted, they age out. */
+struct bl_pending {
+	__u64 queued_ns;
+	struct bl_key key;	/* the listener, tgid 0 */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, struct bl_pending);
+} pending SEC(".maps");
+
+/* Listener (bl_key, tgid 0) -> accept wait and arrival depth histograms. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct bl_key);
+	__type(value, struct bl_hist);
+} hists SEC(".maps");
+
+/* tid -> the new struct socket * of an accept in progress (probe modes). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u64);
+} accepting SEC(".maps");
+
 static __always_inline void remember_comm(__u32 tgid)
 {
 	char comm[BL_COMM_LEN];
@@ -175,13 +216,124 @@ static __always_inline __u32 bounded_len(long n)
 	return len;
 }
 
+/* ---------------------------------------------------------------- queue waits */
+
+static __always_inline struct bl_hist *hist_of(const struct bl_key *key)
+{
+	static const struct bl_hist zero;
+	struct bl_hist *h = lookup_or_try_init(&hists, key, &zero);
+
+	if (!h)
+		__sync_fetch_and_add(&missed_map_full, 1);
+	return h;
+}
+
+/* Connection `child` entered the queue of listener `key` (tgid 0) at `when`, with
+ * `depth` connections ahead of it (depth_known: the listener was seen). */
+static __always_inline void conn_queued(__u64 child, const struct bl_key *key, __u64 when,
+					__u32 depth, bool depth_known)
+{
+	struct bl_pending p = { .queued_ns = when };
+	struct bl_hist *h;
+	__u32 slot;
+
+	if (!child)
+		return;
+	__builtin_memcpy(&p.key, key, sizeof(p.key));
+	p.key.tgid = 0;
+	bpf_map_update_elem(&pending, &child, &p, BPF_ANY);
+	if (!depth_known)
+		return;
+	h = hist_of(&p.key);
+	if (!h)
+		return;
+	slot = depth < 16 ? depth : 12 + log2_slot(depth);
+	if (slot >= BL_DEPTH_SLOTS)
+		slot = BL_DEPTH_SLOTS - 1;
+	barrier_var(slot);	/* the mask below stays: the verifier needs it */
+	h->depth_slots[slot & (BL_DEPTH_SLOTS - 1)]++;
+	h->queued++;
+	h->depth_sum += depth;
+	if (depth > h->depth_max)
+		h->depth_max = depth;
+}
+
+/* Socket `child` was accepted: its wait, if it was seen entering the queue. */
+static __always_inline void conn_accepted(__u64 child)
+{
+	struct bl_pending *p = bpf_map_lookup_elem(&pending, &child);
+	struct bl_key key;
+	struct bl_hist *h;
+	__u64 wait;
+	__u32 slot;
+
+	if (!p)
+		return;
+	wait = bpf_ktime_get_ns() - p->queued_ns;
+	__builtin_memcpy(&key, &p->key, sizeof(key));
+	bpf_map_delete_elem(&pending, &child);
+	h = hist_of(&key);
+	if (!h)
+		return;
+	slot = log2_slot(wait / 1000);
+	if (slot >= BL_WAIT_SLOTS)
+		slot = BL_WAIT_SLOTS - 1;
+	barrier_var(slot);
+	h->wait_slots[slot & (BL_WAIT_SLOTS - 1)]++;
+	h->accepted++;
+	h->wait_ns += wait;
+	if (wait > h->wait_max_ns)
+		h->wait_max_ns = wait;
+}
+
+/* The struct socket * behind the current task's fd (tracepoint mode: connect's and
+ * accept's fds are sockets), or 0. */
+static __always_inline __u64 sock_of_fd(long fd)
+{
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+	struct file **fds = BPF_CORE_READ(t, files, fdt, fd);
+	unsigned int max = BPF_CORE_READ(t, files, fdt, max_fds);
+	struct file *f = NULL;
+
+	if (fd < 0 || fd >= max)
+		return 0;
+	bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
+	return f ? (__u64)BPF_CORE_READ(f, private_data) : 0;
+}
+
+/* An accept() is returning the new socket `newsock` (struct socket *). */
+static __always_inline void accepted_sock(__u64 newsock)
+{
+	if (newsock)
+		conn_accepted((__u64)BPF_CORE_READ((struct socket *)newsock, sk));
+}
+
+static __always_inline void accept_enter(struct socket *newsock)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 v = (__u64)newsock;
+
+	bpf_map_update_elem(&accepting, &tid, &v, BPF_ANY);
+}
+
+static __always_inline void accept_exit(void)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 *v = bpf_map_lookup_elem(&accepting, &tid);
+
+	if (!v)
+		return;
+	accepted_sock(*v);	/* newsock->sk is set only on success */
+	bpf_map_delete_elem(&accepting, &tid);
+}
+
 /* ---------------------------------------------------------------- AF_UNIX */
 
 /* The address exactly as the kernel reads it: addrlen bytes and no more
  * (issue 16 item 8); a pathname ends at its first NUL within them
  * (unix_mkname_bsd), an abstract name is all addrlen - 2 bytes, NULs included. */
 static __always_inline void unix_connect_enter(const struct sockaddr_un *sun, long addrlen,
-					       bool user)
+					       bool user, __u64 sock, long fd)
 {
 	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
 	struct bl_conn c = {};
@@ -210,6 +362,8 @@ static __always_inline void unix_connect_enter(const struct sockaddr_un *sun, lo
 	if (family != AF_UNIX)
 		return;
 	len = bounded_len(n);
+	c.sock = sock;
+	c.fd = fd;
 	c.netns = BPF_CORE_READ(t, nsproxy, net_ns, ns.inum);
 	if (first) {	/* pathname: at most len bytes, up to the NUL; the rest stays zero */
 		if (user)
@@ -244,11 +398,20 @@ static __always_inline void unix_connect_exit(long ret)
 	c = bpf_map_lookup_elem(&conns, &tid);
 	if (!c)
 		return;
+	__builtin_memcpy(key.path, c->path, sizeof(key.path));
+	key.path_len = c->path_len;
+	key.netns = c->netns;
+	key.mntns = c->mntns;
+	if (ret == 0) {	/* queued: the child is the client's peer */
+		__u64 sock = c->sock ? c->sock : sock_of_fd(c->fd);
+		struct sock *sk = sock ? BPF_CORE_READ((struct socket *)sock, sk) : NULL;
+
+		if (sk)
+			conn_queued((__u64)BPF_CORE_READ((struct unix_sock *)sk, peer), &key,
+				    c->queued_ns ? c->queued_ns : bpf_ktime_get_ns(), c->depth,
+				    c->depth_known);
+	}
 	if (ret == -EAGAIN || c->waited) {
-		__builtin_memcpy(key.path, c->path, sizeof(key.path));
-		key.path_len = c->path_len;
-		key.netns = c->netns;
-		key.mntns = c->mntns;
 		v = counter(&key);
 		if (v) {
 			if (ret == -EAGAIN)
@@ -281,6 +444,26 @@ static __always_inline void unix_wait_end(__u32 tid)
 		c->sleep_start = 0;
 		c->waited = 1;
 	}
+}
+
+/* A unix listener's data-ready callback, run by connect() right after it queued
+ * the connection: the queue's length then includes it. */
+static __always_inline void unix_listener_ready(struct sock *sk)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct bl_conn *c;
+	__u32 qlen;
+
+	if (!unix_inflight || BPF_CORE_READ(sk, __sk_common.skc_family) != AF_UNIX ||
+	    BPF_CORE_READ(sk, __sk_common.skc_state) != TCP_LISTEN)
+		return;
+	c = bpf_map_lookup_elem(&conns, &tid);
+	if (!c)
+		return;
+	qlen = BPF_CORE_READ(sk, sk_receive_queue.qlen);
+	c->queued_ns = bpf_ktime_get_ns();
+	c->depth = qlen ? qlen - 1 : 0;
+	c->depth_known = 1;
 }
 
 /* ---------------------------------------------------------------- TCP */
@@ -373,6 +556,17 @@ static __always_inline void tcp_listen_drop(struct sock *sk, struct sk_buff *skb
 		  acceptq_full(sk), n);
 }
 
+/* A child of TCP listener `sk` is about to be queued; depth = connections ahead. */
+static __always_inline void tcp_child_queued(struct sock *sk, __u64 child, bool depth_known)
+{
+	struct bl_key key = { .family = BL_TCP };
+
+	key.port = BPF_CORE_READ(sk, __sk_common.skc_num);
+	key.netns = sk_netns(sk);
+	conn_queued(child, &key, bpf_ktime_get_ns(), BPF_CORE_READ(sk, sk_ack_backlog),
+		    depth_known);
+}
+
 /* Probe modes. Per-CPU stashes are safe: listeners are processed in softirq,
  * which does not nest on a CPU. */
 struct stash {
@@ -435,11 +629,12 @@ static __always_inline void syn_recv_sock_enter(struct sock *sk, struct sk_buff 
 }
 
 /* syn_recv_sock fails (returns NULL) only through tcp_listendrop(), so "sk_drops
- * moved across the call" is the drop; the return value is not needed (6.1's
- * verifier cannot read it here). For a v4-mapped segment tcp_v6_syn_recv_sock
+ * moved across the call" is the drop; otherwise its return value (child, read
+ * with bpf_get_func_ret in fexit: the argument list differs between kernels) is
+ * the connection about to be queued. For a v4-mapped segment tcp_v6_syn_recv_sock
  * calls tcp_v4_syn_recv_sock: the inner exit counts and clears the stash, so
  * the outer one counts nothing. */
-static __always_inline void syn_recv_sock_exit(void)
+static __always_inline void syn_recv_sock_exit(__u64 child)
 {
 	struct stash *s = stash();
 	struct sock *sk;
@@ -449,6 +644,8 @@ static __always_inline void syn_recv_sock_exit(void)
 	sk = (struct sock *)s->recv_sk;
 	if (sk_drops_read(sk) != s->recv_drops)
 		tcp_listen_drop(sk, (struct sk_buff *)s->recv_skb, TCP_ACK_DROP, 1);
+	else if (child)	/* queued next (inet_csk_complete_hashdance): depth before it */
+		tcp_child_queued(sk, child, true);
 	s->recv_sk = 0;
 }
 
@@ -534,7 +731,8 @@ static __always_inline void tcp_retransmit(struct sock *sk)
 /* ---------------------------------------------------------------- fentry/kprobe */
 
 FENTRY_KPROBE(unix_stream_connect,
-	      unix_connect_enter((const struct sockaddr_un *)uaddr, addr_len, false),
+	      unix_connect_enter((const struct sockaddr_un *)uaddr, addr_len, false, (__u64)sock,
+				 -1),
 	      struct socket *sock, struct sockaddr *uaddr, int addr_len)
 FEXIT_KRETPROBE(unix_stream_connect, int, unix_connect_exit(ret),
 		struct socket *sock, struct sockaddr *uaddr, int addr_len, int flags, int ret)
@@ -548,11 +746,18 @@ FEXIT_KRETPROBE(tcp_conn_request, long, tcp_conn_request_exit())
 
 FENTRY_KPROBE(tcp_v4_syn_recv_sock, syn_recv_sock_enter(sk, skb),
 	      struct sock *sk, struct sk_buff *skb)
-FEXIT_KRETPROBE(tcp_v4_syn_recv_sock, long, syn_recv_sock_exit())
+FEXIT_KRETPROBE_RET(tcp_v4_syn_recv_sock, syn_recv_sock_exit(ret))
 
 FENTRY_KPROBE(tcp_v6_syn_recv_sock, syn_recv_sock_enter(sk, skb),
 	      struct sock *sk, struct sk_buff *skb)
-FEXIT_KRETPROBE(tcp_v6_syn_recv_sock, long, syn_recv_sock_exit())
+FEXIT_KRETPROBE_RET(tcp_v6_syn_recv_sock, syn_recv_sock_exit(ret))
+
+FENTRY_KPROBE(sock_def_readable, unix_listener_ready(sk), struct sock *sk)
+
+FENTRY_KPROBE(unix_accept, accept_enter(newsock), struct socket *sock, struct socket *newsock)
+FEXIT_KRETPROBE(unix_accept, long, accept_exit())
+FENTRY_KPROBE(inet_accept, accept_enter(newsock), struct socket *sock, struct socket *newsock)
+FEXIT_KRETPROBE(inet_accept, long, accept_exit())
 
 FENTRY_KPROBE(tcp_connect, tcp_client_connect(sk), struct sock *sk)
 FENTRY_KPROBE(tcp_retransmit_skb, tcp_retransmit(sk), struct sock *sk)
@@ -564,7 +769,8 @@ SEC("?tracepoint/syscalls/sys_enter_connect")
 int tp_sys_enter_connect(struct trace_event_raw_sys_enter *ctx)
 {
 	unix_connect_enter((const struct sockaddr_un *)BPF_CORE_READ(ctx, args[1]),
-			   (long)BPF_CORE_READ(ctx, args[2]), true);
+			   (long)BPF_CORE_READ(ctx, args[2]), true, 0,
+			   (long)BPF_CORE_READ(ctx, args[0]));
 	return 0;
 }
 
@@ -593,6 +799,36 @@ int BPF_PROG(tp_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	return 0;
 }
 
+/* accept() and accept4() returned a new fd: the accepted socket. */
+SEC("?tracepoint/syscalls/sys_exit_accept4")
+int tp_sys_exit_accept4(struct trace_event_raw_sys_exit *ctx)
+{
+	long fd = BPF_CORE_READ(ctx, ret);
+
+	if (fd >= 0)
+		accepted_sock(sock_of_fd(fd));
+	return 0;
+}
+
+SEC("?tracepoint/syscalls/sys_exit_accept")
+int tp_sys_exit_accept(struct trace_event_raw_sys_exit *ctx)
+{
+	long fd = BPF_CORE_READ(ctx, ret);
+
+	if (fd >= 0)
+		accepted_sock(sock_of_fd(fd));
+	return 0;
+}
+
+/* Linux 6.6+: a listener's data-ready in connect() (optional: older kernels have
+ * the accept waits from connect's return, without the depth). */
+SEC("?tp_btf/sk_data_ready")
+int BPF_PROG(tp_sk_data_ready, struct sock *sk)
+{
+	unix_listener_ready(sk);
+	return 0;
+}
+
 SEC("?tp_btf/consume_skb")
 int BPF_PROG(tp_consume_skb, struct sk_buff *skb)
 {
@@ -610,6 +846,7 @@ int BPF_PROG(tp_kfree_skb, struct sk_buff *skb, void *location, __u32 reason)
 SEC("?tp_btf/inet_sock_set_state")
 int BPF_PROG(tp_inet_sock_set_state, struct sock *sk, int oldstate, int newstate)
 {
+	struct bl_port *l;
 	__u32 sport, *owner;
 	__u64 key = (__u64)sk;
 
@@ -617,6 +854,12 @@ int BPF_PROG(tp_inet_sock_set_state, struct sock *sk, int oldstate, int newstate
 		return 0;
 	if (newstate == TCP_SYN_SENT) {	/* in connect(): the owner, not yet the port */
 		tcp_client_connect(sk);
+	} else if (newstate == TCP_SYN_RECV && oldstate == TCP_LISTEN) {
+		/* a listener's child being created, queued next: watched ports only */
+		sport = BPF_CORE_READ(sk, __sk_common.skc_num);
+		l = bpf_map_lookup_elem(&tcp_ports, &sport);
+		if (l && sk_netns((struct sock *)l->sk) == sk_netns(sk))
+			tcp_child_queued((struct sock *)l->sk, key, true);
 	} else if (oldstate == TCP_SYN_SENT) {	/* now the port is known */
 		owner = bpf_map_lookup_elem(&sk_owner, &key);
 		if (owner) {

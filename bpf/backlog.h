@@ -41,6 +41,27 @@ struct bl_val {
 	__u64 syn_retrans;	/* tcp: client SYN retransmits towards this port */
 };
 
+/*
+ * Per listener (a bl_key with tgid 0): how long accepted connections waited in
+ * the queue (queued -> accept()), and the queue depth each queued connect found
+ * ahead of it. Log2 slots, the last one open-ended (both 32: a power of two, so
+ * the BPF side masks the index for the verifier); user space sums the per-CPU
+ * copies (max: the largest).
+ */
+#define BL_WAIT_SLOTS	32	/* slot k: [2^k, 2^(k+1)) us; slot 0 from 0 */
+#define BL_DEPTH_SLOTS	32	/* 0..15 exact, then slot 12+k: [2^k, 2^(k+1)), k = 4..19 */
+
+struct bl_hist {
+	__u64 wait_slots[BL_WAIT_SLOTS];
+	__u64 accepted;		/* connections accepted that were seen queued */
+	__u64 wait_ns;		/* their total wait */
+	__u64 wait_max_ns;
+	__u64 depth_slots[BL_DEPTH_SLOTS];
+	__u64 queued;		/* connects that entered the queue */
+	__u64 depth_sum;
+	__u64 depth_max;
+};
+
 /* One listening socket, written by the iter/unix and iter/tcp programs into the
  * listeners array map (not the seq_file: see iter_put in backlog.bpf.c). */
 struct bl_listener {

@@ -55,6 +55,8 @@ static __always_inline __u32 log2_slot(__u64 v)
  * args are the function's arguments followed by `ret_type ret` (or nothing when
  * body does not use them). FEXIT_KRETPROBE_NORET(func, body): the same for a
  * body that does not read the return value (a void function's return).
+ * FEXIT_KRETPROBE_RET(func, body): `ret` (__u64) without declaring the
+ * arguments, for functions whose argument list differs between kernels.
  * All are optional (SEC("?...")): user space enables one mode's set.
  */
 #define FENTRY_KPROBE_AS(name, func, body, ...)					\
@@ -76,5 +78,12 @@ SEC("?fexit/" #func)								\
 int BPF_PROG(fx_##func) { body; return 0; }					\
 SEC("?kretprobe/" #func)							\
 int BPF_KRETPROBE(kr_##func) { body; return 0; }
+
+/* fexit reads the return value with bpf_get_func_ret (5.17+) */
+#define FEXIT_KRETPROBE_RET(func, body)					\
+SEC("?fexit/" #func)								\
+int BPF_PROG(fx_##func) { __u64 ret = 0; bpf_get_func_ret(ctx, &ret); body; return 0; }	\
+SEC("?kretprobe/" #func)							\
+int BPF_KRETPROBE(kr_##func, __u64 ret) { body; return 0; }
 
 #endif

@@ -39,6 +39,15 @@ static const struct probe_target {
 	ENTRY_RET(tcp_v6_syn_recv_sock, true),
 	ENTRY(tcp_connect, false),
 	ENTRY(tcp_retransmit_skb, false),
+	/* accept waits: queued (unix: the listener's data-ready in connect), accepted */
+	ENTRY(sock_def_readable, false),
+	ENTRY_RET(unix_accept, false),
+	ENTRY_RET(inet_accept, false),
+};
+
+/* The syscall tracepoints tracepoint mode needs. */
+static const char *const tp_syscalls[] = {
+	"sys_enter_connect", "sys_exit_connect", "sys_exit_accept", "sys_exit_accept4",
 };
 
 /* Can `mode` be used here for the backlog targets? 0, or -EOPNOTSUPP with the reason. */
@@ -91,10 +100,12 @@ static int mode_usable(enum attach_mode mode, bool with_v6, char *why, size_t le
 			snprintf(why, len, "cannot mount tracefs: %s", strerror(-err));
 			return -EOPNOTSUPP;
 		}
-		if (!tracefs_has_event("syscalls", "sys_enter_connect")) {
-			snprintf(why, len, "no syscalls:sys_enter_connect tracepoint "
-				 "(CONFIG_FTRACE_SYSCALLS unset?)");
-			return -EOPNOTSUPP;
+		for (i = 0; i < (int)ARRAY_SIZE(tp_syscalls); i++) {
+			if (!tracefs_has_event("syscalls", tp_syscalls[i])) {
+				snprintf(why, len, "no syscalls:%s tracepoint "
+					 "(CONFIG_FTRACE_SYSCALLS unset?)", tp_syscalls[i]);
+				return -EOPNOTSUPP;
+			}
 		}
 		return 0;
 	default:
@@ -132,6 +143,10 @@ void bl_mode_programs(struct backlog_bpf *skel, enum attach_mode mode, bool v6,
 		p[(*n)++] = skel->progs.tp_kfree_skb;
 		p[(*n)++] = skel->progs.tp_inet_sock_set_state;
 		p[(*n)++] = skel->progs.tp_tcp_retransmit_skb;
+		p[(*n)++] = skel->progs.tp_sys_exit_accept;
+		p[(*n)++] = skel->progs.tp_sys_exit_accept4;
+		if (btf_has_tracepoint("sk_data_ready"))	/* 6.6+: the arrival depth */
+			p[(*n)++] = skel->progs.tp_sk_data_ready;
 		break;
 	}
 }
@@ -156,7 +171,7 @@ void bl_bpf_close(struct bl_bpf *b)
 /* Open, load and attach one mode's programs plus the iterators; all or nothing. */
 static int bl_bpf_open(struct bl_bpf *b, enum attach_mode mode, char *err_msg, size_t len)
 {
-	struct bpf_program *progs[16];
+	struct bpf_program *progs[BL_MAX_PROGS];
 	int n, i, err;
 
 	b->skel = backlog_bpf__open_opts(btf_open_opts());

@@ -12,9 +12,11 @@
 struct backlog_bpf;
 struct bpf_link;
 
+#define BL_MAX_PROGS	24	/* programs one mode attaches, at most */
+
 struct bl_bpf {
 	struct backlog_bpf *skel;
-	struct bpf_link *links[16];
+	struct bpf_link *links[BL_MAX_PROGS];
 	int n_links;
 	struct bpf_link *iter_unix, *iter_tcp;
 	enum attach_mode mode;
@@ -29,7 +31,7 @@ struct bl_bpf {
  * programs and the iterators. 0, or -errno after saying why on stderr. */
 int bl_bpf_setup(struct bl_bpf *b, enum attach_mode want);
 void bl_bpf_close(struct bl_bpf *b);
-/* The programs of one mode, by skeleton field, into p[] (room for 16); *n of them.
+/* The programs of one mode, by skeleton field, into p[] (room for BL_MAX_PROGS); *n of them.
  * v6: also tcp_v6_syn_recv_sock's. */
 struct bpf_program;
 void bl_mode_programs(struct backlog_bpf *skel, enum attach_mode mode, bool v6,

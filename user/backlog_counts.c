@@ -81,7 +81,7 @@ static bool resolve_file(struct bl_state *s, const struct bl_key *k, dev_t *dev,
 
 /* The listener a count key belongs to: the live socket when one matches, else a
  * listener keyed like the count (created here). */
-static struct listener *listener_of(struct bl_state *s, const struct bl_key *k)
+struct listener *bl_listener_of(struct bl_state *s, const struct bl_key *k)
 {
 	struct listener *l;
 	uint64_t ino;
@@ -245,7 +245,7 @@ int bl_read_counts(struct bl_state *s, struct bl_bpf *b)
 		memset(&sum, 0, sizeof(sum));
 		for (c = 0; c < ncpu; c++)
 			bl_val_add(&sum, &vals[c]);
-		l = listener_of(s, &key);
+		l = bl_listener_of(s, &key);
 		if (!l)
 			continue;
 		bl_val_add(&l->tot, &sum);
@@ -273,7 +273,7 @@ int bl_read_counts(struct bl_state *s, struct bl_bpf *b)
 	free(dead);
 	free(vals);
 	s->missed = b->skel->bss->missed_map_full;
-	return 0;
+	return bl_read_hists(s, b);
 }
 
 void bl_read_netstat(struct bl_state *s, unsigned long long out[2])
@@ -320,6 +320,7 @@ void bl_listener_free(struct listener *l)
 {
 	free(l->clients);
 	free(l->gone);
+	free(l->h);
 }
 
 /*
@@ -425,7 +426,8 @@ void bl_retire_closed(struct bl_state *s, struct bl_bpf *b)
 		struct listener *l = &s->ls[i];
 		const struct bl_val *t = &l->tot;
 		bool events = t->overflows || t->ack_overflows || t->other_drops || t->waits ||
-			      t->syn_retrans || bl_listen_drops(l);
+			      t->syn_retrans || bl_listen_drops(l) ||
+			      (l->h && (l->h->cur.accepted || l->h->cur.queued));
 
 		l->foldable = l->retired;	/* retired before this call */
 		if (l->foldable && (l->n_gone > 2 * RETIRED_CLIENTS ||

@@ -131,6 +131,22 @@ static void json_listener_common(struct jw *w, const struct listener *l)
 	jw_u64(w, "limit", l->limit);
 }
 
+/* Accept waits and arrival depths (zeros before any connect was seen queued). */
+static void json_waits(struct jw *w, const struct listener *l)
+{
+	static const struct bl_hist none;
+	const struct bl_hist *h = l->h ? &l->h->cur : &none;
+
+	jw_u64(w, "accepts", h->accepted);
+	jw_double(w, "accept_wait_p50_s", bl_wait_quantile(h, 0.5));
+	jw_double(w, "accept_wait_p99_s", bl_wait_quantile(h, 0.99));
+	jw_double(w, "accept_wait_max_s", h->wait_max_ns / 1e9);
+	jw_u64(w, "queued", h->queued);
+	jw_u64(w, "queue_depth_p50", bl_depth_quantile(h, 0.5));
+	jw_u64(w, "queue_depth_p99", bl_depth_quantile(h, 0.99));
+	jw_u64(w, "queue_depth_max", h->depth_max);
+}
+
 static void json_clients(struct jw *w, const struct listener *l)
 {
 	int i;
@@ -186,6 +202,7 @@ void bl_json_interval(struct bl_state *s, FILE *f, double t)
 			jw_u64(&w, "listen_drops", bl_listen_drops(l));
 			jw_u64(&w, "syn_retransmits", l->tot.syn_retrans);
 		}
+		json_waits(&w, l);
 		json_clients(&w, l);
 		jw_obj_end(&w);	/* ends the line */
 	}
@@ -224,6 +241,7 @@ void bl_json_summary(struct bl_state *s, FILE *f, double t)
 		json_listener_common(&w, l);
 		jw_u64(&w, "peak_queue", l->peak);
 		jw_u64(&w, "overflows", bl_overflows(&l->tot));
+		json_waits(&w, l);
 		json_clients(&w, l);
 		jw_obj_end(&w);	/* ends the line */
 	}
@@ -307,6 +325,24 @@ static void print_recommendations(struct bl_state *s, FILE *out, const struct li
 			(unsigned long long)l->tot.syn_retrans);
 }
 
+/* How long accepted connections waited in the queue, and how deep it was on arrival. */
+static void print_waits(struct bl_state *s, FILE *out, const struct listener *l)
+{
+	char addr[sizeof(s->ls->addr) + 32];
+	const struct bl_hist *h = l->h ? &l->h->cur : NULL;
+
+	if (!h || (!h->accepted && !h->queued))
+		return;
+	fprintf(out, "%s: %llu accepted connections waited in the queue p50 <= %.3f ms, p99 <= "
+		"%.3f ms, max %.3f ms; %llu queued connects found p50 <= %llu, p99 <= %llu, max "
+		"%llu ahead of them (limit %u)\n", bl_addr_text(s, l, addr, sizeof(addr)),
+		(unsigned long long)h->accepted, bl_wait_quantile(h, 0.5) * 1e3,
+		bl_wait_quantile(h, 0.99) * 1e3, h->wait_max_ns / 1e6,
+		(unsigned long long)h->queued, (unsigned long long)bl_depth_quantile(h, 0.5),
+		(unsigned long long)bl_depth_quantile(h, 0.99), (unsigned long long)h->depth_max,
+		l->limit);
+}
+
 void bl_print_summary(struct bl_state *s, FILE *out, double t)
 {
 	char owner[COMM_TXT + 16], clients[512], addr[sizeof(s->ls->addr) + 32];
@@ -343,6 +379,7 @@ void bl_print_summary(struct bl_state *s, FILE *out, double t)
 				bl_addr_text(s, l, addr, sizeof(addr)),
 				(unsigned long long)l->tot.waits, l->tot.wait_ns / 1e6, clients);
 		}
+		print_waits(s, out, l);
 		if (l->family == BL_TCP && (bl_overflows(&l->tot) || bl_listen_drops(l) ||
 					    l->tot.other_drops || l->tot.syn_retrans))
 			fprintf(out, "%s: %llu overflows = %llu SYNs + %llu handshake ACKs dropped at a "

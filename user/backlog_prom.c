@@ -32,7 +32,8 @@ static void prom_netns(FILE *f, const struct listener *l)
 		fprintf(f, "netns=\"\"");
 }
 
-static void prom_labels(FILE *f, const struct listener *l)
+/* The listener's labels; le: a histogram bucket's bound (NULL: none). */
+static void prom_labels(FILE *f, const struct listener *l, const char *le)
 {
 	fprintf(f, "{family=\"%s\",address=\"", bl_family_name(l->family));
 	prom_label(f, l->addr);
@@ -40,6 +41,8 @@ static void prom_labels(FILE *f, const struct listener *l)
 	prom_label(f, bl_owner_pid(l) ? l->owner_comm : "");
 	fprintf(f, "\",owner_pid=\"%d\",", bl_owner_pid(l));
 	prom_netns(f, l);
+	if (le)
+		fprintf(f, ",le=\"%s\"", le);
 	fputc('}', f);
 }
 
@@ -167,6 +170,69 @@ static void prom_clients(FILE *f, const struct listener *l)
 	}
 }
 
+/* One listener's histogram: cumulative buckets (the last slot is open-ended: only
+ * +Inf), _sum and _count. le_of(slot) gives the bound as text. */
+static void prom_histogram(FILE *f, const struct listener *l, const char *name,
+			   const __u64 *slots, int n_slots, double sum, uint64_t count,
+			   void (*le_of)(int slot, char *buf, size_t len))
+{
+	uint64_t cum = 0;
+	char le[32];
+	int i;
+
+	for (i = 0; i < n_slots - 1; i++) {
+		cum += slots[i];
+		le_of(i, le, sizeof(le));
+		fprintf(f, "udsprobe_backlog_%s_bucket", name);
+		prom_labels(f, l, le);
+		fprintf(f, " %llu\n", (unsigned long long)cum);
+	}
+	fprintf(f, "udsprobe_backlog_%s_bucket", name);
+	prom_labels(f, l, "+Inf");
+	fprintf(f, " %llu\nudsprobe_backlog_%s_sum", (unsigned long long)count, name);
+	prom_labels(f, l, NULL);
+	fprintf(f, " %.9g\nudsprobe_backlog_%s_count", sum, name);
+	prom_labels(f, l, NULL);
+	fprintf(f, " %llu\n", (unsigned long long)count);
+}
+
+static void wait_le(int slot, char *buf, size_t len)
+{
+	snprintf(buf, len, "%.9g", bl_wait_le(slot));
+}
+
+static void depth_le(int slot, char *buf, size_t len)
+{
+	snprintf(buf, len, "%llu", (unsigned long long)bl_depth_le(slot));
+}
+
+/* Accept waits and arrival depths of the listeners that had a connect queued. */
+static void prom_waits(struct bl_state *s, FILE *f)
+{
+	int i;
+
+	prom_head(f, "accept_wait_seconds", "histogram",
+		  "Time from a connection entering the listen queue to its accept().");
+	for (i = 0; i < s->n; i++) {
+		const struct listener *l = &s->ls[i];
+
+		if (l->watched && !l->retired && l->h)
+			prom_histogram(f, l, "accept_wait_seconds", l->h->cur.wait_slots,
+				       BL_WAIT_SLOTS, l->h->cur.wait_ns / 1e9, l->h->cur.accepted,
+				       wait_le);
+	}
+	prom_head(f, "queue_length_on_arrival", "histogram",
+		  "Connections already in the listen queue when a connect entered it.");
+	for (i = 0; i < s->n; i++) {
+		const struct listener *l = &s->ls[i];
+
+		if (l->watched && !l->retired && l->h)
+			prom_histogram(f, l, "queue_length_on_arrival", l->h->cur.depth_slots,
+				       BL_DEPTH_SLOTS, l->h->cur.depth_sum, l->h->cur.queued,
+				       depth_le);
+	}
+}
+
 /* The namespace and run-wide metrics after the per-listener ones. */
 static void prom_run(struct bl_state *s, FILE *f, long long now)
 {
@@ -206,7 +272,7 @@ void bl_prom_print(struct bl_state *s, FILE *f, long long now)
 			    (metrics[k].family && l->family != metrics[k].family))
 				continue;
 			fprintf(f, "udsprobe_backlog_%s", metrics[k].name);
-			prom_labels(f, l);
+			prom_labels(f, l, NULL);
 			fprintf(f, " %.9g\n", metrics[k].get(l));
 		}
 	}
@@ -215,6 +281,7 @@ void bl_prom_print(struct bl_state *s, FILE *f, long long now)
 	for (i = 0; i < s->n; i++)
 		if (s->ls[i].watched && !s->ls[i].retired)
 			prom_clients(f, &s->ls[i]);
+	prom_waits(s, f);
 	prom_run(s, f, now);
 }
 

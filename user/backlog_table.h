@@ -36,6 +36,12 @@ struct client {
 	struct bl_val v;
 };
 
+/* Accept waits and arrival depths of a listener: what closed keys left (base), and
+ * base plus the map at the last read (cur). Allocated at the first. */
+struct bl_hists {
+	struct bl_hist base, cur;
+};
+
 /*
  * A listener is a socket (issue 16 item 4): unix ones by socket inode, TCP ones
  * by (netns, port) (SO_REUSEPORT groups and v4+v6 pairs are one listener).
@@ -70,6 +76,7 @@ struct listener {
 	bool foldable;			/* retired an interval ago: its BPF keys are evicted */
 	uint64_t prev_drops;
 	char owner_comm[COMM_TXT];
+	struct bl_hists *h;		/* NULL: no connect seen queued or accepted */
 };
 
 /* How the BPF side runs, for the outputs. */
@@ -135,6 +142,19 @@ void bl_retire_closed(struct bl_state *s, struct bl_bpf *b);
 void bl_listener_free(struct listener *l);
 /* Sort for the summary: listeners by overflows + waits, clients likewise. */
 void bl_sort(struct bl_state *s);
+
+/* The listener a count key belongs to (created when none matches), or NULL. */
+struct listener *bl_listener_of(struct bl_state *s, const struct bl_key *k);
+
+/* backlog_hist.c: accept waits and arrival depths (struct bl_hist) */
+void bl_hist_add(struct bl_hist *a, const struct bl_hist *b);
+int bl_read_hists(struct bl_state *s, struct bl_bpf *b);
+/* Upper bound of a slot: seconds (wait), connections (depth). */
+double bl_wait_le(int slot);
+uint64_t bl_depth_le(int slot);
+/* Upper estimates of the q-quantile (the slot's bound, at most the maximum seen). */
+double bl_wait_quantile(const struct bl_hist *h, double q);
+uint64_t bl_depth_quantile(const struct bl_hist *h, double q);
 
 /* backlog_owners.c */
 int bl_owner_pid(const struct listener *l);

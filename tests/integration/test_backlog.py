@@ -105,7 +105,9 @@ def run_line(events):
 
 
 SUMMARY_KEYS = {"event", "family", "address", "netns", "owner_pid", "owner_comm", "limit",
-                "peak_queue", "overflows", "clients"}
+                "peak_queue", "overflows", "accepts", "accept_wait_p50_s", "accept_wait_p99_s",
+                "accept_wait_max_s", "queued", "queue_depth_p50", "queue_depth_p99",
+                "queue_depth_max", "clients"}
 
 
 # ---- a. synthetic ----------------------------------------------------------------------
@@ -170,6 +172,80 @@ def test_unix_blocking_connect_waits(udsprobe, attach_mode, procs, bl_bins, worl
     assert 0.25 <= last["connect_wait_s"] <= waited + 0.05
     assert summary_of(events, path)["overflows"] == 1
     assert "blocking connects waited" in out
+
+
+# ---- accept waits: how long connects wait, and how deep the queue was ------------------
+
+SLOW_ACCEPT = r'''
+import socket, sys, time
+fam, addr, n, delay = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+s = socket.socket(socket.AF_UNIX if fam == "unix" else socket.AF_INET)
+s.bind(addr if fam == "unix" else ("127.0.0.1", 0))
+s.listen(64)
+print("ready", s.getsockname() if fam == "unix" else s.getsockname()[1], flush=True)
+sys.stdin.readline()            # "go": the test's n connects are queued
+time.sleep(delay)
+for _ in range(n):
+    s.accept()[0].close()
+print("accepted", n, flush=True)
+sys.stdin.readline()
+'''
+
+
+@pytest.mark.parametrize("family", ["unix", "tcp"])
+def test_accept_wait_histogram(udsprobe, attach_mode, procs, world_dir, family):
+    """A server that accepts 0.4 s after 10 connects were queued: every accept waited at
+    least 0.4 s (p50 and max >= 0.4 s, count = 10), and the k-th connect found k-1 ahead of
+    it (depths 0..9: p50 4, p99 and max 9, exact below 16), limit 64."""
+    n, delay = 10, 0.4
+    path = str(world_dir / "slow.sock")
+    srv = procs(["/usr/bin/python3", "-c", SLOW_ACCEPT, family, path, str(n), str(delay)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    ready = srv.stdout.readline().split()
+    assert ready[0] == "ready", ready
+    addr = path if family == "unix" else f"127.0.0.1:{ready[1]}"
+    prom = world_dir / "w.prom"
+    w = Watch(udsprobe, procs, world_dir,
+              ["--unix" if family == "unix" else "--port", path if family == "unix" else ready[1],
+               "--interval", "0.5", "--prom", str(prom)], attach_args(udsprobe, attach_mode))
+    time.sleep(0.5)             # tracepoint mode: the 100 ms sampler puts the port in its map
+    conns = []
+    for _ in range(n):
+        c = socket.socket(socket.AF_UNIX if family == "unix" else socket.AF_INET)
+        c.connect(path if family == "unix" else ("127.0.0.1", int(ready[1])))
+        conns.append(c)
+    time.sleep(0.1)             # every handshake done: all n are in the queue
+    srv.stdin.write("go\n")
+    srv.stdin.flush()
+    assert srv.stdout.readline().split() == ["accepted", str(n)]
+    time.sleep(1.2)             # an interval after the accepts
+    text = prom.read_text()
+    w.p.send_signal(signal.SIGINT)
+    out, err, events = w.result()
+    for c in conns:
+        c.close()
+    s = summary_of(events, addr)
+    assert s["accepts"] == n and s["queued"] == n, s
+    assert s["accept_wait_p50_s"] >= delay and s["accept_wait_max_s"] >= delay, s
+    assert s["accept_wait_max_s"] < delay + 30, s
+    assert (s["queue_depth_p50"], s["queue_depth_p99"], s["queue_depth_max"]) == (4, 9, 9), s
+    assert s["limit"] == 64
+    assert re.search(r"%s: %d accepted connections waited in the queue p50 <= " % (
+        re.escape(addr), n), out), out
+    labels = r'\{family="%s",address="%s",owner_comm="python3",owner_pid="%d",netns="\d+"' % (
+        family, re.escape(addr), srv.pid)
+    assert re.search(r"^udsprobe_backlog_accept_wait_seconds_count%s\} %d$" % (labels, n),
+                     text, re.M), text
+    assert re.search(r'^udsprobe_backlog_accept_wait_seconds_bucket%s,le="\+Inf"\} %d$' % (
+        labels, n), text, re.M)
+    assert re.search(r'^udsprobe_backlog_accept_wait_seconds_bucket%s,le="0.262144"\} 0$' % (
+        labels), text, re.M)     # nothing waited less than 0.26 s
+    assert re.search(r'^udsprobe_backlog_queue_length_on_arrival_bucket%s,le="4"\} 5$' % (
+        labels), text, re.M)     # depths 0..4
+    assert "# TYPE udsprobe_backlog_accept_wait_seconds histogram" in text
+    chk = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True,
+                         text=True)           # Debian's prometheus package
+    assert chk.returncode == 0, chk.stdout + chk.stderr
 
 
 def test_tcp_synthetic(udsprobe, attach_mode, procs, bl_bins, world_dir):

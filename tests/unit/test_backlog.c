@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "unit.h"
+#include "capability.h"
 #include <bpf/libbpf.h>
 
 #include "backlog_bpf.h"
@@ -87,6 +88,22 @@ static void fixture(struct bl_state *s, const struct bl_filters *f, struct clien
 	cl[1].v.overflows = 5;
 	l->clients = cl;
 	l->n_clients = 2;
+	/* accept waits: 1 of 8-16 us, 2 of 1-2 ms (max 1.5 ms); depths 0, 1 and 2 of 256-511
+	 * (max 300) */
+	l->h = calloc(1, sizeof(*l->h));
+	if (l->h) {
+		l->h->cur.wait_slots[3] = 1;
+		l->h->cur.wait_slots[10] = 2;
+		l->h->cur.accepted = 3;
+		l->h->cur.wait_ns = 3010000;
+		l->h->cur.wait_max_ns = 1500000;
+		l->h->cur.depth_slots[0] = 1;
+		l->h->cur.depth_slots[1] = 1;
+		l->h->cur.depth_slots[20] = 2;
+		l->h->cur.queued = 4;
+		l->h->cur.depth_sum = 601;
+		l->h->cur.depth_max = 300;
+	}
 	l = bl_add_listener(s, BL_TCP);
 	l->port = 9000;
 	l->netns = 4026532000u;		/* another netns, known from counts */
@@ -153,12 +170,19 @@ TEST(backlog_json_summary)
 	snprintf(want, sizeof(want),
 		 "{\"event\":\"summary\",\"family\":\"unix\",\"address\":\"@php\\\\0x\","
 		 "\"netns\":4026531840,\"owner_pid\":100,\"owner_comm\":\"php-fpm\\\\x1b\","
-		 "\"limit\":4,\"peak_queue\":5,\"overflows\":15,\"clients\":["
+		 "\"limit\":4,\"peak_queue\":5,\"overflows\":15,"
+		 /* p50 and p99 in the 1-2 ms slot, capped at the max; depth p99 likewise */
+		 "\"accepts\":3,\"accept_wait_p50_s\":0.0015,\"accept_wait_p99_s\":0.0015,"
+		 "\"accept_wait_max_s\":0.0015,\"queued\":4,\"queue_depth_p50\":1,"
+		 "\"queue_depth_p99\":300,\"queue_depth_max\":300,\"clients\":["
 		 "{\"pid\":200,\"comm\":\"nginx\",\"count\":10},"
 		 "{\"pid\":null,\"comm\":\"nginx\",\"count\":5}]}\n"
 		 "{\"event\":\"summary\",\"family\":\"tcp\",\"address\":\"*:9000\","
 		 "\"netns\":4026532000,\"owner_pid\":null,\"owner_comm\":null,\"limit\":0,"
-		 "\"peak_queue\":0,\"overflows\":0,\"clients\":[]}\n"
+		 "\"peak_queue\":0,\"overflows\":0,\"accepts\":0,\"accept_wait_p50_s\":0,"
+		 "\"accept_wait_p99_s\":0,\"accept_wait_max_s\":0,\"queued\":0,"
+		 "\"queue_depth_p50\":0,\"queue_depth_p99\":0,\"queue_depth_max\":0,"
+		 "\"clients\":[]}\n"
 		 "{\"event\":\"run\",\"attach_mode\":\"tracepoint\",\"attach_reason\":"
 		 "\"fentry rejected: x; tracepoint works\",\"kernel\":\"%s\",\"duration_s\":2.5,"
 		 "\"tcp_listen_overflow_reason\":false,\"missed\":0,\"dropped_events\":0,"
@@ -192,6 +216,21 @@ TEST(backlog_prom_text)
 	/* clients summed per comm: the live nginx and the exited ones */
 	CHECK(strstr(got, "udsprobe_backlog_client_overflows_total{family=\"unix\",address="
 			  "\"@php\\\\0x\",client_comm=\"nginx\",netns=\"4026531840\"} 15\n") != NULL);
+	/* histograms: cumulative buckets, the open-ended last slot only as +Inf */
+	CHECK(strstr(got, "# TYPE udsprobe_backlog_accept_wait_seconds histogram\n"
+			  "udsprobe_backlog_accept_wait_seconds_bucket{family=\"unix\",address="
+			  "\"@php\\\\0x\",owner_comm=\"php-fpm\\\\x1b\",owner_pid=\"100\","
+			  "netns=\"4026531840\",le=\"2e-06\"} 0\n") != NULL);
+	CHECK(strstr(got, ",le=\"1.6e-05\"} 1\n") != NULL);
+	CHECK(strstr(got, ",le=\"0.002048\"} 3\n") != NULL);
+	CHECK(strstr(got, ",le=\"+Inf\"} 3\nudsprobe_backlog_accept_wait_seconds_sum{family="
+			  "\"unix\",address=\"@php\\\\0x\",owner_comm=\"php-fpm\\\\x1b\","
+			  "owner_pid=\"100\",netns=\"4026531840\"} 0.00301\n"
+			  "udsprobe_backlog_accept_wait_seconds_count{") != NULL);
+	CHECK(strstr(got, "udsprobe_backlog_queue_length_on_arrival_bucket{family=\"unix\","
+			  "address=\"@php\\\\0x\",owner_comm=\"php-fpm\\\\x1b\",owner_pid=\"100\","
+			  "netns=\"4026531840\",le=\"511\"} 4\n") != NULL);
+	CHECK(!strstr(got, "_bucket{family=\"tcp\""));	/* no connect seen queued there */
 	CHECK(strstr(got, "udsprobe_backlog_dropped_events_total 0\n") != NULL);
 	CHECK(strstr(got, "udsprobe_backlog_last_update_timestamp_seconds 1700000000\n") != NULL);
 	free(got);
@@ -207,21 +246,25 @@ TEST(backlog_mode_programs)
 		const char *entry, *ret;	/* section prefixes */
 		int n_v6, n;
 	} modes[] = {
-		{ ATTACH_FENTRY, "fentry/", "fexit/", 12, 10 },
-		{ ATTACH_KPROBE, "kprobe/", "kretprobe/", 12, 10 },
-		{ ATTACH_TRACEPOINT, "tracepoint/", "tp_btf/", 7, 7 },
+		{ ATTACH_FENTRY, "fentry/", "fexit/", 17, 15 },
+		{ ATTACH_KPROBE, "kprobe/", "kretprobe/", 17, 15 },
+		/* + tp_btf/sk_data_ready where the kernel has it (6.6+) */
+		{ ATTACH_TRACEPOINT, "tracepoint/", "tp_btf/", 9, 9 },
 	};
 	struct backlog_bpf *skel = backlog_bpf__open();
-	struct bpf_program *p[16];
+	struct bpf_program *p[BL_MAX_PROGS];
+	int tp_extra = btf_has_tracepoint("sk_data_ready");
 	size_t m;
 	int i, n;
 
 	REQUIRE(skel != NULL);
 	for (m = 0; m < ARRAY_SIZE(modes); m++) {
+		int extra = modes[m].mode == ATTACH_TRACEPOINT ? tp_extra : 0;
+
 		bl_mode_programs(skel, modes[m].mode, false, p, &n);
-		CHECK_INT(n, modes[m].n);
+		CHECK_INT(n, modes[m].n + extra);
 		bl_mode_programs(skel, modes[m].mode, true, p, &n);
-		CHECK_INT(n, modes[m].n_v6);
+		CHECK_INT(n, modes[m].n_v6 + extra);
 		for (i = 0; i < n; i++) {
 			const char *sec;
 

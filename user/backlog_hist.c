@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * --backlog: how long connects wait. The BPF side keeps, per listener, a log2
+ * histogram of the time from a connection entering the queue to its accept()
+ * and one of the queue depth each queued connect found (struct bl_hist); here
+ * they are read, matched to listeners like the counts, kept when a listener
+ * closes, and turned into quantiles.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <bpf/libbpf.h>
+
+#include "backlog_bpf.h"
+#include "backlog_table.h"
+#include "backlog.skel.h"
+#include "util.h"
+
+void bl_hist_add(struct bl_hist *a, const struct bl_hist *b)
+{
+	int i;
+
+	for (i = 0; i < BL_WAIT_SLOTS; i++)
+		a->wait_slots[i] += b->wait_slots[i];
+	for (i = 0; i < BL_DEPTH_SLOTS; i++)
+		a->depth_slots[i] += b->depth_slots[i];
+	a->accepted += b->accepted;
+	a->wait_ns += b->wait_ns;
+	a->wait_max_ns = MAX(a->wait_max_ns, b->wait_max_ns);
+	a->queued += b->queued;
+	a->depth_sum += b->depth_sum;
+	a->depth_max = MAX(a->depth_max, b->depth_max);
+}
+
+/* Upper bounds of the slots (bpf/backlog.h): seconds, and connections. */
+double bl_wait_le(int slot)
+{
+	return (double)(2ull << slot) / 1e6;
+}
+
+uint64_t bl_depth_le(int slot)
+{
+	return slot < 16 ? (uint64_t)slot : (2ull << (slot - 12)) - 1;
+}
+
+/* The slot holding the q-quantile of n samples, or -1 when there are none. */
+static int quantile_slot(const __u64 *slots, int n_slots, uint64_t n, double q)
+{
+	uint64_t rank = (uint64_t)(q * n + 0.999999), seen = 0;
+	int i;
+
+	if (!n)
+		return -1;
+	rank = rank ? rank : 1;
+	for (i = 0; i < n_slots; i++) {
+		seen += slots[i];
+		if (seen >= rank)
+			return i;
+	}
+	return n_slots - 1;
+}
+
+/* An upper estimate (the slot's bound, never above the maximum seen), in seconds. */
+double bl_wait_quantile(const struct bl_hist *h, double q)
+{
+	int slot = quantile_slot(h->wait_slots, BL_WAIT_SLOTS, h->accepted, q);
+	double max = h->wait_max_ns / 1e9;
+
+	if (slot < 0)
+		return 0;
+	return MIN(bl_wait_le(slot), max);
+}
+
+uint64_t bl_depth_quantile(const struct bl_hist *h, double q)
+{
+	int slot = quantile_slot(h->depth_slots, BL_DEPTH_SLOTS, h->queued, q);
+
+	if (slot < 0)
+		return 0;
+	return MIN(bl_depth_le(slot), h->depth_max);
+}
+
+static struct bl_hists *hists_of(struct listener *l)
+{
+	if (!l->h)
+		l->h = calloc(1, sizeof(*l->h));
+	return l->h;
+}
+
+/*
+ * Rebuild every listener's histograms: what closed listeners had (base) plus the
+ * map. Keys of retired listeners move into base and are deleted, as their counts.
+ */
+int bl_read_hists(struct bl_state *s, struct bl_bpf *b)
+{
+	int ncpu = libbpf_num_possible_cpus(), i, c, n_dead = 0, cap_dead = 0;
+	struct bpf_map *map = b->skel->maps.hists;
+	struct bl_key key, next, *prev = NULL, *dead = NULL, *dk;
+	struct bl_hist *vals, sum;
+	struct listener *l;
+
+	vals = calloc(ncpu, sizeof(*vals));
+	if (!vals)
+		return -ENOMEM;
+	for (i = 0; i < s->n; i++)
+		if (s->ls[i].h)
+			s->ls[i].h->cur = s->ls[i].h->base;
+	while (!bpf_map__get_next_key(map, prev, &next, sizeof(next))) {
+		key = next;
+		prev = &key;
+		if (bpf_map__lookup_elem(map, &key, sizeof(key), vals, ncpu * sizeof(*vals), 0))
+			continue;
+		memset(&sum, 0, sizeof(sum));
+		for (c = 0; c < ncpu; c++)
+			bl_hist_add(&sum, &vals[c]);
+		l = bl_listener_of(s, &key);
+		if (!l || !hists_of(l))
+			continue;
+		bl_hist_add(&l->h->cur, &sum);
+		if (!l->retired)
+			continue;
+		bl_hist_add(&l->h->base, &sum);
+		if (n_dead == cap_dead) {
+			cap_dead = cap_dead ? cap_dead * 2 : 16;
+			dk = realloc(dead, cap_dead * sizeof(*dead));
+			if (!dk)
+				break;
+			dead = dk;
+		}
+		dead[n_dead++] = key;
+	}
+	for (i = 0; i < n_dead; i++)	/* after the walk, as in bl_read_counts */
+		bpf_map__delete_elem(map, &dead[i], sizeof(dead[i]), 0);
+	free(dead);
+	free(vals);
+	return 0;
+}
