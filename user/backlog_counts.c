@@ -208,6 +208,31 @@ static void comm_of(struct bl_bpf *b, uint32_t tgid, char *comm)
 	str_escape(raw, strnlen(raw, BL_COMM_LEN), comm, COMM_TXT);
 }
 
+int bl_doom(struct bl_doomed *d, const struct bl_key *k)
+{
+	struct bl_key *p;
+
+	if (d->n == d->cap) {
+		p = realloc(d->keys, (d->cap ? d->cap * 2 : 64) * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		d->keys = p;
+		d->cap = d->cap ? d->cap * 2 : 64;
+	}
+	d->keys[d->n++] = *k;
+	return 0;
+}
+
+void bl_doom_apply(struct bl_doomed *d, struct bpf_map *map)
+{
+	int i;
+
+	for (i = 0; i < d->n; i++)
+		bpf_map__delete_elem(map, &d->keys[i], sizeof(d->keys[i]), 0);
+	free(d->keys);
+	memset(d, 0, sizeof(*d));
+}
+
 /*
  * Read every counter; totals and client lists are rebuilt (the maps are
  * cumulative) on top of what was evicted. Keys of dead clients and of retired
@@ -215,8 +240,9 @@ static void comm_of(struct bl_bpf *b, uint32_t tgid, char *comm)
  */
 int bl_read_counts(struct bl_state *s, struct bl_bpf *b)
 {
-	int ncpu = libbpf_num_possible_cpus(), i, c, n_dead = 0, cap_dead = 0;
-	struct bl_key key, next, *prev = NULL, *dead = NULL, *dk;
+	int ncpu = libbpf_num_possible_cpus(), i, c;
+	struct bl_key key, next, *prev = NULL;
+	struct bl_doomed dead = {};
 	struct bl_val *vals, sum;
 	struct listener *l;
 	struct client *cl;
@@ -257,20 +283,11 @@ int bl_read_counts(struct bl_state *s, struct bl_bpf *b)
 		comm_of(b, key.tgid, cl->comm);
 		if (l->retired || process_gone(key.tgid)) {
 			keep_gone(l, cl);
-			if (n_dead == cap_dead) {
-				cap_dead = cap_dead ? cap_dead * 2 : 64;
-				dk = realloc(dead, cap_dead * sizeof(*dead));
-				if (!dk)
-					break;
-				dead = dk;
-			}
-			dead[n_dead++] = key;
+			if (bl_doom(&dead, &key))
+				break;
 		}
 	}
-	/* after the walk: deleting during get_next_key would restart it */
-	for (i = 0; i < n_dead; i++)
-		bpf_map__delete_elem(b->skel->maps.counts, &dead[i], sizeof(dead[i]), 0);
-	free(dead);
+	bl_doom_apply(&dead, b->skel->maps.counts);
 	free(vals);
 	s->missed = b->skel->bss->missed_map_full;
 	return bl_read_hists(s, b);

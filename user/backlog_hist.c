@@ -93,9 +93,10 @@ static struct bl_hists *hists_of(struct listener *l)
  */
 int bl_read_hists(struct bl_state *s, struct bl_bpf *b)
 {
-	int ncpu = libbpf_num_possible_cpus(), i, c, n_dead = 0, cap_dead = 0;
+	int ncpu = libbpf_num_possible_cpus(), i, c;
 	struct bpf_map *map = b->skel->maps.hists;
-	struct bl_key key, next, *prev = NULL, *dead = NULL, *dk;
+	struct bl_key key, next, *prev = NULL;
+	struct bl_doomed dead = {};
 	struct bl_hist *vals, sum;
 	struct listener *l;
 
@@ -120,18 +121,10 @@ int bl_read_hists(struct bl_state *s, struct bl_bpf *b)
 		if (!l->retired)
 			continue;
 		bl_hist_add(&l->h->base, &sum);
-		if (n_dead == cap_dead) {
-			cap_dead = cap_dead ? cap_dead * 2 : 16;
-			dk = realloc(dead, cap_dead * sizeof(*dead));
-			if (!dk)
-				break;
-			dead = dk;
-		}
-		dead[n_dead++] = key;
+		if (bl_doom(&dead, &key))
+			break;
 	}
-	for (i = 0; i < n_dead; i++)	/* after the walk, as in bl_read_counts */
-		bpf_map__delete_elem(map, &dead[i], sizeof(dead[i]), 0);
-	free(dead);
+	bl_doom_apply(&dead, map);
 	free(vals);
 	return 0;
 }

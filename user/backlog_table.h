@@ -143,6 +143,16 @@ void bl_listener_free(struct listener *l);
 /* Sort for the summary: listeners by overflows + waits, clients likewise. */
 void bl_sort(struct bl_state *s);
 
+/* Keys to delete from a map after walking it (deleting during get_next_key would
+ * restart the walk): bl_doom adds one (-ENOMEM), bl_doom_apply deletes and frees. */
+struct bpf_map;
+struct bl_doomed {
+	struct bl_key *keys;
+	int n, cap;
+};
+int bl_doom(struct bl_doomed *d, const struct bl_key *k);
+void bl_doom_apply(struct bl_doomed *d, struct bpf_map *map);
+
 /* The listener a count key belongs to (created when none matches), or NULL. */
 struct listener *bl_listener_of(struct bl_state *s, const struct bl_key *k);
 
