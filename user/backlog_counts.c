@@ -81,7 +81,7 @@ static bool resolve_file(struct bl_state *s, const struct bl_key *k, dev_t *dev,
 
 /* The listener a count key belongs to: the live socket when one matches, else a
  * listener keyed like the count (created here). */
-struct listener *bl_listener_of(struct bl_state *s, const struct bl_key *k)
+struct listener *bl_listener_of(struct bl_state *s, const struct bl_key *k, bool create)
 {
 	struct listener *l;
 	uint64_t ino;
@@ -92,7 +92,7 @@ struct listener *bl_listener_of(struct bl_state *s, const struct bl_key *k)
 		l = bl_find_tcp(s, k->netns, k->port, true);
 		if (!l)
 			l = bl_find_tcp(s, k->netns, k->port, false);
-		if (l)
+		if (l || !create)
 			return l;
 		l = bl_add_listener(s, BL_TCP);
 		if (!l)
@@ -127,6 +127,8 @@ struct listener *bl_listener_of(struct bl_state *s, const struct bl_key *k)
 			    (abstract ? l->netns == k->netns : l->mntns == k->mntns))
 				return l;
 		}
+		if (!create)
+			return NULL;
 		l = bl_add_listener(s, BL_UNIX);
 		if (!l)
 			return NULL;
@@ -168,24 +170,29 @@ static struct client *client_add(struct client **arr, int *n, int *cap)
  */
 #define MAX_GONE 256
 
-static void keep_gone(struct listener *l, const struct client *c)
+static void keep_in(struct client **arr, int *n, int *cap, const struct client *c)
 {
 	struct client *g;
 	int i;
 
-	if (l->n_gone >= MAX_GONE) {
-		for (i = 0; i < l->n_gone; i++)
-			if (!l->gone[i].tgid && !strcmp(l->gone[i].comm, c->comm)) {
-				bl_val_add(&l->gone[i].v, &c->v);
+	if (*n >= MAX_GONE) {
+		for (i = 0; i < *n; i++)
+			if (!(*arr)[i].tgid && !strcmp((*arr)[i].comm, c->comm)) {
+				bl_val_add(&(*arr)[i].v, &c->v);
 				return;
 			}
 	}
-	g = client_add(&l->gone, &l->n_gone, &l->cap_gone);
+	g = client_add(arr, n, cap);
 	if (!g)
 		return;
 	*g = *c;
-	if (l->n_gone > MAX_GONE)
+	if (*n > MAX_GONE)
 		g->tgid = 0;
+}
+
+static void keep_gone(struct listener *l, const struct client *c)
+{
+	keep_in(&l->gone, &l->n_gone, &l->cap_gone, c);
 }
 
 static bool process_gone(uint32_t tgid)
@@ -252,6 +259,8 @@ int bl_read_counts(struct bl_state *s, struct bl_bpf *b)
 		return -ENOMEM;
 	for (i = 0; i < s->n; i++) {
 		l = &s->ls[i];
+		if (l->frozen)
+			continue;	/* final: its clients and totals stay as they are */
 		memset(&l->tot, 0, sizeof(l->tot));
 		l->n_clients = 0;
 		for (c = 0; c < l->n_gone; c++) {
@@ -271,10 +280,19 @@ int bl_read_counts(struct bl_state *s, struct bl_bpf *b)
 		memset(&sum, 0, sizeof(sum));
 		for (c = 0; c < ncpu; c++)
 			bl_val_add(&sum, &vals[c]);
-		l = bl_listener_of(s, &key);
+		l = bl_listener_of(s, &key, true);
 		if (!l)
 			continue;
 		bl_val_add(&l->tot, &sum);
+		if (l->frozen) {	/* a closed listener's name counted again: add, evict */
+			struct client late = { .tgid = key.tgid, .v = sum };
+
+			comm_of(b, key.tgid, late.comm);
+			keep_in(&l->clients, &l->n_clients, &l->cap_clients, &late);
+			if (bl_doom(&dead, &key))
+				break;
+			continue;
+		}
 		cl = client_add(&l->clients, &l->n_clients, &l->cap_clients);
 		if (!cl)
 			continue;
@@ -371,10 +389,10 @@ static int fold_one(struct bl_state *s)
  * A listener retired an interval ago has all its clients in gone[] (its BPF keys
  * were evicted). Keep the RETIRED_CLIENTS with the most overflows by pid, sum the
  * others per command, and beyond RETIRED_CLIENTS commands into one unknown ("?")
- * entry (counted in s->clients_folded); then give the spare room back. Without
- * this the 1,024 retired listeners a storm keeps drift towards the busiest ones,
- * each with up to MAX_GONE clients twice (gone and clients): 60 MB in the
- * 10-minute storm of docs/BENCHMARKS.md.
+ * entry (counted in s->clients_folded); then give the spare room back and keep
+ * them once (freeze). Without this the 1,024 retired listeners a storm keeps drift
+ * towards the busiest ones, each with up to MAX_GONE clients twice (gone and
+ * clients): 60 MB in the 10-minute storm of docs/BENCHMARKS.md.
  */
 #define RETIRED_CLIENTS	8
 
@@ -392,47 +410,78 @@ static void shrink_clients(struct client **arr, int *cap, int n)
 	}
 }
 
-/* The unknown-pid entry of comm in gone[0, n), or n. */
-static int gone_comm(const struct listener *l, int n, const char *comm)
+/* The unknown-pid entry of comm in c[0, n), or n. */
+static int unknown_of(const struct client *c, int n, const char *comm)
 {
 	int j;
 
 	for (j = 0; j < n; j++)
-		if (!l->gone[j].tgid && !strcmp(l->gone[j].comm, comm))
+		if (!c[j].tgid && !strcmp(c[j].comm, comm))
 			break;
 	return j;
 }
 
-static void compact_retired(struct bl_state *s, struct listener *l)
+/* c[0, n) to at most RETIRED_CLIENTS by pid, then per command: the new n. */
+static int compact_clients(struct bl_state *s, struct client *c, int n_in)
 {
 	int i, j, n = 0, pids = 0, comms = 0;
 
-	qsort(l->gone, l->n_gone, sizeof(*l->gone), bl_cmp_clients);
-	for (i = 0; i < l->n_gone; i++) {
-		struct client c = l->gone[i];	/* n <= i: written in place */
+	qsort(c, n_in, sizeof(*c), bl_cmp_clients);
+	for (i = 0; i < n_in; i++) {
+		struct client one = c[i];	/* n <= i: written in place */
 
-		if (c.tgid && pids < RETIRED_CLIENTS) {
-			l->gone[n++] = c;
+		if (one.tgid && pids < RETIRED_CLIENTS) {
+			c[n++] = one;
 			pids++;
 			continue;
 		}
-		s->clients_folded += !!c.tgid;
-		c.tgid = 0;
-		j = gone_comm(l, n, c.comm);
+		s->clients_folded += !!one.tgid;
+		one.tgid = 0;
+		j = unknown_of(c, n, one.comm);
 		if (j == n && comms == RETIRED_CLIENTS) {	/* too many commands: unknown */
-			strcpy(c.comm, "?");
-			j = gone_comm(l, n, c.comm);
+			strcpy(one.comm, "?");
+			j = unknown_of(c, n, one.comm);
 		}
 		if (j < n) {
-			bl_val_add(&l->gone[j].v, &c.v);
+			bl_val_add(&c[j].v, &one.v);
 			continue;
 		}
-		l->gone[n++] = c;
+		c[n++] = one;
 		comms++;
 	}
-	l->n_gone = n;
-	shrink_clients(&l->gone, &l->cap_gone, n);
-	shrink_clients(&l->clients, &l->cap_clients, n);
+	return n;
+}
+
+/*
+ * A retired listener's keys are evicted: its clients are all in gone[] and its
+ * totals final. Compact them and keep them once, as its client list (frozen:
+ * bl_read_counts no longer rebuilds it).
+ */
+static void freeze(struct bl_state *s, struct listener *l)
+{
+	l->n_gone = compact_clients(s, l->gone, l->n_gone);
+	shrink_clients(&l->gone, &l->cap_gone, l->n_gone);
+	free(l->clients);
+	l->clients = l->gone;
+	l->n_clients = l->n_gone;
+	l->cap_clients = l->cap_gone;
+	l->gone = NULL;
+	l->n_gone = l->cap_gone = 0;
+	l->frozen = true;
+}
+
+void bl_unretire(struct listener *l)
+{
+	l->retired = false;
+	if (!l->frozen)
+		return;
+	free(l->gone);
+	l->gone = l->clients;	/* what it had is what its clients left */
+	l->n_gone = l->n_clients;
+	l->cap_gone = l->cap_clients;
+	l->clients = NULL;
+	l->n_clients = l->cap_clients = 0;
+	l->frozen = false;
 }
 
 void bl_retire_closed(struct bl_state *s, struct bl_bpf *b)
@@ -447,9 +496,10 @@ void bl_retire_closed(struct bl_state *s, struct bl_bpf *b)
 			      (l->h && (l->h->cur.accepted || l->h->cur.queued));
 
 		l->foldable = l->retired;	/* retired before this call */
-		if (l->foldable && (l->n_gone > 2 * RETIRED_CLIENTS ||
-				    l->cap_clients > 2 * RETIRED_CLIENTS))
-			compact_retired(s, l);
+		if (l->foldable && !l->frozen)
+			freeze(s, l);
+		else if (l->frozen && l->n_clients > 2 * RETIRED_CLIENTS)	/* late clients */
+			l->n_clients = compact_clients(s, l->clients, l->n_clients);
 		if (l->ino && !l->present) {
 			if (!events) {
 				bl_listener_free(l);

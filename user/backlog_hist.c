@@ -89,7 +89,8 @@ static struct bl_hists *hists_of(struct listener *l)
 
 /*
  * Rebuild every listener's histograms: what closed listeners had (base) plus the
- * map. Keys of retired listeners move into base and are deleted, as their counts.
+ * map. Keys of retired listeners move into base and are deleted, as their counts;
+ * keys of no known listener are deleted and counted (s->waits_unattributed).
  */
 int bl_read_hists(struct bl_state *s, struct bl_bpf *b)
 {
@@ -114,13 +115,17 @@ int bl_read_hists(struct bl_state *s, struct bl_bpf *b)
 		memset(&sum, 0, sizeof(sum));
 		for (c = 0; c < ncpu; c++)
 			bl_hist_add(&sum, &vals[c]);
-		l = bl_listener_of(s, &key);
-		if (!l || !hists_of(l))
-			continue;
-		bl_hist_add(&l->h->cur, &sum);
-		if (!l->retired)
-			continue;
-		bl_hist_add(&l->h->base, &sum);
+		/* waits alone make no listener: one udsprobe never saw (closed within a
+		 * sample of its first connect, another netns) would never retire */
+		l = bl_listener_of(s, &key, false);
+		if (l && hists_of(l)) {
+			bl_hist_add(&l->h->cur, &sum);
+			if (!l->retired)
+				continue;
+			bl_hist_add(&l->h->base, &sum);
+		} else {
+			s->waits_unattributed += sum.accepted;
+		}
 		if (bl_doom(&dead, &key))
 			break;
 	}

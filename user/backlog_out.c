@@ -214,13 +214,14 @@ void bl_json_interval(struct bl_state *s, FILE *f, double t)
 	jw_u64(&w, "listeners_missed", s->listeners_missed);
 	for (i = 0; i < s->n; i++) {
 		retired += s->ls[i].retired;
-		kept += s->ls[i].n_gone;
+		kept += s->ls[i].n_gone + (s->ls[i].frozen ? s->ls[i].n_clients : 0);
 	}
 	/* the table's size, so a long run can be seen to stay flat (docs/BACKLOG.md) */
 	jw_u64(&w, "listeners", s->n);
 	jw_u64(&w, "listeners_retired", retired);
 	jw_u64(&w, "clients_kept", kept);
 	jw_u64(&w, "clients_folded", s->clients_folded);
+	jw_u64(&w, "accepts_unattributed", s->waits_unattributed);
 	jw_obj_end(&w);
 	fflush(f);
 }

@@ -252,7 +252,7 @@ static void on_listener(struct bl_state *s, const struct bl_listener *r)
 	} else {
 		l = bl_find_tcp(s, r->netns, r->port, true);
 		if (l)
-			l->retired = false;	/* the port has a listener again */
+			bl_unretire(l);	/* the port has a listener again */
 		if (!l) {
 			l = bl_add_listener(s, BL_TCP);
 			if (!l)

@@ -74,6 +74,7 @@ struct listener {
 	int n_gone, cap_gone;
 	bool retired;			/* closed and reported: counts kept, no more lines */
 	bool foldable;			/* retired an interval ago: its BPF keys are evicted */
+	bool frozen;			/* foldable, clients compacted into clients[] (gone empty) */
 	uint64_t prev_drops;
 	char owner_comm[COMM_TXT];
 	struct bl_hists *h;		/* NULL: no connect seen queued or accepted */
@@ -102,6 +103,7 @@ struct bl_state {
 	uint64_t folded;		/* closed listeners forgotten beyond BL_MAX_RETIRED */
 	uint64_t folded_overflows;	/* the overflows they had (watched ones) */
 	uint64_t clients_folded;	/* exited clients of retired listeners summed per command */
+	uint64_t waits_unattributed;	/* accepts waited at listeners never seen (dropped) */
 	bool owners_dirty;
 	uint64_t last_owner_scan;
 	unsigned lines_since_header;	/* live view */
@@ -140,6 +142,8 @@ void bl_read_netstat(struct bl_state *s, unsigned long long out[2]);
 #define BL_MAX_RETIRED	1024
 void bl_retire_closed(struct bl_state *s, struct bl_bpf *b);
 void bl_listener_free(struct listener *l);
+/* A retired TCP listener's port has a listener again: count it live again. */
+void bl_unretire(struct listener *l);
 /* Sort for the summary: listeners by overflows + waits, clients likewise. */
 void bl_sort(struct bl_state *s);
 
@@ -153,8 +157,9 @@ struct bl_doomed {
 int bl_doom(struct bl_doomed *d, const struct bl_key *k);
 void bl_doom_apply(struct bl_doomed *d, struct bpf_map *map);
 
-/* The listener a count key belongs to (created when none matches), or NULL. */
-struct listener *bl_listener_of(struct bl_state *s, const struct bl_key *k);
+/* The listener a count key belongs to (create: a listener keyed like the count when
+ * none matches), or NULL. */
+struct listener *bl_listener_of(struct bl_state *s, const struct bl_key *k, bool create);
 
 /* backlog_hist.c: accept waits and arrival depths (struct bl_hist) */
 void bl_hist_add(struct bl_hist *a, const struct bl_hist *b);

@@ -341,7 +341,7 @@ def test_closed_listeners_retired(udsprobe, procs, wdir):
     assert len(seen) > 5                     # the 100 ms sampler saw some (at most ~22)
     lines = {}
     for e in churned:
-        assert e["event"] == "interval"      # none of them is in the summary
+        assert e["event"] == "interval", e   # none of them is in the summary
         lines.setdefault(e["address"], []).append(e)
     # each shows up while open, then once more with "closed": true, never after
     for addr, rows in lines.items():
@@ -356,7 +356,7 @@ def test_closed_listeners_retired(udsprobe, procs, wdir):
 
 RETIRED_MAX = 1024          # BL_MAX_RETIRED: closed listeners kept for the summary
 KEPT_PER_RETIRED = 9        # RETIRED_CLIENTS (8) by pid + one entry per command (1 here)
-CLIENT_BYTES = 2 * 120      # sizeof(struct client), held twice (gone[] and the read's copy)
+CLIENT_BYTES = 120          # sizeof(struct client): a closed listener's clients are kept once
 
 
 def rss_kib(pid):
@@ -404,7 +404,7 @@ def test_listener_churn_memory_bounded(udsprobe, procs, bins, wdir):
     """1,100 overflowing listeners fill the retired table; then 2 x 200 more, each hit by 20
     short-lived clients, come and go. Design bounds: at most 1,024 closed listeners kept,
     each with at most 8 clients by pid plus one per command; once the table is full RSS may
-    grow only by what those clients can add (1,024 x 9 x 240 B = 2.2 MiB) plus 2 MiB for
+    grow only by what those clients can add (1,024 x 9 x 120 B = 1.1 MiB) plus 2 MiB for
     the allocator (the 10-minute storm in docs/BENCHMARKS.md is the long version)."""
     jl = wdir / "o.jsonl"
     p, _ = start_watch(udsprobe, procs, ["--quiet", "--interval", "0.5", "--json", jl])

@@ -313,3 +313,48 @@ TEST(backlog_retired_listeners_bounded)
 	CHECK_U64(kept + s.folded_overflows, (uint64_t)n * (n + 1) / 2);
 	bl_state_free(&s);
 }
+
+/* A closed listener keeps its 8 busiest clients by pid and the rest per command, once:
+ * 300 exited clients (two commands) become 8 + 2 entries with the same totals. */
+TEST(backlog_retired_clients_compacted)
+{
+	struct bl_filters f = {};
+	struct bl_state s;
+	struct listener *l;
+	uint64_t sum = 0, kept = 0;
+	int i;
+
+	bl_state_init(&s, &f);
+	l = bl_add_listener(&s, BL_UNIX);
+	REQUIRE(l != NULL);
+	l->ino = 5;
+	l->watched = true;
+	l->gone = calloc(300, sizeof(*l->gone));
+	REQUIRE(l->gone != NULL);
+	l->n_gone = l->cap_gone = 300;
+	for (i = 0; i < 300; i++) {
+		l->gone[i].tgid = 1000 + i;
+		strcpy(l->gone[i].comm, i % 2 ? "nginx" : "curl");
+		l->gone[i].v.overflows = i + 1;	/* pids 1299..1292 have the most */
+		sum += i + 1;
+	}
+	l->tot.overflows = sum;
+	bl_retire_closed(&s, NULL);		/* retired */
+	CHECK(s.ls[0].retired && !s.ls[0].frozen);
+	bl_retire_closed(&s, NULL);		/* an interval later: compacted, kept once */
+	l = &s.ls[0];
+	CHECK(l->frozen);
+	CHECK_INT(l->n_gone, 0);
+	CHECK_INT(l->n_clients, 10);
+	CHECK_U64(s.clients_folded, 292);
+	for (i = 0; i < l->n_clients; i++) {
+		if (i < 8)
+			CHECK_INT(l->clients[i].tgid, 1299 - i);
+		else
+			CHECK_INT(l->clients[i].tgid, 0);	/* per command */
+		kept += l->clients[i].v.overflows;
+	}
+	CHECK_U64(kept, sum);
+	CHECK_U64(l->tot.overflows, sum);
+	bl_state_free(&s);
+}
