@@ -211,7 +211,7 @@ def report(rows, mode, listeners, clients, rc):
           "max_entries, so churn cannot grow them.")
     bounded = ("Bounded by design (docs/BACKLOG.md, \"Listeners that close\"): the BPF maps "
                "(max_entries), closed listeners kept for the summary (at most 1,024, the rest "
-               "folded into counts), each with at most 8 clients by pid and the rest per command, "
+               "folded into counts), each with at most 8 clients by pid and the rest per command, kept once, "
                "exited clients per live listener (256 by pid, then per command); the heap's free "
                "pages go back to the kernel every interval (malloc_trim).")
     if grow > rss[0] // 10:
