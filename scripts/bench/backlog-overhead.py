@@ -32,7 +32,7 @@ ASSETS = REPO / "tests" / "backlog"
 PHP_FPM = shutil.which("php-fpm8.2") or "/usr/sbin/php-fpm8.2"
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 WRK = shutil.which("wrk") or "wrk"
-KNOWN_COSTS = ("Known costs in tracepoint mode (the only mode this machine has): enabling the `syscalls:sys_enter_connect`/`sys_exit_connect` tracepoints sends every syscall of every task through the kernel's syscall-tracing path, and `sched_switch`, `consume_skb` and `kfree_skb` run a short filter on every context switch and freed packet; fentry/kprobe modes attach to the AF_UNIX and TCP listen functions only. Which of these dominates here has not been profiled yet.")
+KNOWN_COSTS = ("Known costs in tracepoint mode (the only mode this machine has): enabling the `syscalls:sys_enter_connect`/`sys_exit_connect` and `sys_exit_accept`/`sys_exit_accept4` tracepoints sends every syscall of every task through the kernel's syscall-tracing path, `sched_switch`, `consume_skb` and `kfree_skb` run a short filter on every context switch and freed packet, and `sk_data_ready` (6.6+, for the accept-wait depth) on every socket's data-ready; every accepted connection updates the accept-wait histogram; fentry/kprobe modes attach to the AF_UNIX and TCP listen, connect and accept functions and `sock_def_readable`. Which of these dominates here has not been profiled yet.")
 LOADS = {
     "healthy": {"backlog": 511, "children": 4, "us": 0, "conns": 16},
     "storm": {"backlog": 4, "children": 2, "us": 200000, "conns": 64},
