@@ -11,8 +11,13 @@
  * messages go to per-CPU flow stats with linear-log histograms; nothing goes
  * to user space per event. What cannot be matched is counted in misses[].
  *
- * tracepoint mode (tp_btf) only in v1: sys_enter/sys_exit, sock_send_length,
- * sock_recv_length, inet_sock_set_state, sched_process_fork.
+ * Every mode: tp_btf sys_enter/sys_exit, inet_sock_set_state, sched_process_fork.
+ * The send and receive boundaries per mode (one body, thin wrappers): tracepoint
+ * mode sock_send_length/sock_recv_length (6.3+); fentry/fexit and kprobe/
+ * kretprobe mode the socket-layer functions those tracepoints wrap on the way
+ * in and out (unix_stream_{send,recv}msg, inet{,6}_{send,recv}msg): the entry
+ * remembers the sock, the exit has the byte count. All socket reads are CO-RE
+ * reads, since in kretprobe mode the sock is a plain address.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -93,8 +98,9 @@ struct task_st {
 	__u64 poll_pend;	/* entry of the poll-family call in progress */
 	__u64 poll_entry;	/* the last completed poll-family call */
 	__u64 poll_exit;
+	__u64 call_sk;		/* function modes: the sock of the socket call in progress */
 	__u32 sys_nr;
-	__u32 pad;
+	__u32 call_flags;	/* its recv flags */
 };
 
 struct msg_ent {
@@ -276,11 +282,11 @@ static __always_inline bool v6_mapped(const __u32 *a)
  */
 static __always_inline int dir_key_of(struct sock *sk, bool sending, struct dir_key *k)
 {
-	__u16 family = sk->__sk_common.skc_family;
+	__u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
 	__u32 l[4] = {}, r[4] = {};
 	__u16 lport, rport;
 
-	if (sk->sk_type != SOCK_STREAM)
+	if (BPF_CORE_READ(sk, sk_type) != SOCK_STREAM)
 		return 0;
 	if (family == AF_UNIX) {
 		struct unix_sock *u = (struct unix_sock *)sk;
@@ -289,21 +295,23 @@ static __always_inline int dir_key_of(struct sock *sk, bool sending, struct dir_
 		k->sk = sending ? (__u64)BPF_CORE_READ(u, peer) : (__u64)sk;
 		return k->sk ? 1 : 0;
 	}
-	if ((family != AF_INET && family != AF_INET6) || sk->sk_protocol != IPPROTO_TCP)
+	if ((family != AF_INET && family != AF_INET6) || BPF_CORE_READ(sk, sk_protocol) != IPPROTO_TCP)
 		return 0;
-	if (family == AF_INET6 && !v6_mapped(sk->__sk_common.skc_v6_daddr.in6_u.u6_addr32)) {
-		__builtin_memcpy(l, sk->__sk_common.skc_v6_rcv_saddr.in6_u.u6_addr32, 16);
-		__builtin_memcpy(r, sk->__sk_common.skc_v6_daddr.in6_u.u6_addr32, 16);
+	if (family == AF_INET6)
+		BPF_CORE_READ_INTO(&r, sk, __sk_common.skc_v6_daddr.in6_u.u6_addr32);
+	if (family == AF_INET6 && !v6_mapped(r)) {
+		BPF_CORE_READ_INTO(&l, sk, __sk_common.skc_v6_rcv_saddr.in6_u.u6_addr32);
 		if (!v6_loopback(r))
 			return 0;
 	} else {
-		l[0] = sk->__sk_common.skc_rcv_saddr;
-		r[0] = sk->__sk_common.skc_daddr;
+		l[0] = BPF_CORE_READ(sk, __sk_common.skc_rcv_saddr);
+		r[0] = BPF_CORE_READ(sk, __sk_common.skc_daddr);
+		r[1] = r[2] = r[3] = 0;
 		if (!v4_loopback(r[0]))
 			return 0;
 	}
-	lport = sk->__sk_common.skc_num;
-	rport = bpf_ntohs(sk->__sk_common.skc_dport);
+	lport = BPF_CORE_READ(sk, __sk_common.skc_num);
+	rport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
 	k->kind = FL_TCP;
 	if (sending) {
 		__builtin_memcpy(k->saddr, l, 16);
@@ -344,7 +352,7 @@ static __always_inline void endpoint_of(struct sock *sk, const struct dir_key *k
 		if (len <= 0)
 			return;
 		ua.len = len < FL_PATH_LEN ? len : FL_PATH_LEN;
-		bpf_probe_read_kernel(ua.path, sizeof(ua.path), a->name[0].sun_path);
+		BPF_CORE_READ_INTO(&ua.path, a, name[0].sun_path);
 		bpf_map_update_elem(&uaddrs, &id, &ua, BPF_NOEXIST);
 		return;
 	}
@@ -512,28 +520,24 @@ static __always_inline int on_send(struct sock *sk, int ret)
 		if (d->head != d->tail)
 			miss(FM_REUSED);
 		bpf_map_delete_elem(&dirs, &k);
-		d = NULL;
 	}
+	d = lookup_or_try_init(&dirs, &k, &zero_dir);
 	if (!d) {
-		bpf_map_update_elem(&dirs, &k, &zero_dir, BPF_NOEXIST);
-		d = bpf_map_lookup_elem(&dirs, &k);
-		if (!d) {
-			miss(FM_DIR_FULL);
-			return 0;
-		}
-		if (d->sender_sk == 0) {
-			d->sender_sk = (__u64)sk;
-			endpoint_of(sk, &k, d);
-			if (k.kind == FL_UNIX && bpf_core_field_exists(struct unix_sock___inq, inq_len)) {
-				/* bytes queued before this send were sent before the run */
-				struct unix_sock___inq *p = (void *)BPF_CORE_READ((struct unix_sock *)sk, peer);
-				int q = BPF_CORE_READ(p, inq_len) - ret;
+		miss(FM_DIR_FULL);
+		return 0;
+	}
+	if (d->sender_sk == 0) {	/* a new direction (this CPU won the insert) */
+		d->sender_sk = (__u64)sk;
+		endpoint_of(sk, &k, d);
+		if (k.kind == FL_UNIX && bpf_core_field_exists(struct unix_sock___inq, inq_len)) {
+			/* bytes queued before this send were sent before the run */
+			struct unix_sock___inq *p = (void *)BPF_CORE_READ((struct unix_sock *)sk, peer);
+			int q = BPF_CORE_READ(p, inq_len) - ret;
 
-				d->sent = q > 0 ? q : 0;
-			}
-			if (k.kind == FL_TCP)
-				d->rpos = BPF_CORE_READ((struct tcp_sock *)sk, write_seq) - ret;
+			d->sent = q > 0 ? q : 0;
 		}
+		if (k.kind == FL_TCP)
+			d->rpos = BPF_CORE_READ((struct tcp_sock *)sk, write_seq) - ret;
 	}
 	if (k.kind == FL_UNIX) {
 		end = d->sent + ret;
@@ -637,17 +641,68 @@ int BPF_PROG(tp_sys_exit, struct pt_regs *regs, long ret)
 	return 0;
 }
 
-SEC("tp_btf/sock_send_length")
+/* ---- the send and receive boundaries, per mode ---- */
+
+SEC("?tp_btf/sock_send_length")
 int BPF_PROG(tp_sock_send_length, struct sock *sk, int ret, int flags)
 {
 	return on_send(sk, ret);
 }
 
-SEC("tp_btf/sock_recv_length")
+SEC("?tp_btf/sock_recv_length")
 int BPF_PROG(tp_sock_recv_length, struct sock *sk, int ret, int flags)
 {
 	return on_recv(sk, ret, flags);
 }
+
+/* Function modes: the entry of a socket-layer send/recv remembers its sock (and
+ * recv flags) for the exit, which kretprobes see without arguments. */
+static __always_inline void on_call_entry(struct socket *sock, int flags)
+{
+	struct task_st *t = task_get((__u32)bpf_get_current_pid_tgid());
+
+	if (!t)
+		return;
+	t->call_sk = (__u64)BPF_CORE_READ(sock, sk);
+	t->call_flags = flags;
+}
+
+/* The exit: what sock_send_length / sock_recv_length would have said. */
+static __always_inline void on_call_exit(int ret, bool sending)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct task_st *t = bpf_map_lookup_elem(&tasks, &tid);
+	struct sock *sk;
+
+	if (!t || !t->call_sk)
+		return;
+	sk = (struct sock *)t->call_sk;
+	t->call_sk = 0;
+	if (sending)
+		on_send(sk, ret);
+	else
+		on_recv(sk, ret, t->call_flags);
+}
+
+#define SEND_FUNC(func)								\
+FENTRY_KPROBE(func, on_call_entry(sock, 0), struct socket *sock)		\
+FEXIT_KRETPROBE(func, int, on_call_exit(ret, true),				\
+		struct socket *sock, struct msghdr *msg, size_t len, int ret)
+
+#define RECV_FUNC(func)								\
+FENTRY_KPROBE(func, on_call_entry(sock, flags),					\
+	      struct socket *sock, struct msghdr *msg, size_t len, int flags)	\
+FEXIT_KRETPROBE(func, int, on_call_exit(ret, false),				\
+		struct socket *sock, struct msghdr *msg, size_t len, int flags, int ret)
+
+SEND_FUNC(unix_stream_sendmsg)
+SEND_FUNC(inet_sendmsg)
+SEND_FUNC(inet6_sendmsg)
+RECV_FUNC(unix_stream_recvmsg)
+RECV_FUNC(inet_recvmsg)
+RECV_FUNC(inet6_recvmsg)
+
+/* ---- every mode ---- */
 
 SEC("tp_btf/inet_sock_set_state")
 int BPF_PROG(tp_inet_sock_set_state, const struct sock *sk, const int oldstate, const int newstate)

@@ -223,7 +223,7 @@ static const struct { int key; const char *name; unsigned actions; } scoped_opts
 	{ OPT_OUT, "--out", FOR_COMPARE },
 	{ OPT_DURATION, "--duration", FOR_COMPARE | FOR_BACKLOG | FOR_TRACE },
 	{ OPT_JSON, "--json", FOR_COMPARE | FOR_BACKLOG | FOR_TRACE },
-	{ OPT_ATTACH, "--attach", FOR_COMPARE | FOR_BACKLOG | FOR_CHECK },
+	{ OPT_ATTACH, "--attach", FOR_COMPARE | FOR_BACKLOG | FOR_CHECK | FOR_TRACE },
 };
 
 static void note_scoped(struct parse_state *ps, int key)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * udsprobe --trace: load flows.bpf.c (tracepoint mode), optionally run a
+ * udsprobe --trace: load flows.bpf.c (trace_bpf.c), optionally run a
  * command with its children followed in the kernel, wait for --duration,
  * Ctrl-C or the command's exit, then collect the flows (trace_collect.c) and
  * write the reports (trace_report.c).
@@ -24,6 +24,7 @@
 #include "flows.skel.h"
 #include "interrupt.h"
 #include "trace.h"
+#include "trace_bpf.h"
 #include "trace_collect.h"
 #include "util.h"
 
@@ -133,44 +134,6 @@ static void seed_listen_ports(struct flows_bpf *skel)
 	}
 }
 
-static int open_load(const struct trace_opts *o, struct flows_bpf **out)
-{
-	struct flows_bpf *skel;
-	int i, err;
-
-	if (!kernel_has_btf()) {
-		fprintf(stderr, "udsprobe: --trace: no kernel BTF: boot a kernel with CONFIG_DEBUG_INFO_BTF=y\n");
-		return -ENOENT;
-	}
-	if (!btf_has_tracepoint("sock_send_length") || !btf_has_tracepoint("sock_recv_length")) {
-		fprintf(stderr, "udsprobe: --trace: this kernel (%s) has no sock:sock_send_length / "
-			"sock:sock_recv_length tracepoints, which --trace v1 needs (docs/TRACE.md)\n",
-			kernel_release());
-		return -ENOENT;
-	}
-	skel = flows_bpf__open();
-	if (!skel) {
-		fprintf(stderr, "udsprobe: --trace: cannot open the BPF object: %s\n", strerror(errno));
-		return -errno;
-	}
-	skel->rodata->filter_procs = o->n_pids || o->n_comms || o->argv;
-	skel->rodata->n_comms = o->n_comms;
-	for (i = 0; i < o->n_comms; i++)
-		strncpy((char *)skel->rodata->comms[i], o->comms[i], FL_COMM_LEN - 1);
-	bpf_map__set_max_entries(skel->maps.tasks, 32768);
-	bpf_map__set_max_entries(skel->maps.dirs, 16384);
-	bpf_map__set_max_entries(skel->maps.flows, 4096);
-	bpf_map__set_max_entries(skel->maps.tgids, 16384);
-	err = flows_bpf__load(skel);
-	if (err) {
-		fprintf(stderr, "udsprobe: --trace: cannot load the BPF programs: %s\n", strerror(-err));
-		flows_bpf__destroy(skel);
-		return err;
-	}
-	*out = skel;
-	return 0;
-}
-
 static int add_tgid(struct flows_bpf *skel, __u32 tgid)
 {
 	__u8 one = 1;
@@ -244,17 +207,19 @@ static int wait_loop(const struct trace_opts *o, pid_t child, struct trace_run *
 int trace_run(const struct trace_opts *o, struct trace_run *run)
 {
 	struct flows_bpf *skel = NULL;
+	enum attach_mode mode;
 	pid_t child = 0;
 	int i, err, go = -1;
 
 	memset(run, 0, sizeof(*run));
-	run->attach_mode = "tracepoint";
 	run->argv = o->argv;
 	run->exit_status = -1;
 	libbpf_setup(o->verbose);
-	err = open_load(o, &skel);
+	/* attached already: until the tgids below are in, filtered runs count nothing */
+	err = trace_bpf_open(o, &skel, &mode);
 	if (err)
 		return err;
+	run->attach_mode = attach_mode_names[mode];
 	for (i = 0; i < o->n_pids; i++)
 		add_tgid(skel, o->pids[i]);
 	seed_listen_ports(skel);
@@ -267,11 +232,6 @@ int trace_run(const struct trace_opts *o, struct trace_run *run)
 			goto out;
 		}
 		add_tgid(skel, child);
-	}
-	err = flows_bpf__attach(skel);
-	if (err) {
-		fprintf(stderr, "udsprobe: --trace: cannot attach the tracepoints: %s\n", strerror(-err));
-		goto out;
 	}
 	if (child > 0) {
 		if (write(go, "g", 1) != 1)

@@ -7,6 +7,7 @@
 
 #include <linux/types.h>
 
+#include "attach.h"
 #include "flows.h"
 
 #define TR_MAX_PIDS	16	/* pids kept per flow end */
@@ -25,6 +26,7 @@ struct trace_opts {
 	const char *comms[FL_MAX_COMMS];
 	int n_comms;
 	double duration_s;
+	enum attach_mode attach;	/* --attach (ATTACH_AUTO: the best that works) */
 	char **argv;		/* -- COMMAND [ARG...], NULL-terminated, or NULL */
 	int verbose;
 };

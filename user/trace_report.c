@@ -218,14 +218,15 @@ int trace_report_json(const struct trace_run *run, const char *path)
 	return outfile_commit(&of, 0);
 }
 
-int trace_main(const char *json_path, double duration_s, int verbose)
+int trace_main(const char *json_path, double duration_s, enum attach_mode attach, int verbose)
 {
 	const struct bl_filters *f = backlog_filters();
 	struct trace_opts o = {
 		.pids = f->pids, .n_pids = f->n_pids,
 		.ports = f->ports, .n_ports = f->n_ports,
 		.unix_paths = f->unix_paths, .n_unix = f->n_unix,
-		.duration_s = duration_s, .argv = trace_command(), .verbose = verbose,
+		.duration_s = duration_s, .attach = attach, .argv = trace_command(),
+		.verbose = verbose,
 	};
 	struct trace_run run;
 	int err, status = 0;

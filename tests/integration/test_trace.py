@@ -1,4 +1,5 @@
-"""udsprobe --trace on real programs (host, tracepoint mode): an asyncio echo pair written for
+"""udsprobe --trace on real programs (the host: tracepoint mode; the VM matrix runs the redis test in
+fentry and kprobe modes, --attach / UDSPROBE_ATTACH): an asyncio echo pair written for
 these tests (exact counts and bytes over unix and TCP), redis-server driven by redis-benchmark
 (message counts against redis' own INFO commandstats), -- COMMAND following children, --pid of a
 running process, filters that match nothing, and the JSON contract of issue 11 field by field.
@@ -28,9 +29,15 @@ def free_port():
         return s.getsockname()[1]
 
 
-def run_trace(udsprobe, tmp_path, args, timeout=120):
+@pytest.fixture
+def trace(udsprobe, attach_mode):
+    """The --trace command line: with --attach MODE when the run asks for one."""
+    return [udsprobe, "--trace"] + (["--attach", attach_mode] if attach_mode else [])
+
+
+def run_trace(trace, tmp_path, args, timeout=120):
     out = tmp_path / "trace.json"
-    res = subprocess.run([udsprobe, "--trace", "--json", str(out)] + args,
+    res = subprocess.run(trace + ["--json", str(out)] + args,
                          capture_output=True, text=True, timeout=timeout)
     doc = json.loads(out.read_text()) if out.exists() else None
     return res, doc
@@ -67,11 +74,13 @@ def check_flow_contract(f):
     assert by["recv;blocked"]["count"] + by["recv;copy+return"]["count"] == f["messages"]
 
 
-def check_top_contract(doc):
+def check_top_contract(doc, trace):
     assert doc["tool"] == "udsprobe"
     assert isinstance(doc["version"], str) and doc["version"]
     assert doc["kernel"] == os.uname().release
-    assert doc["attach_mode"] == "tracepoint"
+    # the mode asked for, else the one auto chose
+    want = trace[trace.index("--attach") + 1] if "--attach" in trace else None
+    assert doc["attach_mode"] == want if want else doc["attach_mode"] in ("fentry", "kprobe", "tracepoint")
     assert isinstance(doc["duration_ns"], int) and doc["duration_ns"] > 0
     assert isinstance(doc["flows"], list)
     for f in doc["flows"]:
@@ -79,15 +88,15 @@ def check_top_contract(doc):
 
 
 @pytest.mark.parametrize("transport,size", [("unix", 100), ("tcp", 5000)])
-def test_echo_pair_exact(udsprobe, tmp_path, transport, size):
+def test_echo_pair_exact(trace, tmp_path, transport, size):
     n = 2000
     cmd = [sys.executable, ECHO, transport] + ([str(tmp_path / "echo.sock")] if transport == "unix"
                                               else []) + [str(n), str(size)]
-    res, doc = run_trace(udsprobe, tmp_path, ["--"] + cmd)
+    res, doc = run_trace(trace, tmp_path, ["--"] + cmd)
     assert res.returncode == 0, res.stderr
     # the command's own stdout comes first: its summary line
     info = next(json.loads(l) for l in res.stdout.splitlines() if '"client_pid"' in l)
-    check_top_contract(doc)
+    check_top_contract(doc, trace)
     assert doc["command"] == {"argv": cmd, "exit_status": 0}
     flows = flows_at(doc, info["endpoint"])
     assert len(flows) == 1, doc["flows"]
@@ -104,7 +113,7 @@ def test_echo_pair_exact(udsprobe, tmp_path, transport, size):
     assert f"{2 * n} messages, {2 * n * size} bytes" in res.stdout
 
 
-def test_command_follows_children_only(udsprobe, tmp_path):
+def test_command_follows_children_only(trace, tmp_path):
     """-- sh -c: the shell forks python, which forks the client: all traced; an unrelated
     pair running at the same time is not; the shell's exit status is reported."""
     other = subprocess.Popen([sys.executable, ECHO, "unix", str(tmp_path / "other.sock"),
@@ -112,12 +121,12 @@ def test_command_follows_children_only(udsprobe, tmp_path):
     try:
         sock = tmp_path / "mine.sock"
         script = f"{sys.executable} {ECHO} unix {sock} 500 64; exit 3"
-        res, doc = run_trace(udsprobe, tmp_path, ["--", "sh", "-c", script])
+        res, doc = run_trace(trace, tmp_path, ["--", "sh", "-c", script])
     finally:
         other.kill()
         other.wait()
     assert res.returncode == 0, res.stderr
-    check_top_contract(doc)
+    check_top_contract(doc, trace)
     assert doc["command"]["exit_status"] == 3
     assert "exit status 3" in res.stdout
     mine = flows_at(doc, str(sock))
@@ -125,7 +134,7 @@ def test_command_follows_children_only(udsprobe, tmp_path):
     assert not flows_at(doc, str(tmp_path / "other.sock")), "an unrelated process was counted"
 
 
-def test_pid_of_running_process(udsprobe, tmp_path):
+def test_pid_of_running_process(trace, tmp_path):
     go = tmp_path / "go"
     sock = tmp_path / "pid.sock"
     pair = subprocess.Popen([sys.executable, ECHO, "unix", str(sock), "1000", "256"],
@@ -134,7 +143,7 @@ def test_pid_of_running_process(udsprobe, tmp_path):
     try:
         ready = json.loads(pair.stdout.readline())
         out = tmp_path / "pid.json"
-        tracer = subprocess.Popen([udsprobe, "--trace", "--pid", str(ready["server_pid"]),
+        tracer = subprocess.Popen(trace + ["--pid", str(ready["server_pid"]),
                                    "--json", str(out)], stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True)
         line = tracer.stderr.readline()
@@ -150,7 +159,7 @@ def test_pid_of_running_process(udsprobe, tmp_path):
                 p.kill()
                 p.wait()
     doc = json.loads(out.read_text())
-    check_top_contract(doc)
+    check_top_contract(doc, trace)
     assert "command" not in doc
     f = flows_at(doc, str(sock))
     assert len(f) == 1 and f[0]["messages"] == 2000 and f[0]["bytes"] == 2000 * 256
@@ -160,18 +169,18 @@ def test_pid_of_running_process(udsprobe, tmp_path):
 
 @pytest.mark.parametrize("flt", [["--comm", "no-such-proc"], ["--port", "1"],
                                  ["--unix", "/nonexistent/udsprobe.sock"]])
-def test_filters_matching_nothing(udsprobe, tmp_path, flt):
+def test_filters_matching_nothing(trace, tmp_path, flt):
     # traffic the filters must not select; killed at the end (its client's reset is expected)
     pair = subprocess.Popen([sys.executable, ECHO, "tcp", "300000", "64"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        res, doc = run_trace(udsprobe, tmp_path, flt + ["--duration", "1"])
+        res, doc = run_trace(trace, tmp_path, flt + ["--duration", "1"])
     finally:
         pair.kill()
         pair.wait()
     assert res.returncode == 0, res.stderr
     assert "No messages matched the filters" in res.stdout
-    check_top_contract(doc)
+    check_top_contract(doc, trace)
     assert doc["flows"] == []
 
 
@@ -215,7 +224,7 @@ def commandstats_calls(sock):
 
 
 @pytest.mark.parametrize("clients", [1, 10])
-def test_redis_both_transports(udsprobe, tmp_path, redis, clients):
+def test_redis_both_transports(trace, tmp_path, redis, clients):
     port, sock = redis
     n = 20000
     results = {}
@@ -224,10 +233,10 @@ def test_redis_both_transports(udsprobe, tmp_path, redis, clients):
                        capture_output=True)
         bench = ["redis-benchmark"] + target + ["-n", str(n), "-c", str(clients),
                                                 "-t", "ping,set,get", "-q"]
-        res, doc = run_trace(udsprobe, tmp_path, ["--"] + bench, timeout=300)
+        res, doc = run_trace(trace, tmp_path, ["--"] + bench, timeout=300)
         assert res.returncode == 0, res.stderr
         assert doc["command"]["exit_status"] == 0
-        check_top_contract(doc)
+        check_top_contract(doc, trace)
         calls = commandstats_calls(sock)
         # INFO itself came after the traced run, through redis-cli: not in the trace
         calls.pop("info", None)

@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * --trace's BPF side: flows.bpf.c in one attach mode. attach_choose tries the
+ * modes (auto: fentry, kprobe, tracepoint) with a probe that opens, configures,
+ * loads and attaches the mode's programs, all or nothing; the first that works
+ * stays loaded. The send/recv boundary programs of each mode are skeleton
+ * fields listed per kernel function; the tp_btf programs every mode needs
+ * (syscalls, listen, fork) are always loaded.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <bpf/libbpf.h>
+
+#include "capability.h"
+#include "flows.skel.h"
+#include "trace_bpf.h"
+#include "util.h"
+
+/* The socket-layer functions the function modes probe (what sock_send_length /
+ * sock_recv_length wrap), each with its entry and exit programs as skeleton
+ * fields (offsets in struct flows_bpf). */
+#define PROG(name) offsetof(struct flows_bpf, progs.name)
+#define FUNC(f) { #f, PROG(fe_##f), PROG(fx_##f), PROG(kp_##f), PROG(kr_##f) }
+
+static const struct fl_target {
+	const char *func;
+	size_t fe, fx, kp, kr;
+} fl_targets[] = {
+	FUNC(unix_stream_sendmsg),
+	FUNC(unix_stream_recvmsg),
+	FUNC(inet_sendmsg),
+	FUNC(inet_recvmsg),
+	FUNC(inet6_sendmsg),
+	FUNC(inet6_recvmsg),
+};
+
+static const char *const fl_tracepoints[] = { "sock_send_length", "sock_recv_length" };
+
+#define FL_MAX_MODE_PROGS (2 * ARRAY_SIZE(fl_targets))
+
+/* Are mode's targets on this kernel? 0, or -EOPNOTSUPP with the reason in why. */
+static int mode_usable(enum attach_mode mode, char *why, size_t len)
+{
+	char sym[256];
+	size_t i;
+
+	switch (mode) {
+	case ATTACH_FENTRY:
+		for (i = 0; i < ARRAY_SIZE(fl_targets); i++) {
+			if (!btf_has_func(fl_targets[i].func)) {
+				snprintf(why, len, "no BTF for %s", fl_targets[i].func);
+				return -EOPNOTSUPP;
+			}
+		}
+		return 0;
+	case ATTACH_KPROBE:
+		if (!kprobe_supported()) {
+			snprintf(why, len, "kernel has no kprobe PMU (CONFIG_KPROBES unset?)");
+			return -EOPNOTSUPP;
+		}
+		for (i = 0; i < ARRAY_SIZE(fl_targets); i++) {
+			if (!ksym_resolve(fl_targets[i].func, sym, sizeof(sym)) ||
+			    strcmp(sym, fl_targets[i].func)) {
+				snprintf(why, len, "%s is not in /proc/kallsyms under its own name",
+					 fl_targets[i].func);
+				return -EOPNOTSUPP;
+			}
+		}
+		return 0;
+	case ATTACH_TRACEPOINT:
+		for (i = 0; i < ARRAY_SIZE(fl_tracepoints); i++) {
+			if (!btf_has_tracepoint(fl_tracepoints[i])) {
+				snprintf(why, len, "no sock:%s tracepoint (Linux 6.3+)", fl_tracepoints[i]);
+				return -EOPNOTSUPP;
+			}
+		}
+		return 0;
+	default:
+		snprintf(why, len, "unknown mode");
+		return -EINVAL;
+	}
+}
+
+/* The send/recv boundary programs of mode. */
+static int mode_programs(struct flows_bpf *skel, enum attach_mode mode, struct bpf_program **p)
+{
+	bool fentry = mode == ATTACH_FENTRY;
+	size_t i;
+	int n = 0;
+
+	if (mode == ATTACH_TRACEPOINT) {
+		p[n++] = skel->progs.tp_sock_send_length;
+		p[n++] = skel->progs.tp_sock_recv_length;
+		return n;
+	}
+	for (i = 0; i < ARRAY_SIZE(fl_targets); i++) {
+		const struct fl_target *t = &fl_targets[i];
+
+		p[n++] = *(struct bpf_program **)((char *)skel + (fentry ? t->fe : t->kp));
+		p[n++] = *(struct bpf_program **)((char *)skel + (fentry ? t->fx : t->kr));
+	}
+	return n;
+}
+
+/* Filters and map sizes, between open and load. */
+static void configure(struct flows_bpf *skel, const struct trace_opts *o)
+{
+	int i;
+
+	skel->rodata->filter_procs = o->n_pids || o->n_comms || o->argv;
+	skel->rodata->n_comms = o->n_comms;
+	for (i = 0; i < o->n_comms; i++)
+		strncpy((char *)skel->rodata->comms[i], o->comms[i], FL_COMM_LEN - 1);
+	bpf_map__set_max_entries(skel->maps.tasks, 32768);
+	bpf_map__set_max_entries(skel->maps.dirs, 16384);
+	bpf_map__set_max_entries(skel->maps.flows, 4096);
+	bpf_map__set_max_entries(skel->maps.tgids, 16384);
+}
+
+struct mode_try {
+	const struct trace_opts *o;
+	struct flows_bpf *skel;	/* loaded and attached when the probe accepted the mode */
+};
+
+/* attach_choose's probe: open, configure, load and attach mode's programs. */
+static int mode_try(enum attach_mode mode, void *ctx, char *why, size_t len)
+{
+	struct bpf_program *progs[FL_MAX_MODE_PROGS];
+	struct mode_try *t = ctx;
+	int n, i, err;
+
+	err = mode_usable(mode, why, len);
+	if (err)
+		return err;
+	t->skel = flows_bpf__open();
+	if (!t->skel) {
+		err = -errno;
+		snprintf(why, len, "cannot open the BPF object: %s", strerror(-err));
+		return err;
+	}
+	configure(t->skel, t->o);
+	n = mode_programs(t->skel, mode, progs);
+	for (i = 0; i < n; i++)
+		bpf_program__set_autoload(progs[i], true);
+	err = flows_bpf__load(t->skel);
+	if (err) {
+		snprintf(why, len, "cannot load the %s-mode programs: %s (rerun with -vv for the "
+			 "verifier log)", attach_mode_names[mode], strerror(-err));
+		goto fail;
+	}
+	err = flows_bpf__attach(t->skel);
+	if (err) {
+		snprintf(why, len, "cannot attach the %s-mode programs: %s",
+			 attach_mode_names[mode], strerror(-err));
+		goto fail;
+	}
+	return 0;
+fail:
+	flows_bpf__destroy(t->skel);
+	t->skel = NULL;
+	return err;
+}
+
+int trace_bpf_open(const struct trace_opts *o, struct flows_bpf **out, enum attach_mode *mode)
+{
+	struct mode_try t = { .o = o };
+	char why[1024];
+	int err;
+
+	*out = NULL;
+	if (!kernel_has_btf()) {
+		fprintf(stderr, "udsprobe: --trace: no kernel BTF (/sys/kernel/btf/vmlinux): boot a "
+			"kernel with CONFIG_DEBUG_INFO_BTF=y\n");
+		return -ENOENT;
+	}
+	err = attach_choose(o->attach, mode_try, &t, mode, why, sizeof(why));
+	if (err) {
+		if (o->attach != ATTACH_AUTO)
+			fprintf(stderr, "udsprobe: --trace: cannot trace in the forced mode: %s\n"
+				"udsprobe: try --attach auto (docs/TRACE.md lists what each mode needs)\n",
+				why);
+		else
+			fprintf(stderr, "udsprobe: --trace: no attach mode works on this kernel (%s): "
+				"%s\n", kernel_release(), why);
+		return err;
+	}
+	if (o->verbose)
+		fprintf(stderr, "udsprobe: --trace: %s mode (%s)\n", attach_mode_names[*mode], why);
+	*out = t.skel;
+	return 0;
+}
