@@ -310,7 +310,8 @@ static __always_inline int dir_key_of(struct sock *sk, bool sending, struct dir_
 		if (!v4_loopback(r[0]))
 			return 0;
 	}
-	lport = BPF_CORE_READ(sk, __sk_common.skc_num);
+	/* not skc_num: closing zeroes it (inet_put_port) while the last bytes may still be read */
+	lport = bpf_ntohs(BPF_CORE_READ((struct inet_sock *)sk, inet_sport));
 	rport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
 	k->kind = FL_TCP;
 	if (sending) {
@@ -395,14 +396,23 @@ static __always_inline bool proc_match(__u32 tgid, const char *comm)
 	return false;
 }
 
+/* One more value v in hist. The index is bounded where it is used: without the
+ * barrier clang checks one copy and indexes with another, which 6.1's verifier
+ * rejects ("unbounded memory access"). */
+static __always_inline void hist_add(__u32 *hist, __u64 v)
+{
+	__u64 b = bucket(v);
+
+	barrier_var(b);
+	if (b < FL_NBUCKETS)
+		hist[b] += 1;
+}
+
 static __always_inline void add_stage(struct fl_stats *s, int st, __u64 ns)
 {
-	__u32 b = bucket(ns);
-
 	s->st_sum[st & 7] += ns;
 	s->st_cnt[st & 7] += 1;
-	if (b < FL_NBUCKETS)
-		s->st_hist[st & 7][b] += 1;
+	hist_add(s->st_hist[st & 7], ns);
 }
 
 /* One message done: its stages partition t0 (send entry) → r->ret_ts. */
@@ -411,7 +421,6 @@ static __always_inline void record(struct dir_st *d, const struct msg_ent *e,
 {
 	struct fl_stats *s;
 	__u64 t3 = r->ret_ts, t0 = e->t0, t1 = e->t1, re, pe, px, lat;
-	__u32 b;
 
 	if (filter_procs && !proc_match(e->tgid, e->comm) && !proc_match(r->tgid, r->comm))
 		return;
@@ -441,9 +450,7 @@ static __always_inline void record(struct dir_st *d, const struct msg_ent *e,
 	s->bytes += e->bytes;
 	s->lat_sum += lat;
 	s->misses += dropped;
-	b = bucket(lat);
-	if (b < FL_NBUCKETS)
-		s->lat_hist[b]++;
+	hist_add(s->lat_hist, lat);
 	add_stage(s, FS_SEND, t1 - t0);
 	re = r->entry_ts;
 	if (!re || re <= t1) {	/* already in recv(), or entry unknown */
@@ -497,6 +504,30 @@ static __always_inline void fill_comm_tgid(char *comm, __u32 *tgid)
 	*tgid = bpf_get_current_pid_tgid() >> 32;
 }
 
+/*
+ * AF_UNIX byte positions at a direction's first traced send of ret bytes. rpos is
+ * 0, or what the receiver counted if it read first (it creates the direction
+ * then: it can read a message before the sender's boundary runs, even while the
+ * sender is here; it writes rpos before last). This send ends where the
+ * receiver is plus what is still queued (inq_len, 6.16+); without inq_len, at
+ * the receiver's position if it read since this send began, else ret after it.
+ * TCP needs nothing: its positions are sequence numbers the receiver reads.
+ */
+static __always_inline void start_position(struct dir_st *d, struct sock *sk, int ret, __u64 t0)
+{
+	bool rcv_first = d->rpos || d->last.ret_ts;
+
+	if (bpf_core_field_exists(struct unix_sock___inq, inq_len)) {
+		/* bytes queued before this send were sent before the run */
+		struct unix_sock___inq *p = (void *)BPF_CORE_READ((struct unix_sock *)sk, peer);
+		int q = BPF_CORE_READ(p, inq_len) - ret;
+
+		d->sent = d->rpos + (rcv_first || q > 0 ? q : 0);
+		return;
+	}
+	d->sent = d->last.ret_ts >= t0 || (rcv_first && !d->last.ret_ts) ? d->rpos - ret : d->rpos;
+}
+
 static __always_inline int on_send(struct sock *sk, int ret)
 {
 	__u64 now = bpf_ktime_get_ns(), id = bpf_get_current_pid_tgid();
@@ -516,7 +547,7 @@ static __always_inline int on_send(struct sock *sk, int ret)
 		t0 = now;
 	}
 	d = bpf_map_lookup_elem(&dirs, &k);
-	if (d && d->sender_sk != (__u64)sk) {	/* the address of a closed socket, reused */
+	if (d && d->sender_sk && d->sender_sk != (__u64)sk) {	/* a closed socket's address, reused */
 		if (d->head != d->tail)
 			miss(FM_REUSED);
 		bpf_map_delete_elem(&dirs, &k);
@@ -526,18 +557,11 @@ static __always_inline int on_send(struct sock *sk, int ret)
 		miss(FM_DIR_FULL);
 		return 0;
 	}
-	if (d->sender_sk == 0) {	/* a new direction (this CPU won the insert) */
+	if (d->sender_sk == 0) {	/* the direction's first traced send */
 		d->sender_sk = (__u64)sk;
 		endpoint_of(sk, &k, d);
-		if (k.kind == FL_UNIX && bpf_core_field_exists(struct unix_sock___inq, inq_len)) {
-			/* bytes queued before this send were sent before the run */
-			struct unix_sock___inq *p = (void *)BPF_CORE_READ((struct unix_sock *)sk, peer);
-			int q = BPF_CORE_READ(p, inq_len) - ret;
-
-			d->sent = q > 0 ? q : 0;
-		}
-		if (k.kind == FL_TCP)
-			d->rpos = BPF_CORE_READ((struct tcp_sock *)sk, write_seq) - ret;
+		if (k.kind == FL_UNIX)
+			start_position(d, sk, ret, t0);
 	}
 	if (k.kind == FL_UNIX) {
 		end = d->sent + ret;
@@ -584,8 +608,13 @@ static __always_inline int on_recv(struct sock *sk, int ret, int flags)
 	r = &x->r;
 	d = bpf_map_lookup_elem(&dirs, &k);
 	if (!d) {
+		/* before any traced send on it: kept, so that a late sender still matches */
 		miss(FM_NO_DIR);
-		return 0;
+		d = lookup_or_try_init(&dirs, &k, &zero_dir);
+		if (!d) {
+			miss(FM_DIR_FULL);
+			return 0;
+		}
 	}
 	if (k.kind == FL_UNIX)
 		d->rpos += ret;

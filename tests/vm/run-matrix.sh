@@ -23,6 +23,10 @@
 #                             "none" (default "debian-5.10=none debian-6.1=kprobe
 #                             debian-6.12=fentry": 5.10 lacks iter/unix; kernels not
 #                             named: every mode). ~60 s per mode under TCG.
+#   UDSPROBE_VM_TRACE         where test_trace.py's redis test (-c 1) runs: "SPEC=MODE[,MODE] ..."
+#                             or "all" or "none" (default "debian-6.1=kprobe debian-6.12=fentry";
+#                             kernels not named: none; 5.10 lacks bpf_task_pt_regs, which --trace
+#                             needs). ~3 min per mode under TCG (the BPF load takes most of it).
 #   UDSPROBE_VM_SINGLE_TCG    which modes boot with single-threaded TCG: "all" (default), "none", or
 #                             "SPEC=MODE[,MODE] ..." (those in a second boot). Multi-threaded TCG
 #                             (qemu 7.2) hangs the guest now and then while udsprobe attaches and
@@ -54,6 +58,8 @@ JOBS=${UDSPROBE_VM_JOBS:-2}
 [ "$JOBS" -le "$(nproc)" ] 2>/dev/null || JOBS=$(nproc)
 # 5.10 has no iter/unix: --backlog refuses there (test_kernel_limits.py asserts how)
 BACKLOG=${UDSPROBE_VM_BACKLOG:-debian-5.10=none debian-6.1=kprobe debian-6.12=fentry}
+TRACE=${UDSPROBE_VM_TRACE:-debian-6.1=kprobe debian-6.12=fentry}
+TRACE_TEST=$IT/test_trace.py::test_redis_both_transports[1]
 SINGLE_TCG=${UDSPROBE_VM_SINGLE_TCG:-all}
 RESULTS=${UDSPROBE_VM_RESULTS:-$REPO/.output/vm/matrix}
 ALL_MODES="fentry kprobe tracepoint"
@@ -92,6 +98,7 @@ modes_for() {	# modes_for "SPEC=MODE,.. ..." SPEC DEFAULT -> modes (space-separa
 	echo "$3"
 }
 backlog_modes() { modes_for "$BACKLOG" "$1" "$ALL_MODES"; }
+trace_modes() { modes_for "$TRACE" "$1" ""; }
 single_modes() { modes_for "$SINGLE_TCG" "$1" ""; }
 in_list() { case " $2 " in *" $1 "*) return 0 ;; esac; return 1; }
 mode_files() {	# mode_files MODE MODE_FILES... -> how many files run in MODE (as guest-suite.sh picks)
@@ -112,6 +119,10 @@ if [ ${#backlog_files[@]} -gt 0 ]; then
 			"every kernel would break the 10-minute budget; UDSPROBE_VM_BACKLOG=all runs them all)"
 	done
 fi
+for k in "${KERNELS[@]}"; do
+	m=$(trace_modes "$k")
+	echo "${TRACE_TEST#"$IT"/} on $k: ${m:-not run} (~3 min per mode under TCG; UDSPROBE_VM_TRACE)"
+done
 [ ${#host_only[@]} -eq 0 ] || echo "not run in the guest: ${host_only[*]}: CLI, untraced workload, cleanup and" \
 	"report rendering do not depend on the attach mode; the host integration run covers them"
 echo "the host kernel ($(uname -r), tracepoint mode here) is covered by tests/run.sh's host integration run"
@@ -164,6 +175,9 @@ run_kernel() {	# run_kernel N SPEC: boot SPEC, run its modes, write rows
 	for m in $(backlog_modes "$spec"); do
 		for f in "${backlog_files[@]}"; do files+=("$m:$f"); done
 	done
+	if [ -f "$IT/test_trace.py" ]; then
+		for m in $(trace_modes "$spec"); do files+=("$m:$TRACE_TEST"); done
+	fi
 
 	# one boot for most modes; the UDSPROBE_VM_SINGLE_TCG ones in a second, single-threaded TCG boot
 	want=${UDSPROBE_VM_MODES:-$ALL_MODES}
