@@ -2,7 +2,8 @@
 fentry and kprobe modes, --attach / UDSPROBE_ATTACH): an asyncio echo pair written for
 these tests (exact counts and bytes over unix and TCP), redis-server driven by redis-benchmark
 (message counts against redis' own INFO commandstats), -- COMMAND following children, --pid of a
-running process, filters that match nothing, and the JSON contract of issue 11 field by field.
+running process, filters that match nothing, nginx -> php-fpm over FastCGI (unix and TCP), a Go
+echo pair (when Go is installed), and the JSON contract of issue 11 field by field.
 Every test starts, drives and stops its own processes on loopback; no fixed ports."""
 import json
 import os
@@ -115,6 +116,45 @@ def test_echo_pair_exact(trace, tmp_path, transport, size):
     # the text report has the flow's table
     assert f"{transport} {info['endpoint']}: python3" in res.stdout
     assert f"{2 * n} messages, {2 * n * size} bytes" in res.stdout
+
+
+@pytest.fixture(scope="session")
+def echo_go(tmp_path_factory):
+    """tests/trace/echo_go.go built once (Go from PATH, else the official tarball's place)."""
+    go = shutil.which("go") or ("/usr/local/go/bin/go" if os.access("/usr/local/go/bin/go", os.X_OK)
+                                else None)
+    if not go:
+        pytest.skip("no Go toolchain (`go` not in PATH nor /usr/local/go/bin): the Go echo pair "
+                    "cannot be built")
+    d = tmp_path_factory.mktemp("echo-go")
+    # the build cache kept in the build dir: the standard library compiles once (~40 s), not per run
+    env = {**os.environ, "GOCACHE": str(REPO / ".output" / "go-cache"), "GO111MODULE": "off",
+           "CGO_ENABLED": "0"}
+    res = subprocess.run([go, "build", "-o", str(d / "echo_go"),
+                          str(REPO / "tests" / "trace" / "echo_go.go")],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert res.returncode == 0, res.stderr
+    return str(d / "echo_go")
+
+
+@pytest.mark.parametrize("transport", ["unix", "tcp"])
+def test_go_echo_pair_exact(trace, tmp_path, echo_go, transport):
+    """A Go program (netpoller, goroutines on several threads, read/write syscalls): every
+    message and byte of its echo pair, one flow, under -- COMMAND."""
+    n, size = 2000, 100
+    cmd = [echo_go, transport] + ([str(tmp_path / "go.sock")] if transport == "unix" else []) + \
+        [str(n), str(size)]
+    res, doc = run_trace(trace, tmp_path, ["--"] + cmd)
+    assert res.returncode == 0, res.stderr
+    info = next(json.loads(l) for l in res.stdout.splitlines() if '"pid"' in l)
+    check_top_contract(doc, trace)
+    assert doc["command"] == {"argv": cmd, "exit_status": 0}
+    flows = flows_at(doc, info["endpoint"])
+    assert len(flows) == 1, doc["flows"]
+    f = flows[0]
+    assert f["sender"]["comm"] == f["receiver"]["comm"] == "echo_go"
+    assert f["sender"]["pids"] == f["receiver"]["pids"] == [info["pid"]]
+    assert f["messages"] == 2 * n and f["bytes"] == 2 * n * size and f["misses"] == 0
 
 
 def test_command_follows_children_only(trace, tmp_path):
