@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "attach.h"
+#include "capability.h"
 #include "util.h"
 
 const char *const attach_mode_names[ATTACH__COUNT] = { "auto", "fentry", "kprobe", "tracepoint" };
@@ -62,4 +63,27 @@ int attach_choose(enum attach_mode req, attach_probe_fn probe, void *ctx, enum a
 			      attach_mode_names[m], reason);
 	}
 	return -EOPNOTSUPP;
+}
+
+int attach_funcs_present(enum attach_mode mode, const char *const *fns, int n, char *why,
+			 size_t len)
+{
+	char sym[256];
+	int i;
+
+	if (mode == ATTACH_KPROBE && !kprobe_supported()) {
+		snprintf(why, len, "kernel has no kprobe PMU (CONFIG_KPROBES unset?)");
+		return -EOPNOTSUPP;
+	}
+	for (i = 0; i < n; i++) {
+		if (mode == ATTACH_FENTRY && !btf_has_func(fns[i])) {
+			snprintf(why, len, "no BTF for %s", fns[i]);
+			return -EOPNOTSUPP;
+		}
+		if (mode == ATTACH_KPROBE && !ksym_resolve(fns[i], sym, sizeof(sym))) {
+			snprintf(why, len, "%s is not in /proc/kallsyms (inlined?)", fns[i]);
+			return -EOPNOTSUPP;
+		}
+	}
+	return 0;
 }

@@ -29,6 +29,15 @@ typedef int (*attach_probe_fn)(enum attach_mode mode, void *ctx, char *why, size
 int attach_choose(enum attach_mode req, attach_probe_fn probe, void *ctx, enum attach_mode *out,
 		  char *why, size_t len);
 
+/*
+ * Are the kernel functions fns[0..n) there for mode? fentry: each has BTF;
+ * kprobe: the kernel has a kprobe PMU and each is in /proc/kallsyms (or its
+ * compiler clone); other modes need none: 0. 0, or -EOPNOTSUPP with the first
+ * missing one in why.
+ */
+int attach_funcs_present(enum attach_mode mode, const char *const *fns, int n, char *why,
+			 size_t len);
+
 /* Probe results kept per mode, for a tool that probes every mode up front (--check). */
 struct attach_caps {
 	bool works[ATTACH__COUNT];

@@ -55,7 +55,6 @@ static int mode_usable(enum attach_mode mode, bool with_v6, char *why, size_t le
 {
 	const char *fns[ARRAY_SIZE(probe_targets)];
 	int n = 0, i, err;
-	char sym[256];
 
 	for (i = 0; i < (int)ARRAY_SIZE(probe_targets); i++)
 		if (with_v6 || !probe_targets[i].v6)
@@ -63,12 +62,9 @@ static int mode_usable(enum attach_mode mode, bool with_v6, char *why, size_t le
 
 	switch (mode) {
 	case ATTACH_FENTRY:
-		for (i = 0; i < n; i++) {
-			if (!btf_has_func(fns[i])) {
-				snprintf(why, len, "no BTF for %s", fns[i]);
-				return -EOPNOTSUPP;
-			}
-		}
+		err = attach_funcs_present(mode, fns, n, why, len);
+		if (err)
+			return err;
 		for (i = 0; i < n; i++) {	/* some kernels refuse some targets (6.1: ENOTSUPP) */
 			err = fentry_can_attach(fns[i]);
 			if (err) {
@@ -79,17 +75,7 @@ static int mode_usable(enum attach_mode mode, bool with_v6, char *why, size_t le
 		}
 		return 0;
 	case ATTACH_KPROBE:
-		if (!kprobe_supported()) {
-			snprintf(why, len, "kernel has no kprobe PMU (CONFIG_KPROBES unset?)");
-			return -EOPNOTSUPP;
-		}
-		for (i = 0; i < n; i++) {
-			if (!ksym_resolve(fns[i], sym, sizeof(sym))) {
-				snprintf(why, len, "%s is not in /proc/kallsyms (inlined?)", fns[i]);
-				return -EOPNOTSUPP;
-			}
-		}
-		return 0;
+		return attach_funcs_present(mode, fns, n, why, len);
 	case ATTACH_TRACEPOINT:
 		if (!kernel_has_btf()) {
 			snprintf(why, len, "no kernel BTF (/sys/kernel/btf/vmlinux) for tp_btf");

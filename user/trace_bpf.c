@@ -44,33 +44,10 @@ static const char *const fl_tracepoints[] = { "sock_send_length", "sock_recv_len
 /* Are mode's targets on this kernel? 0, or -EOPNOTSUPP with the reason in why. */
 static int mode_usable(enum attach_mode mode, char *why, size_t len)
 {
-	char sym[256];
+	const char *fns[ARRAY_SIZE(fl_targets)];
 	size_t i;
 
-	switch (mode) {
-	case ATTACH_FENTRY:
-		for (i = 0; i < ARRAY_SIZE(fl_targets); i++) {
-			if (!btf_has_func(fl_targets[i].func)) {
-				snprintf(why, len, "no BTF for %s", fl_targets[i].func);
-				return -EOPNOTSUPP;
-			}
-		}
-		return 0;
-	case ATTACH_KPROBE:
-		if (!kprobe_supported()) {
-			snprintf(why, len, "kernel has no kprobe PMU (CONFIG_KPROBES unset?)");
-			return -EOPNOTSUPP;
-		}
-		for (i = 0; i < ARRAY_SIZE(fl_targets); i++) {
-			if (!ksym_resolve(fl_targets[i].func, sym, sizeof(sym)) ||
-			    strcmp(sym, fl_targets[i].func)) {
-				snprintf(why, len, "%s is not in /proc/kallsyms under its own name",
-					 fl_targets[i].func);
-				return -EOPNOTSUPP;
-			}
-		}
-		return 0;
-	case ATTACH_TRACEPOINT:
+	if (mode == ATTACH_TRACEPOINT) {
 		for (i = 0; i < ARRAY_SIZE(fl_tracepoints); i++) {
 			if (!btf_has_tracepoint(fl_tracepoints[i])) {
 				snprintf(why, len, "no sock:%s tracepoint (Linux 6.3+)", fl_tracepoints[i]);
@@ -78,10 +55,10 @@ static int mode_usable(enum attach_mode mode, char *why, size_t len)
 			}
 		}
 		return 0;
-	default:
-		snprintf(why, len, "unknown mode");
-		return -EINVAL;
 	}
+	for (i = 0; i < ARRAY_SIZE(fl_targets); i++)
+		fns[i] = fl_targets[i].func;
+	return attach_funcs_present(mode, fns, ARRAY_SIZE(fns), why, len);
 }
 
 /* The send/recv boundary programs of mode. */
