@@ -92,25 +92,33 @@ def check_top_contract(doc, trace):
         check_flow_contract(f)
 
 
-@pytest.mark.parametrize("transport,size", [("unix", 100), ("tcp", 5000)])
-def test_echo_pair_exact(trace, tmp_path, transport, size):
-    n = 2000
-    cmd = [sys.executable, ECHO, transport] + ([str(tmp_path / "echo.sock")] if transport == "unix"
-                                              else []) + [str(n), str(size)]
+def traced_echo_flow(trace, tmp_path, prog, transport, n, size, pid_key):
+    """Run an echo pair program under -- COMMAND (N messages of SIZE each way) and return
+    (its one flow at the endpoint it printed, its summary line, the run); asserts exact counts."""
+    sock = [str(tmp_path / "echo.sock")] if transport == "unix" else []
+    cmd = prog + [transport] + sock + [str(n), str(size)]
     res, doc = run_trace(trace, tmp_path, ["--"] + cmd)
     assert res.returncode == 0, res.stderr
     # the command's own stdout comes first: its summary line
-    info = next(json.loads(l) for l in res.stdout.splitlines() if '"client_pid"' in l)
+    info = next(json.loads(l) for l in res.stdout.splitlines() if f'"{pid_key}"' in l)
     check_top_contract(doc, trace)
     assert doc["command"] == {"argv": cmd, "exit_status": 0}
     flows = flows_at(doc, info["endpoint"])
     assert len(flows) == 1, doc["flows"]
     f = flows[0]
     assert f["transport"] == transport
-    # both directions share the endpoint and the comm pair (python3 -> python3)
+    # both directions share the endpoint and the comm pair
     assert f["messages"] == 2 * n
     assert f["bytes"] == 2 * n * size
     assert f["misses"] == 0
+    return f, info, res
+
+
+@pytest.mark.parametrize("transport,size", [("unix", 100), ("tcp", 5000)])
+def test_echo_pair_exact(trace, tmp_path, transport, size):
+    n = 2000
+    f, info, res = traced_echo_flow(trace, tmp_path, [sys.executable, ECHO], transport, n, size,
+                                    "client_pid")
     assert set(f["sender"]["pids"]) == {info["server_pid"], info["client_pid"]}
     assert set(f["receiver"]["pids"]) == {info["server_pid"], info["client_pid"]}
     # the text report has the flow's table
@@ -141,20 +149,9 @@ def echo_go(tmp_path_factory):
 def test_go_echo_pair_exact(trace, tmp_path, echo_go, transport):
     """A Go program (netpoller, goroutines on several threads, read/write syscalls): every
     message and byte of its echo pair, one flow, under -- COMMAND."""
-    n, size = 2000, 100
-    cmd = [echo_go, transport] + ([str(tmp_path / "go.sock")] if transport == "unix" else []) + \
-        [str(n), str(size)]
-    res, doc = run_trace(trace, tmp_path, ["--"] + cmd)
-    assert res.returncode == 0, res.stderr
-    info = next(json.loads(l) for l in res.stdout.splitlines() if '"pid"' in l)
-    check_top_contract(doc, trace)
-    assert doc["command"] == {"argv": cmd, "exit_status": 0}
-    flows = flows_at(doc, info["endpoint"])
-    assert len(flows) == 1, doc["flows"]
-    f = flows[0]
+    f, info, _ = traced_echo_flow(trace, tmp_path, [echo_go], transport, 2000, 100, "pid")
     assert f["sender"]["comm"] == f["receiver"]["comm"] == "echo_go"
     assert f["sender"]["pids"] == f["receiver"]["pids"] == [info["pid"]]
-    assert f["messages"] == 2 * n and f["bytes"] == 2 * n * size and f["misses"] == 0
 
 
 def test_command_follows_children_only(trace, tmp_path):
