@@ -108,3 +108,17 @@ void jw_null(struct jw *w, const char *key)
 	prefix(w, key);
 	fputs("null", w->f);
 }
+
+void jw_latency(struct jw *w, const char *key, uint64_t p50, uint64_t p90, uint64_t p99,
+		double mean, bool integral_mean)
+{
+	jw_obj_begin(w, key);
+	jw_u64(w, "p50", p50);
+	jw_u64(w, "p90", p90);
+	jw_u64(w, "p99", p99);
+	if (integral_mean)
+		jw_u64(w, "mean", (uint64_t)mean);
+	else
+		jw_double(w, "mean", mean);
+	jw_obj_end(w);
+}

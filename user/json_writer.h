@@ -26,5 +26,9 @@ void jw_i64(struct jw *w, const char *key, int64_t val);
 void jw_double(struct jw *w, const char *key, double val);	/* non-finite writes null */
 void jw_bool(struct jw *w, const char *key, bool val);
 void jw_null(struct jw *w, const char *key);
+/* The latency object of udsprobe's documents: {"p50": N, "p90": N, "p99": N, "mean": M} under
+ * key; M an integer when integral_mean (--compare's schema), else a number (--trace's). */
+void jw_latency(struct jw *w, const char *key, uint64_t p50, uint64_t p90, uint64_t p99,
+		double mean, bool integral_mean);
 
 #endif

@@ -11,12 +11,7 @@
 
 static void latency(struct jw *w, const char *key, const struct wl_latency *l)
 {
-	jw_obj_begin(w, key);
-	jw_u64(w, "p50", l->p50);
-	jw_u64(w, "p90", l->p90);
-	jw_u64(w, "p99", l->p99);
-	jw_u64(w, "mean", l->mean);
-	jw_obj_end(w);
+	jw_latency(w, key, l->p50, l->p90, l->p99, l->mean, true);
 }
 
 static void trace(struct jw *w, const struct trace_result *t)

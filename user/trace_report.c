@@ -149,12 +149,7 @@ void trace_flow_json(struct jw *w, const struct flow *fl)
 	end_json(w, "receiver", &fl->receiver);
 	jw_u64(w, "messages", fl->messages);
 	jw_u64(w, "bytes", fl->bytes);
-	jw_obj_begin(w, "latency_ns");
-	jw_u64(w, "p50", fl->p50);
-	jw_u64(w, "p90", fl->p90);
-	jw_u64(w, "p99", fl->p99);
-	jw_double(w, "mean", fl->mean);
-	jw_obj_end(w);
+	jw_latency(w, "latency_ns", fl->p50, fl->p90, fl->p99, fl->mean, false);
 	jw_double(w, "coverage", fl->coverage);
 	jw_u64(w, "misses", fl->misses);
 	jw_arr_begin(w, "stages");
