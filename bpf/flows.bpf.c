@@ -509,7 +509,7 @@ static __always_inline void fill_comm_tgid(char *comm, __u32 *tgid)
  * 0, or what the receiver counted if it read first (it creates the direction
  * then: it can read a message before the sender's boundary runs, even while the
  * sender is here; it writes rpos before last). This send ends where the
- * receiver is plus what is still queued (inq_len, 6.16+); without inq_len, at
+ * receiver is plus what is still queued (inq_len: 6.18 has it, 6.12 not); without it, at
  * the receiver's position if it read since this send began, else ret after it.
  * TCP needs nothing: its positions are sequence numbers the receiver reads.
  */
