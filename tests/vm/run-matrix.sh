@@ -48,6 +48,7 @@ set -uo pipefail
 
 cd "$(dirname "$0")/../.." || exit 1
 REPO=$PWD
+IT=tests/integration
 PROG=tests/vm/run-matrix.sh
 PYTHON=${PYTHON:-/usr/bin/python3}
 KERNELS=("$@")
@@ -63,7 +64,6 @@ TRACE_TEST=$IT/test_trace.py::test_redis_both_transports[1]
 SINGLE_TCG=${UDSPROBE_VM_SINGLE_TCG:-all}
 RESULTS=${UDSPROBE_VM_RESULTS:-$REPO/.output/vm/matrix}
 ALL_MODES="fentry kprobe tracepoint"
-IT=tests/integration
 
 case ${1:-} in -h | --help) sed -n '2,/^set /{/^set /d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;; esac
 
