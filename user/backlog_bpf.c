@@ -14,6 +14,7 @@
 #include <bpf/libbpf.h>
 
 #include "attach.h"
+#include "capability.h"
 #include "backlog_bpf.h"
 #include "backlog.skel.h"
 #include "util.h"
@@ -118,7 +119,7 @@ void bl_mode_programs(struct backlog_bpf *skel, enum attach_mode mode, bool v6,
 				continue;
 			for (k = 0; k < 2; k++)
 				if (off[k])
-					p[(*n)++] = *(struct bpf_program **)((char *)skel + off[k]);
+					p[(*n)++] = skel_prog(skel, off[k]);
 		}
 		break;
 	default:

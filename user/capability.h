@@ -10,6 +10,14 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+struct bpf_program;
+/* A skeleton's program from its offset in the skeleton struct, offsetof(struct x_bpf,
+ * progs.name), so that static tables name programs by skeleton field; 0: none. */
+static inline struct bpf_program *skel_prog(const void *skel, size_t off)
+{
+	return off ? *(struct bpf_program *const *)((const char *)skel + off) : NULL;
+}
+
 /* libbpf output through our verbosity: -v warnings and info, -vv debug. */
 void libbpf_setup(int verbose);
 

@@ -76,8 +76,8 @@ static int mode_programs(struct flows_bpf *skel, enum attach_mode mode, struct b
 	for (i = 0; i < ARRAY_SIZE(fl_targets); i++) {
 		const struct fl_target *t = &fl_targets[i];
 
-		p[n++] = *(struct bpf_program **)((char *)skel + (fentry ? t->fe : t->kp));
-		p[n++] = *(struct bpf_program **)((char *)skel + (fentry ? t->fx : t->kr));
+		p[n++] = skel_prog(skel, fentry ? t->fe : t->kp);
+		p[n++] = skel_prog(skel, fentry ? t->fx : t->kr);
 	}
 	return n;
 }

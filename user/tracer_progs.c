@@ -10,17 +10,13 @@
 #include <string.h>
 #include <bpf/libbpf.h>
 
+#include "capability.h"
 #include "tracer_int.h"
 #include "stages.skel.h"
 #include "util.h"
 
 /* A program as its offset in struct stages_bpf (0: none), for static tables. */
 #define PROG(name) offsetof(struct stages_bpf, progs.name)
-
-static struct bpf_program *prog_at(struct stages_bpf *skel, size_t off)
-{
-	return off ? *(struct bpf_program **)((char *)skel + off) : NULL;
-}
 
 /* The kernel functions of the two function modes: entry programs, and exit ones where a
  * boundary is the function's return. */
@@ -105,11 +101,11 @@ int tracer_mode_programs(struct stages_bpf *skel, enum attach_mode mode, bool ow
 	int n = 0;
 
 	for (i = 0; i < ARRAY_SIZE(common_progs); i++)
-		add(out, &n, max, prog_at(skel, own_btf ? common_progs[i].tp_btf : common_progs[i].raw_tp),
+		add(out, &n, max, skel_prog(skel, own_btf ? common_progs[i].tp_btf : common_progs[i].raw_tp),
 		    NULL, PA_SECTION, true);
 	if (mode == ATTACH_TRACEPOINT) {
 		for (i = 0; i < ARRAY_SIZE(tp_targets); i++)
-			add(out, &n, max, prog_at(skel, tp_targets[i].prog), tp_targets[i].tp, PA_SECTION,
+			add(out, &n, max, skel_prog(skel, tp_targets[i].prog), tp_targets[i].tp, PA_SECTION,
 			    tp_targets[i].every_path);
 		return n;
 	}
@@ -119,10 +115,10 @@ int tracer_mode_programs(struct stages_bpf *skel, enum attach_mode mode, bool ow
 		const struct func_target *f = &func_targets[i];
 		size_t exit = kprobe ? f->kretprobe : f->fexit;
 
-		add(out, &n, max, prog_at(skel, kprobe ? f->kprobe : f->fentry), f->func,
+		add(out, &n, max, skel_prog(skel, kprobe ? f->kprobe : f->fentry), f->func,
 		    kprobe ? PA_KPROBE : PA_SECTION, false);
 		if (exit)
-			add(out, &n, max, prog_at(skel, exit), f->func, kprobe ? PA_KRETPROBE : PA_SECTION,
+			add(out, &n, max, skel_prog(skel, exit), f->func, kprobe ? PA_KRETPROBE : PA_SECTION,
 			    false);
 	}
 	return n;
@@ -130,7 +126,7 @@ int tracer_mode_programs(struct stages_bpf *skel, enum attach_mode mode, bool ow
 
 struct bpf_program *tracer_calib_program(struct stages_bpf *skel, enum attach_mode mode)
 {
-	return mode > ATTACH_AUTO && mode < ATTACH__COUNT ? prog_at(skel, calib_progs[mode]) : NULL;
+	return mode > ATTACH_AUTO && mode < ATTACH__COUNT ? skel_prog(skel, calib_progs[mode]) : NULL;
 }
 
 const char *tracer_kernel_func(const char *target, char *sym, size_t len)
@@ -209,7 +205,7 @@ static int try_program(size_t prog_off, const char *ksym)
 
 	if (!skel)
 		return -errno;
-	prog = prog_at(skel, prog_off);
+	prog = skel_prog(skel, prog_off);
 	bpf_program__set_autoload(prog, true);
 	err = stages_bpf__load(skel);
 	if (!err) {
