@@ -126,30 +126,11 @@ def alive(pid):
     return stat[stat.rindex(")") + 2] != "Z"
 
 
-def fdinfo_values(pids, key):
-    """Values of KEY ("prog_id", "link_id") in the fdinfo of every fd these processes hold:
-    the BPF objects they have open (a link's fd names its program too), never another
-    instance's on the same machine."""
-    pat = re.compile(rf"^{key}:\s*(\d+)", re.M)
+def proc_fd_matches(pids, read, pattern):
+    """Integers PATTERN's first group finds in read(pid, fd) over every fd these processes
+    hold (an fd that closes meanwhile, or a process gone, is skipped)."""
+    pat = re.compile(pattern, re.M)
     values = set()
-    for p in pids:
-        try:
-            fds = os.listdir(f"/proc/{p}/fdinfo")
-        except OSError:
-            continue
-        for fd in fds:
-            try:
-                with open(f"/proc/{p}/fdinfo/{fd}") as f:
-                    m = pat.search(f.read())
-            except OSError:
-                continue
-            if m:
-                values.add(int(m[1]))
-    return values
-
-
-def socket_inodes(pids):
-    inodes = set()
     for p in pids:
         try:
             fds = os.listdir(f"/proc/{p}/fd")
@@ -157,13 +138,25 @@ def socket_inodes(pids):
             continue
         for fd in fds:
             try:
-                link = os.readlink(f"/proc/{p}/fd/{fd}")
+                m = pat.search(read(p, fd))
             except OSError:
                 continue
-            m = re.match(r"socket:\[(\d+)\]", link)
             if m:
-                inodes.add(int(m.group(1)))
-    return inodes
+                values.add(int(m[1]))
+    return values
+
+
+def fdinfo_values(pids, key):
+    """Values of KEY ("prog_id", "link_id") in the fdinfo of every fd these processes hold:
+    the BPF objects they have open (a link's fd names its program too), never another
+    instance's on the same machine."""
+    return proc_fd_matches(pids, lambda p, fd: Path(f"/proc/{p}/fdinfo/{fd}").read_text(),
+                           rf"^{key}:\s*(\d+)")
+
+
+def socket_inodes(pids):
+    return proc_fd_matches(pids, lambda p, fd: os.readlink(f"/proc/{p}/fd/{fd}"),
+                           r"^socket:\[(\d+)\]")
 
 
 def sockdir_of(pid):
