@@ -9,15 +9,22 @@
 #include "tracer.h"
 #include "util.h"
 
-/* Defaults sized so that plain --compare finishes in about 15 s on a 2-vCPU VM. */
-uint64_t default_count(enum wl_mode mode)
+/*
+ * Defaults sized so that plain --compare finishes in about 15 s on a 2-vCPU VM; large messages
+ * get fewer, so that a run moves at most a fixed number of bytes (a 16 MiB stream run would
+ * otherwise move 16 TB).
+ */
+uint64_t default_count(enum wl_mode mode, uint64_t msg_size)
 {
+	uint64_t count, budget;
+
 	switch (mode) {
-	case WL_PINGPONG: return 200000;
-	case WL_STREAM: return 1000000;
+	case WL_PINGPONG: count = 200000, budget = 512ull << 20; break;
+	case WL_STREAM: count = 1000000, budget = 4ull << 30; break;
 	case WL_CONNECT: return 20000;
 	default: return 1000;
 	}
+	return MAX(MIN(count, budget / MAX(msg_size, 1)), 16);
 }
 
 uint64_t default_warmup(enum wl_mode mode, uint64_t count)
@@ -183,7 +190,7 @@ static int run_pair(struct tracer *tr, const struct compare_opts *opts, struct c
 		uint64_t count = opts->count;
 
 		if (!count && !opts->duration_s)
-			count = default_count(sp->mode);
+			count = default_count(sp->mode, sp->size);
 		x->cfg = (struct wl_config){
 			.transport = t, .mode = sp->mode, .msg_size = sp->size,
 			.count = count, .duration_s = opts->duration_s,

@@ -63,7 +63,7 @@ struct comparison {
 	char cpu_model[128];
 };
 
-uint64_t default_count(enum wl_mode mode);
+uint64_t default_count(enum wl_mode mode, uint64_t msg_size);
 uint64_t default_warmup(enum wl_mode mode, uint64_t count);
 /* 0, -EINTR on Ctrl-C, other -errno on failure (message printed). */
 int compare_run(const struct compare_opts *opts, struct comparison *cmp);

@@ -111,10 +111,11 @@ static const struct argp_option opts[] = {
 	{ "no-trace", OPT_NO_TRACE, NULL, 0, "Run the workload only; attach no BPF programs" },
 	{ "mode", OPT_MODE, "LIST", 0,
 	  "pingpong,stream,connect (default: all three)" },
-	{ "size", OPT_SIZE, "LIST", 0, "Message sizes, 1 to 1M, K/M suffixes (default: 64)" },
+	{ "size", OPT_SIZE, "LIST", 0, "Message sizes, 1 to 16M, K/M suffixes (default: 64)" },
 	{ "count", OPT_COUNT, "N", 0,
 	  "Measured messages (pingpong: round trips; connect: connections) per run "
-	  "(default: pingpong 200000, stream 1000000, connect 20000)" },
+	  "(default: pingpong 200000, stream 1000000, connect 20000; fewer for large "
+	  "sizes, at most 512 MiB (pingpong) or 4 GiB (stream) per run)" },
 	{ "duration", OPT_DURATION, "S", 0, "Run each workload for S seconds instead of --count" },
 	{ "warmup", OPT_WARMUP, "N", 0,
 	  "Unmeasured messages first (default: min(count/10, 1000); connect 200)" },
@@ -247,7 +248,7 @@ static void parse_sizes(struct compare_opts *cmp, char *arg)
 		usage_error("--size takes 1 to 16 sizes, e.g. 64,4K,1M", NULL);
 	for (i = 0; i < n; i++)
 		if (parse_bytes(items[i], 1, WL_MAX_MSG_SIZE, &cmp->sizes[i]))
-			usage_error("--size: '%s' is not a size from 1 to 1M (e.g. 64, 4K, 1M)", items[i]);
+			usage_error("--size: '%s' is not a size from 1 to 16M (e.g. 64, 4K, 1M)", items[i]);
 	cmp->n_sizes = n;
 }
 

@@ -11,7 +11,7 @@ enum transport { TR_UNIX, TR_TCP, TR__COUNT };
 enum wl_mode { WL_PINGPONG, WL_STREAM, WL_CONNECT, WL__COUNT };
 enum cpu_place { CPU_SAME, CPU_SPLIT, CPU_NONE, CPU__COUNT };
 
-#define WL_MAX_MSG_SIZE (1u << 20)
+#define WL_MAX_MSG_SIZE (16u << 20)
 
 struct wl_config {
 	enum transport transport;

@@ -149,7 +149,13 @@ TEST(compare_default_warmup)
 
 TEST(compare_default_count)
 {
-	CHECK_U64(default_count(WL_PINGPONG), 200000);
-	CHECK_U64(default_count(WL_STREAM), 1000000);
-	CHECK_U64(default_count(WL_CONNECT), 20000);
+	CHECK_U64(default_count(WL_PINGPONG, 64), 200000);
+	CHECK_U64(default_count(WL_STREAM, 64), 1000000);
+	CHECK_U64(default_count(WL_CONNECT, 64), 20000);
+	/* large messages: a run moves at most 512 MiB (pingpong) or 4 GiB (stream), 16 at least */
+	CHECK_U64(default_count(WL_PINGPONG, 1 << 20), 512);
+	CHECK_U64(default_count(WL_STREAM, 1 << 20), 4096);
+	CHECK_U64(default_count(WL_STREAM, 16 << 20), 256);
+	CHECK_U64(default_count(WL_PINGPONG, 16 << 20), 32);
+	CHECK_U64(default_count(WL_CONNECT, 16 << 20), 20000);
 }
