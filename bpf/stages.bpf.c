@@ -199,7 +199,8 @@ static __always_inline void on_send_enter(int s, __u32 cpu)
 	__builtin_memset(m, 0, sizeof(*m));
 	tasks[s & 1].in_send = 1;
 	stamp(m, B_SEND_ENTER, cpu);
-	if (slice_from_send && attribution == ATTR_MESSAGE)
+	/* stream: a call whose chunks all leave later (ACK-clocked) is sliced from its entry */
+	if (slice_from_send || attribution == ATTR_PER_CALL)
 		m->slice_t = m->t[B_SEND_ENTER];
 	if (ti->recv_exit && attribution == ATTR_MESSAGE) {
 		m->gap_ns = m->t[B_SEND_ENTER] - ti->recv_exit;
@@ -372,6 +373,8 @@ static __always_inline void on_data_ready(const struct sock *sk)
 	stamp(m, B_DATA_READY, cpu);
 	m->rsk = (__u64)sk;
 	m->slice_t = m->t[B_DATA_READY];
+	if (attribution == ATTR_PER_CALL)	/* sliced from here: boundaries before it */
+		__builtin_memset(m->bulk, 0, sizeof(m->bulk));
 }
 
 static __always_inline void on_wake_end(__u32 for_transport)
@@ -614,14 +617,37 @@ done:
 	ti->book_ns = bpf_ktime_get_ns() - now;
 }
 
-/* Stream: one send() call's own stages, counted in the sender's slot. */
-static __always_inline void finish_send_call(int s)
+__noinline int attribute_first_chunk_of_call(int slot)
+{
+	attribute(slot & 1, (slot ^ 1) & 1, B_SEND_ENTER, B_DATA_READY);
+	return 0;
+}
+
+/*
+ * Stream: one send() call's own stages, counted in the sender's slot. A call that queued
+ * several chunks, slept for buffer space after its first, or sent more than one chunk can hold
+ * (the rest then left later, clocked by the receiver's ACKs) is sliced after its first chunk
+ * like a message (bulk_tick): its later boundaries would hold every chunk's copies and waits.
+ */
+#define MAX_CHUNK_BYTES 65536	/* a TCP GSO segment's most; a UDS skb holds ~36 KiB */
+static __always_inline void finish_send_call(int s, long sent)
 {
 	struct msg_state *m = &msgs[(s ^ 1) & 1];
+	__u32 k;
 
 	if (!m->t[B_SEND_ENTER])
 		return;
-	attribute_send_call(s);
+	if (m->chunks > 1 || m->bulk[C_BULK_WAIT_SPACE - C_BULK_SEND_COPY] || sent > MAX_CHUNK_BYTES) {
+		if (m->t[B_DATA_READY])
+			attribute_first_chunk_of_call(s);
+#pragma unroll
+		for (k = 0; k < NR_BULK; k++)
+			account(s, C_BULK_SEND_COPY + k, m->bulk[k], 0);
+		account(s, C_CHUNKS, m->chunks, 0);
+		account(s, C_SLEEPS, m->sender_slept, 0);
+	} else {
+		attribute_send_call(s);
+	}
 	m->t[B_SEND_ENTER] = 0;
 }
 
@@ -692,7 +718,7 @@ static __always_inline void on_sys_exit(long ret)
 		stamp(&msgs[(s ^ 1) & 1], B_SEND_EXIT, cpu);
 		bulk_tick(s ^ 1, msgs[(s ^ 1) & 1].t[B_SEND_EXIT]);
 		if (attribution == ATTR_PER_CALL)
-			finish_send_call(s);
+			finish_send_call(s, ret);
 		ti->in_send = 0;
 	} else if (is_recv(nr) && ti->in_recv) {
 		if (ret > 0) {

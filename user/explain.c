@@ -127,12 +127,14 @@ static void explain_chunks(const struct pair_result *pr, const struct trace_resu
 
 	if (!u->bulk_messages && !t->bulk_messages)
 		return;
+	const char *per = pr->mode == WL_STREAM ? "send() call" : "message";
+
 	fprintf(f, "A %llu B message crosses in several pieces: %.1f skbs on UDS (at most ~36 KiB each) "
-		"and %.1f segments on TCP (up to 64 KiB with GSO) per message; the sender slept %.1f "
-		"(UDS) and %.1f (TCP) times per message waiting for send-buffer space while the receiver "
+		"and %.1f segments on TCP (up to 64 KiB with GSO) per %s; the sender slept %.1f "
+		"(UDS) and %.1f (TCP) times per %s waiting for send-buffer space while the receiver "
 		"copied. Payload copies take UDS %s of its %s and TCP %s of its %s.\n",
-		(unsigned long long)pr->msg_size, u->chunks_per_msg, t->chunks_per_msg,
-		u->sleeps_per_msg, t->sleeps_per_msg,
+		(unsigned long long)pr->msg_size, u->chunks_per_msg, t->chunks_per_msg, per,
+		u->sleeps_per_msg, t->sleeps_per_msg, per,
 		fmt_dur(copy_ns(u), false, a, sizeof(a)),
 		fmt_dur(u->stage_sum_ns - stage_ns(u, "app;gap"), false, b, sizeof(b)),
 		fmt_dur(copy_ns(t), false, c, sizeof(c)),
@@ -190,15 +192,18 @@ static void explain_stream(const struct trace_result *u, const struct trace_resu
 	fprintf(f, "Per send() call, TCP spends %s in stages UDS does not have (TCP/IP output, "
 		"loopback device, receive softirq); per call the send side costs UDS %s and TCP %s.\n",
 		fmt_dur(tcp_only, false, a, sizeof(a)),
-		fmt_dur(stage_sum(u, "send;") + stage_sum(u, "deliver;"), false, b, sizeof(b)),
-		fmt_dur(stage_sum(t, "send;") + stage_sum(t, "deliver;") + stage_sum(t, "rx_softirq;"),
-			false, c, sizeof(c)));
+		fmt_dur(stage_sum(u, "send;") + stage_sum(u, "deliver;") + stage_sum(u, "bulk;"),
+			false, b, sizeof(b)),
+		fmt_dur(stage_sum(t, "send;") + stage_sum(t, "deliver;") + stage_sum(t, "rx_softirq;") +
+			stage_sum(t, "bulk;"), false, c, sizeof(c)));
 	if (t->messages && t->recv_calls)
 		fprintf(f, "TCP put a segment on the loopback device in %.0f%% of its send() calls "
 			"(in the others the data waited in the socket's write queue and went out "
 			"later, clocked by ACKs and window updates, several messages per segment at "
-			"small sizes); every UDS send() queues an skb of its own and runs the "
-			"receiver's wakeup.\n", 100.0 * t->xmit_calls / t->messages);
+			"small sizes); %s\n", 100.0 * t->xmit_calls / t->messages,
+			u->bulk_messages ? "a UDS send() of this size queues several skbs, each with a "
+			"receiver wakeup (below)." : "every UDS send() queues an skb of its own and runs "
+			"the receiver's wakeup.");
 }
 
 /* Stages both have where UDS pays more: why TCP-only stages can exceed 100% of the difference. */
@@ -259,6 +264,7 @@ void explain_pair(const struct comparison *cmp, const struct pair_result *pr, FI
 			tcp_only += t->stages[i].ns_per_msg;
 	if (pr->mode == WL_STREAM) {
 		explain_stream(u, t, tcp_only, f);
+		explain_chunks(pr, u, t, f);
 		return;
 	}
 	/* the message itself: send() entry to recv() return, without the application gap */

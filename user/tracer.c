@@ -427,6 +427,9 @@ int tracer_collect(struct tracer *tr, const struct wl_config *cfg, double probe_
 	read_slot(tr, C_TOTAL, &total);
 	read_slot(tr, B_SEND_EXIT, &send_calls);
 	read_slot(tr, B_RECV_EXIT, &recv_calls);
+	read_slot(tr, C_BULK_SEND_COPY, &acc);
+	if (per_call)	/* a sliced send() call ends in the slices, not at B_SEND_EXIT */
+		send_calls.count += acc.count;
 	res->messages = per_call ? send_calls.count : total.count;
 	res->recv_calls = per_call ? recv_calls.count : 0;
 	read_slot(tr, B_DEV_QUEUE, &acc);
@@ -435,7 +438,7 @@ int tracer_collect(struct tracer *tr, const struct wl_config *cfg, double probe_
 	res->out_of_order = tr->skel->bss->msgs_overwritten + tr->skel->bss->msgs_wrong_sock;
 	res->kernel_misses = kernel_missed(tr) - tr->missed_at_begin;
 	read_slot(tr, C_BULK_SEND_COPY, &acc);
-	res->bulk_messages = per_call ? 0 : acc.count;
+	res->bulk_messages = acc.count;	/* stream: send() calls sliced */
 	read_slot(tr, C_CHUNKS, &acc);
 	res->chunks_per_msg = acc.count ? (double)acc.sum_ns / acc.count : 0;
 	read_slot(tr, C_SLEEPS, &acc);
@@ -460,8 +463,8 @@ int tracer_collect(struct tracer *tr, const struct wl_config *cfg, double probe_
 		add_stage(res, name, &acc, per_call ? (b <= B_SEND_EXIT ? send_calls.count : recv_calls.count) :
 			  total.count, probe_cost_ns, false);
 		prev = b;
-		if (b == B_DATA_READY && !per_call)
-			add_bulk_stages(tr, res, total.count, probe_cost_ns);
+		if (b == B_DATA_READY)
+			add_bulk_stages(tr, res, per_call ? send_calls.count : total.count, probe_cost_ns);
 		if (b == B_SOFTIRQ && !per_call) {
 			/* messages whose NET_RX softirq ran outside the send: shown only when seen */
 			read_slot(tr, C_SOFTIRQ_DEFERRED, &acc);

@@ -261,6 +261,34 @@ def test_large_messages_hold_their_copy_time(run_json, attach_mode, size):
             assert wake <= 0.25 * total, (tr, wake, total, stages)
 
 
+STREAM_LARGE_COUNT = {"1M": 6 if IN_VM else 200, "16M": 2 if IN_VM else 12}
+
+
+@pytest.mark.parametrize("size", sorted(STREAM_LARGE_COUNT))
+def test_large_stream_calls_are_sliced_where_the_work_is(run_json, attach_mode, size):
+    """A 1 MiB or 16 MiB send() queues many skbs (UDS) or segments (TCP) and sleeps for
+    buffer space while the receiver drains: after its first chunk, the call's time goes to
+    the bulk slices (copying, waiting for space, waiting for a CPU), not to the boundary
+    stage that spans the rest of the call (deliver;enqueue_wakeup or send;return)."""
+    n = STREAM_LARGE_COUNT[size]
+    data, res = traced(run_json, attach_mode, "--mode", "stream", "--size", size, "--count", n)
+    assert "queues several skbs" in res.stdout and "crosses in several pieces" in res.stdout, \
+        res.stdout
+    for tr, r in by_transport(data, "stream").items():
+        stages = {s["name"]: s for s in r["stages"]}
+        assert r["messages"] == n and r["misses"] == 0, (tr, r)
+        # every call of this size is several chunks, so every call is sliced
+        assert r["bulk_messages"] == n and r["chunks_per_msg"] > 1, (tr, r)
+        assert "send;return" not in stages, (tr, stages)
+        assert not [x for x in stages if x.startswith("deliver;")], (tr, stages)
+        assert all(s["ns_per_msg"] >= 0 for s in r["stages"]), (tr, r["stages"])
+        send_side = sum(s["ns_per_msg"] for s in r["stages"] if not s["name"].startswith("recv;"))
+        bulk = sum(s["ns_per_msg"] for s in r["stages"] if s["name"].startswith("bulk;"))
+        assert bulk >= 0.5 * send_side, (tr, bulk, send_side, r["stages"])
+        assert stages["bulk;send_copy"]["ns_per_msg"] > 0, (tr, stages)
+        assert stages["bulk;send_copy"]["count"] == n, (tr, stages["bulk;send_copy"])
+
+
 def test_repeat_reports_the_median_run_and_its_spread(run_json, attach_mode):
     """--repeat 3: three alternating untraced/traced runs; the result is the run with the
     median overhead, and the spread over all three is in JSON and the text."""
