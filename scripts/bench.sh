@@ -18,8 +18,9 @@ export UDSPROBE=${UDSPROBE:-$REPO/udsprobe}
 export BENCH_PINGPONG=${BENCH_PINGPONG:-$REPO/.output/bench_pingpong}
 export PYTHON=${PYTHON:-/usr/bin/python3}
 OUT=${BENCH_OUT:-docs/BENCHMARKS.md}
-ORDER=(fidelity accuracy tracing-overhead backlog-overhead backlog-storm)
+ORDER=(fidelity accuracy tracing-overhead trace-overhead backlog-overhead backlog-storm)
 declare -A TITLE=([fidelity]="Workload fidelity" [accuracy]="Accuracy" [tracing-overhead]="Tracing overhead"
+	[trace-overhead]="Trace overhead on real programs"
 	[backlog-overhead]="Backlog watch overhead" [backlog-storm]="Backlog long run")
 
 script_of() {	# the executable for a section, or nothing
