@@ -46,6 +46,28 @@ def load1():
         return float(f.read().split()[0])
 
 
+def bpf_progs_held():
+    """How many BPF programs processes hold open now (program and link fds, their fdinfo's
+    prog_id): another engineer's udsprobe tracing the host also slows an 'untraced' run."""
+    progs = set()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}") not in ("anon_inode:bpf-prog", "anon_inode:bpf_link"):
+                    continue
+                m = re.search(r"^prog_id:\s*(\d+)", Path(f"/proc/{pid}/fdinfo/{fd}").read_text(),
+                              re.M)
+            except OSError:
+                continue
+            if m:
+                progs.add(int(m[1]))
+    return len(progs)
+
+
 def fmt(xs, spec=",.0f"):
     """median (min–max)"""
     return (f"{format(statistics.median(xs), spec)} "

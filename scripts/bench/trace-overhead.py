@@ -3,13 +3,13 @@
 with `udsprobe --trace` running around the load, alternating. Markdown on stdout, progress on
 stderr.
 
-  redis    redis-server, redis-benchmark -t set,get over its unix socket and over 127.0.0.1,
-           -c 1 and -c 50; traced filtered to the server (--pid) and, at -c 50, unfiltered
-  nginx    wrk -> nginx (1 worker) -> php-fpm (4 workers) over a unix socket and over TCP;
-           traced filtered to php-fpm (--comm)
-
-Every server runs on a private socket / free loopback port and is stopped at the end. Each
-repetition runs every arm of a row once (off, filtered[, unfiltered]) in a rotating order.
+Loads: redis-server driven by redis-benchmark -t set,get over its unix socket and over
+127.0.0.1 at -c 1 and -c 50; wrk -> nginx (1 worker) -> php-fpm (4 workers) with php-fpm on a
+unix socket and on TCP. All servers start once, on private sockets and free loopback ports, and
+stop at the end. A *block* runs every load once: untraced, under `udsprobe --trace` filtered to
+the servers (--pid of redis-server, --comm php-fpm), or under an unfiltered `udsprobe --trace`
+(one tracer start per block: its start-up takes seconds). Each repetition runs the three blocks
+in a rotating order; ratios are traced/untraced of the same repetition.
 Env: UDSPROBE, BENCH_REPS (default 5), BENCH_QUICK=1 (short smoke run). Needs root, redis-server,
 redis-tools, nginx-light, php-fpm, wrk (scripts/install-deps.sh).
 """
@@ -26,18 +26,17 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchlib import (PHP_FPM, REPO, UDSPROBE, FpmStack, Redis, cpu_name, fmt, free_port,
-                      load1, log)
+from benchlib import (PHP_FPM, REPO, UDSPROBE, FpmStack, Redis, bpf_progs_held, cpu_name, fmt,
+                      free_port, load1, log)
 
 QUICK = os.environ.get("BENCH_QUICK") == "1"
 REPS = int(os.environ.get("BENCH_REPS", "2" if QUICK else "5"))
-# requests per redis-benchmark test (set and get each), sized to ~1.5 s per test here
-REDIS_N = {1: 5000, 50: 10000} if QUICK else {1: 30000, 50: 60000}
+# requests per redis-benchmark test (set and get each): ~1 s per run on an idle 2-vCPU EPYC
+REDIS_N = {1: 5000, 50: 10000} if QUICK else {1: 15000, 50: 30000}
 WRK_SECS = 1 if QUICK else 2
 WRK_CONNS = 50
 FPM_COMM = os.path.basename(PHP_FPM)[:15]
 TARGET = 0.10   # issue 11: at most 10 % fewer requests/s in tracepoint mode at -c 50
-ARM_NAMES = {"off": "untraced", "filtered": "--trace filtered", "all": "--trace unfiltered"}
 
 
 class Tracer:
@@ -67,37 +66,6 @@ class Tracer:
         return json.loads(self.json.read_text())
 
 
-def measured(arm, filt, d, load, sample):
-    """Run load() untraced (arm 'off') or traced; returns (requests/s, trace doc or None)."""
-    sample["load"].append(load1())
-    if arm == "off":
-        return load(), None
-    tr = Tracer(filt if arm == "filtered" else [], d)
-    sample["startup"].append(tr.startup)
-    try:
-        rps = load()
-    finally:
-        doc = tr.stop()
-    sample["mode"] = doc["attach_mode"]
-    return rps, doc
-
-
-def alternate(name, arms, filt, d, load, sample, after=None):
-    """REPS repetitions of every arm, order rotated each time; per arm its requests/s, and per
-    traced arm the ratio to the untraced run of the same repetition."""
-    rps = {a: [] for a in arms}
-    for rep in range(REPS):
-        k = rep % len(arms)
-        for arm in arms[k:] + arms[:k]:
-            r, doc = measured(arm, filt, d, load, sample)
-            rps[arm].append(r)
-            if after:
-                after(arm, rep, doc)
-        log(f"  {name} {rep + 1}/{REPS}: " + "  ".join(f"{a} {rps[a][-1]:,.0f}" for a in arms))
-    ratios = {a: [t / u for t, u in zip(rps[a], rps["off"])] for a in arms if a != "off"}
-    return rps, ratios
-
-
 def redis_bench(redis, transport, clients):
     """set+get requests/s of one redis-benchmark run: 2n requests over the time both tests took"""
     target, _ = redis.target(transport)
@@ -111,65 +79,100 @@ def redis_bench(redis, transport, clients):
     return 2 * n / sum(n / r for r in rates)
 
 
-def run_redis(sample):
-    rows, sanity = [], []
-    d = Path(tempfile.mkdtemp(prefix="udsprobe-bench-trace."))
-    redis = Redis(d)
+def loads(redis, stacks):
+    """(label, transport, run) of every measured load; run() returns requests/s"""
+    out = []
+    for clients in (1, 50):
+        for transport in ("unix", "tcp"):
+            out.append((f"redis-benchmark -c {clients}", transport,
+                        lambda t=transport, c=clients: redis_bench(redis, t, c)))
+    for transport, stack in stacks.items():
+        out.append((f"wrk -c {WRK_CONNS} → nginx → php-fpm", transport,
+                    lambda s=stack: s.wrk(0, WRK_CONNS, WRK_SECS)))
+    return out
+
+
+def sanity_counts(redis, doc, calls):
+    """per transport: commandstats calls of the block's redis runs, udsprobe's requests and
+    replies on that endpoint"""
+    rows = []
+    for transport in ("unix", "tcp"):
+        _, endpoint = redis.target(transport)
+        flows = {(f["sender"]["comm"], f["receiver"]["comm"]): f["messages"]
+                 for f in doc["flows"] if f["endpoint"] == endpoint}
+        rows.append((transport, calls[transport], flows.get(("redis-benchmark", "redis-server"), 0),
+                     flows.get(("redis-server", "redis-benchmark"), 0)))
+    return rows, sum(doc["misses"].values())
+
+
+def block(arm, filt, d, redis, todo, rps, sample):
+    """Every load once, untraced (arm 'off') or under one udsprobe --trace; returns the trace
+    document (None untraced) and the commandstats calls of the redis runs per transport."""
+    sample["load"].append(load1())
+    sample["others"].append(bpf_progs_held())
+    tr = None
+    if arm != "off":
+        tr = Tracer(filt if arm == "filtered" else [], d)
+        sample["startup"].append(tr.startup)
+    calls = {"unix": {}, "tcp": {}}
     try:
-        filt = ["--pid", str(redis.proc.pid)]
-        for clients in (1, 50):
-            for transport in ("unix", "tcp"):
-                _, endpoint = redis.target(transport)
-                arms = ["off", "filtered"] + (["all"] if clients == 50 else [])
-
-                def load():
-                    redis.cli("config", "resetstat")
-                    return redis_bench(redis, transport, clients)
-
-                def after(arm, rep, doc):
-                    if arm != "filtered" or rep != 0:
-                        return
-                    calls = redis.commandstats()
-                    calls.pop("config|resetstat", None)
-                    flows = {(f["sender"]["comm"], f["receiver"]["comm"]): f
-                             for f in doc["flows"] if f["endpoint"] == endpoint}
-                    req = flows.get(("redis-benchmark", "redis-server"), {})
-                    rep_ = flows.get(("redis-server", "redis-benchmark"), {})
-                    sanity.append((transport, clients, sum(calls.values()), calls,
-                                   req.get("messages", 0), rep_.get("messages", 0),
-                                   sum(doc["misses"].values())))
-
-                name = f"redis {transport} -c {clients}"
-                rps, ratios = alternate(name, arms, filt, d, load, sample, after)
-                rows.append((f"redis-benchmark -c {clients}", transport, rps, ratios))
+        for label, transport, run in todo:
+            if label.startswith("redis"):
+                redis.cli("config", "resetstat")
+            rps[label, transport][arm].append(run())
+            if label.startswith("redis"):
+                for k, v in redis.commandstats().items():
+                    if k != "config|resetstat":
+                        calls[transport][k] = calls[transport].get(k, 0) + v
     finally:
-        redis.stop()
+        doc = tr.stop() if tr else None
+    if doc:
+        sample["mode"] = doc["attach_mode"]
+    return doc, calls
+
+
+def measure(sample):
+    """REPS repetitions of the three blocks (untraced, filtered, unfiltered) in a rotating
+    order; per load the requests/s of each block and the traced/untraced ratios per repetition"""
+    d = Path(tempfile.mkdtemp(prefix="udsprobe-bench-trace."))
+    os.chmod(d, 0o755)      # nginx and php-fpm workers run as nobody
+    servers, sanity = [], None
+    try:
+        redis = Redis(d)
+        servers.append(redis)
+        stacks = {}
+        for transport in ("unix", "tcp"):
+            sd = d / transport
+            sd.mkdir(mode=0o755)
+            up = str(sd / "php-fpm.sock") if transport == "unix" else f"127.0.0.1:{free_port()}"
+            stacks[transport] = FpmStack(sd, up, backlog=511, children=4)
+            servers.append(stacks[transport])
+            stacks[transport].wrk(0, WRK_CONNS, 1)     # warm-up
+        todo = loads(redis, stacks)
+        filt = ["--pid", str(redis.proc.pid), "--comm", FPM_COMM]
+        arms = ["off", "filtered", "all"]
+        rps = {(label, tr): {a: [] for a in arms} for label, tr, _ in todo}
+        for rep in range(REPS):
+            k = rep % len(arms)
+            for arm in arms[k:] + arms[:k]:
+                doc, calls = block(arm, filt, d, redis, todo, rps, sample)
+                if arm == "filtered" and sanity is None:
+                    sanity = sanity_counts(redis, doc, calls)
+            log(f"  {rep + 1}/{REPS}: " + "; ".join(
+                f"{label} {tr}: " + "/".join(f"{r[a][-1]:,.0f}" for a in arms)
+                for (label, tr), r in rps.items()))
+    finally:
+        for s in servers:
+            s.stop()
         shutil.rmtree(d, ignore_errors=True)
+    rows = []
+    for (label, tr), r in rps.items():
+        ratios = {a: [t / u for t, u in zip(r[a], r["off"])] for a in arms if a != "off"}
+        rows.append((label, tr, r, ratios))
     return rows, sanity
 
 
-def run_nginx(sample):
-    rows = []
-    for transport in ("unix", "tcp"):
-        d = Path(tempfile.mkdtemp(prefix="udsprobe-bench-trace."))
-        os.chmod(d, 0o755)      # nginx and php-fpm workers run as nobody
-        upstream = str(d / "php-fpm.sock") if transport == "unix" else f"127.0.0.1:{free_port()}"
-        stack = FpmStack(d, upstream, backlog=511, children=4)
-        try:
-            stack.wrk(0, WRK_CONNS, 1)     # warm-up
-            rps, ratios = alternate(f"nginx -> php-fpm {transport}", ["off", "filtered"],
-                                    ["--comm", FPM_COMM], d,
-                                    lambda: stack.wrk(0, WRK_CONNS, WRK_SECS), sample)
-            rows.append((f"wrk -c {WRK_CONNS} → nginx → php-fpm", transport, rps, ratios))
-        finally:
-            stack.stop()
-            shutil.rmtree(d, ignore_errors=True)
-    return rows
-
-
 def ratio_cell(ratios):
-    if not ratios:
-        return "–"
     return f"{statistics.median(ratios):.3f} ({min(ratios):.3f}–{max(ratios):.3f})"
 
 
@@ -182,18 +185,25 @@ def report(rows, sanity, sample, t0, t1):
     print("How much throughput does `udsprobe --trace` cost a real server? Requests/s without "
           "and with `udsprobe --trace` running around the load, alternating, same servers. "
           "**Target (issue 11): at most 10 % fewer requests/s in tracepoint mode at -c 50** "
-          f"(ratio ≥ {1 - TARGET:.2f}). *filtered*: `--pid` of redis-server, or "
-          f"`--comm {FPM_COMM}` (php-fpm's workers: the nginx ↔ php-fpm messages); *unfiltered*: "
+          f"(ratio ≥ {1 - TARGET:.2f}). *filtered*: `--pid` of redis-server and "
+          f"`--comm {FPM_COMM}` (php-fpm's workers: the nginx ↔ php-fpm messages; the wrk → nginx "
+          "ones are not counted); *unfiltered*: "
           "no filter, every local AF_UNIX stream and loopback TCP message on the host (the "
           "machine's other work included).\n")
-    print(f"- date: {t0:%Y-%m-%d %H:%M}–{t1:%H:%M} UTC; kernel {platform.release()}; "
+    print(f"- date: {t0:%Y-%m-%d %H:%M}–{t1:%H:%M} UTC ({(t1 - t0).total_seconds():.0f} s); kernel {platform.release()}; "
           f"CPU {cpu_name()}, {os.cpu_count()} CPUs; udsprobe git {git}; attach mode "
           f"{sample.get('mode', '?')}")
     print(f"- **shared, loaded machine**: other engineers' builds and tests ran on the same "
-          f"{os.cpu_count()} CPUs; 1-minute load average at the start of each run "
+          f"{os.cpu_count()} CPUs; 1-minute load average at the start of each block "
           f"{fmt(sample['load'], '.2f')}, at the end {loadavg}. Servers, load generator and "
           "udsprobe share the CPUs too")
-    print(f"- {REPS} repetitions per row, each running every column once in a rotating order; "
+    busy = [n for n in sample["others"] if n]
+    print(f"- other processes' BPF programs (e.g. another `udsprobe --compare` tracing the "
+          f"host, which slows untraced runs too) were loaded at the start of {len(busy)} of "
+          f"{len(sample['others'])} blocks" + (f", up to {max(busy)} programs" if busy else ""))
+    print(f"- {REPS} repetitions, each running all loads untraced, filtered and unfiltered (one "
+          "tracer start per block of loads, started before and stopped after it), in a rotating "
+          "order; "
           f"redis-benchmark `-t set,get -q --csv`, -n {REDIS_N[1]:,} at -c 1 and "
           f"{REDIS_N[50]:,} at -c 50 (set+get requests/s = 2n over the time of both tests); "
           f"wrk -t2 -c{WRK_CONNS} -d{WRK_SECS}s on a 4-worker php-fpm pool (listen.backlog 511, "
@@ -208,27 +218,28 @@ def report(rows, sanity, sample, t0, t1):
         ok = statistics.median(ratios["filtered"]) >= 1 - TARGET
         within = ("yes" if ok else "**no**") if "-c 50" in what else "(no target)"
         print(f"| {what} | {transport} | {fmt(rps['off'])} | {fmt(rps['filtered'])} | "
-              f"{ratio_cell(ratios['filtered'])} | "
-              f"{fmt(rps['all']) if 'all' in rps else '–'} | {ratio_cell(ratios.get('all'))} | "
-              f"{within} |")
+              f"{ratio_cell(ratios['filtered'])} | {fmt(rps['all'])} | "
+              f"{ratio_cell(ratios['all'])} | {within} |")
     print("\nMedian (min–max) over the repetitions; a ratio is traced/untraced of one "
           "repetition, then the median taken. The spread of the untraced column is this "
           "machine's noise floor.\n")
-    print("Sanity, the first filtered run of each redis row: udsprobe's message counts against "
-          "redis' own `INFO commandstats` calls for that run (reset before it):\n")
-    print("| transport | clients | commandstats calls | udsprobe requests | udsprobe replies | "
-          "not matched (host-wide) |")
-    print("|---|---|---|---|---|---|")
-    for transport, clients, total, calls, req, rep, miss in sanity:
-        detail = ", ".join(f"{k} {v:,}" for k, v in sorted(calls.items()))
-        print(f"| {transport} | {clients} | {total:,} ({detail}) | {req:,} | {rep:,} | {miss:,} |")
+    sanity_rows, misses = sanity
+    print("Sanity, the first filtered block: udsprobe's redis-benchmark → redis-server "
+          "requests and replies per endpoint against redis' own `INFO commandstats` calls "
+          "(reset before each run, summed over the -c 1 and -c 50 runs of that transport; "
+          "redis-benchmark's first CONFIG GET of each run goes before the trace has seen the "
+          f"connection send). Not matched, host-wide, in that block: {misses:,}.\n")
+    print("| transport | commandstats calls | udsprobe requests | udsprobe replies |")
+    print("|---|---|---|---|")
+    for transport, calls, req, rep in sanity_rows:
+        detail = ", ".join(f"{k.replace('|', ' ')} {v:,}" for k, v in sorted(calls.items()))
+        print(f"| {transport} | {sum(calls.values()):,} ({detail}) | {req:,} | {rep:,} |")
 
 
 def main():
     t0 = datetime.datetime.now(datetime.timezone.utc)
-    sample = {"load": [], "startup": []}
-    rows, sanity = run_redis(sample)
-    rows += run_nginx(sample)
+    sample = {"load": [], "startup": [], "others": []}
+    rows, sanity = measure(sample)
     report(rows, sanity, sample, t0, datetime.datetime.now(datetime.timezone.utc))
 
 
