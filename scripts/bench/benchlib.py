@@ -68,6 +68,21 @@ def bpf_progs_held():
     return len(progs)
 
 
+def group_cpu(pgids):
+    """user+sys seconds so far of every process in these process groups (a server's master and
+    workers: start() makes each server a group); BPF programs count in the task they run in"""
+    ticks = 0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                st = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(st[2]) in pgids:
+            ticks += int(st[11]) + int(st[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 def fmt(xs, spec=",.0f"):
     """median (min–max)"""
     return (f"{format(statistics.median(xs), spec)} "
@@ -126,6 +141,7 @@ class FpmStack:
              UPSTREAM=upstream if ":" in upstream else f"unix:{upstream}")
         self.procs = [start([PHP_FPM, "-F", "-R", "-y", str(d / "php-fpm.conf")]),
                       start([NGINX, "-c", str(d / "nginx.conf"), "-p", str(d)])]
+        self.pgids = {p.pid for p in self.procs}
         wait_until(self._answers, "nginx + php-fpm", self.procs)
 
     def _answers(self):
@@ -135,13 +151,14 @@ class FpmStack:
         except OSError:
             return False
 
-    def wrk(self, us, conns, secs):
-        """requests/s of wrk -t2 against nginx for `secs` seconds"""
+    def wrk(self, us, conns, secs, requests=False):
+        """requests/s of wrk -t2 against nginx for `secs` seconds (and the request count)"""
         out = subprocess.run([WRK, "-t2", f"-c{conns}", f"-d{secs}s",
                               f"http://127.0.0.1:{self.port}/?us={us}"],
                              capture_output=True, text=True, check=True,
                              timeout=secs + 30).stdout
-        return float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+        rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+        return (rps, int(re.search(r"(\d+) requests in", out).group(1))) if requests else rps
 
     def stop(self):
         stop(self.procs)
@@ -156,6 +173,7 @@ class Redis:
                            "--unixsocket", str(self.sock), "--save", "", "--appendonly", "no",
                            "--dir", str(d)])
         self.procs = [self.proc]
+        self.pgids = {self.proc.pid}
         wait_until(lambda: self.sock.exists() and self.cli("ping").strip() == "PONG",
                    "redis-server", self.procs)
 

@@ -17,6 +17,7 @@ import datetime
 import json
 import os
 import platform
+import resource
 import select
 import shutil
 import signal
@@ -27,7 +28,7 @@ import time
 from pathlib import Path
 
 from benchlib import (PHP_FPM, REPO, UDSPROBE, FpmStack, Redis, bpf_progs_held, cpu_name, fmt,
-                      free_port, load1, log)
+                      free_port, group_cpu, load1, log)
 
 QUICK = os.environ.get("BENCH_QUICK") == "1"
 REPS = int(os.environ.get("BENCH_REPS", "2" if QUICK else "5"))
@@ -67,7 +68,8 @@ class Tracer:
 
 
 def redis_bench(redis, transport, clients):
-    """set+get requests/s of one redis-benchmark run: 2n requests over the time both tests took"""
+    """set+get requests/s of one redis-benchmark run (2n requests over the time both tests
+    took), and its 2n requests"""
     target, _ = redis.target(transport)
     n = REDIS_N[clients]
     out = subprocess.run(["redis-benchmark", *target, "-c", str(clients), "-n", str(n),
@@ -76,20 +78,33 @@ def redis_bench(redis, transport, clients):
     rates = [float(line.split(",")[1].strip('"')) for line in out.splitlines()
              if line.startswith(('"SET"', '"GET"'))]
     assert len(rates) == 2, out
-    return 2 * n / sum(n / r for r in rates)
+    return 2 * n / sum(n / r for r in rates), 2 * n
 
 
 def loads(redis, stacks):
-    """(label, transport, run) of every measured load; run() returns requests/s"""
+    """(label, transport, run, server process groups) of every measured load; run() returns
+    requests/s and the number of requests"""
     out = []
     for clients in (1, 50):
         for transport in ("unix", "tcp"):
             out.append((f"redis-benchmark -c {clients}", transport,
-                        lambda t=transport, c=clients: redis_bench(redis, t, c)))
+                        lambda t=transport, c=clients: redis_bench(redis, t, c), redis.pgids))
     for transport, stack in stacks.items():
         out.append((f"wrk -c {WRK_CONNS} → nginx → php-fpm", transport,
-                    lambda s=stack: s.wrk(0, WRK_CONNS, WRK_SECS)))
+                    lambda s=stack: s.wrk(0, WRK_CONNS, WRK_SECS, requests=True), stack.pgids))
     return out
+
+
+def children_cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def run_load(run, pgids):
+    """requests/s, and CPU µs per request of the servers plus the load generator"""
+    srv, cli = group_cpu(pgids), children_cpu()
+    rps, n = run()
+    return rps, (group_cpu(pgids) - srv + children_cpu() - cli) * 1e6 / n
 
 
 def sanity_counts(redis, doc, calls):
@@ -105,7 +120,7 @@ def sanity_counts(redis, doc, calls):
     return rows, sum(doc["misses"].values())
 
 
-def block(arm, filt, d, redis, todo, rps, sample):
+def block(arm, filt, d, redis, todo, rps, cpu, sample):
     """Every load once, untraced (arm 'off') or under one udsprobe --trace; returns the trace
     document (None untraced) and the commandstats calls of the redis runs per transport."""
     sample["load"].append(load1())
@@ -116,10 +131,12 @@ def block(arm, filt, d, redis, todo, rps, sample):
         sample["startup"].append(tr.startup)
     calls = {"unix": {}, "tcp": {}}
     try:
-        for label, transport, run in todo:
+        for label, transport, run, pgids in todo:
             if label.startswith("redis"):
                 redis.cli("config", "resetstat")
-            rps[label, transport][arm].append(run())
+            r, c = run_load(run, pgids)
+            rps[label, transport][arm].append(r)
+            cpu[label, transport][arm].append(c)
             if label.startswith("redis"):
                 for k, v in redis.commandstats().items():
                     if k != "config|resetstat":
@@ -151,11 +168,12 @@ def measure(sample):
         todo = loads(redis, stacks)
         filt = ["--pid", str(redis.proc.pid), "--comm", FPM_COMM]
         arms = ["off", "filtered", "all"]
-        rps = {(label, tr): {a: [] for a in arms} for label, tr, _ in todo}
+        rps = {(label, tr): {a: [] for a in arms} for label, tr, _, _ in todo}
+        cpu = {k: {a: [] for a in arms} for k in rps}
         for rep in range(REPS):
             k = rep % len(arms)
             for arm in arms[k:] + arms[:k]:
-                doc, calls = block(arm, filt, d, redis, todo, rps, sample)
+                doc, calls = block(arm, filt, d, redis, todo, rps, cpu, sample)
                 if arm == "filtered" and sanity is None:
                     sanity = sanity_counts(redis, doc, calls)
             log(f"  {rep + 1}/{REPS}: " + "; ".join(
@@ -165,11 +183,11 @@ def measure(sample):
         for s in servers:
             s.stop()
         shutil.rmtree(d, ignore_errors=True)
-    rows = []
-    for (label, tr), r in rps.items():
-        ratios = {a: [t / u for t, u in zip(r[a], r["off"])] for a in arms if a != "off"}
-        rows.append((label, tr, r, ratios))
-    return rows, sanity
+    def ratios(per_arm):
+        return {a: [t / u for t, u in zip(per_arm[a], per_arm["off"])] for a in arms[1:]}
+
+    return [(label, tr, r, ratios(r), cpu[label, tr], ratios(cpu[label, tr]))
+            for (label, tr), r in rps.items()], sanity
 
 
 def ratio_cell(ratios):
@@ -214,7 +232,7 @@ def report(rows, sanity, sample, t0, t1):
     print("| load | transport | req/s untraced | req/s --trace filtered | filtered/untraced | "
           "req/s --trace unfiltered | unfiltered/untraced | filtered within 10 % |")
     print("|---|---|---|---|---|---|---|---|")
-    for what, transport, rps, ratios in rows:
+    for what, transport, rps, ratios, _, _ in rows:
         ok = statistics.median(ratios["filtered"]) >= 1 - TARGET
         within = ("yes" if ok else "**no**") if "-c 50" in what else "(no target)"
         print(f"| {what} | {transport} | {fmt(rps['off'])} | {fmt(rps['filtered'])} | "
@@ -223,6 +241,19 @@ def report(rows, sanity, sample, t0, t1):
     print("\nMedian (min–max) over the repetitions; a ratio is traced/untraced of one "
           "repetition, then the median taken. The spread of the untraced column is this "
           "machine's noise floor.\n")
+    print("CPU time per request, less sensitive to the other work on the machine than "
+          "requests/s: user+sys µs of the servers' processes (/proc) plus the load generator "
+          "(rusage) over the run, divided by its requests. The BPF programs run in the "
+          "traced tasks and count there; on a CPU-bound server, throughput falls by about "
+          "1 − 1/ratio.\n")
+    print("| load | transport | µs/request untraced | filtered | filtered/untraced | "
+          "unfiltered | unfiltered/untraced |")
+    print("|---|---|---|---|---|---|---|")
+    for what, transport, _, _, cpu, ratios in rows:
+        print(f"| {what} | {transport} | {fmt(cpu['off'], '.1f')} | {fmt(cpu['filtered'], '.1f')} | "
+              f"{ratio_cell(ratios['filtered'])} | {fmt(cpu['all'], '.1f')} | "
+              f"{ratio_cell(ratios['all'])} |")
+    print()
     sanity_rows, misses = sanity
     print("Sanity, the first filtered block: udsprobe's redis-benchmark → redis-server "
           "requests and replies per endpoint against redis' own `INFO commandstats` calls "
