@@ -7,7 +7,8 @@
 # with its own "## Title") on stdout and progress on stderr. In docs/BENCHMARKS.md every section
 # sits between <!-- bench:<section> --> and <!-- /bench:<section> --> markers; sections not run
 # this time keep their current text, so each can be re-measured alone. To add one: drop a script
-# into scripts/bench/ and, to fix its place in the file, add its name to ORDER below.
+# into scripts/bench/ and, to fix its place in the file, add its name to ORDER below. Python
+# sections share scripts/bench/benchlib.py (servers, machine facts; not executable: no section).
 # Environment passed to sections: REPO, UDSPROBE, BENCH_PINGPONG, PYTHON; BENCH_QUICK=1 for a
 # short smoke run (numbers not meant to be committed).
 set -euo pipefail
@@ -18,21 +19,22 @@ export UDSPROBE=${UDSPROBE:-$REPO/udsprobe}
 export BENCH_PINGPONG=${BENCH_PINGPONG:-$REPO/.output/bench_pingpong}
 export PYTHON=${PYTHON:-/usr/bin/python3}
 OUT=${BENCH_OUT:-docs/BENCHMARKS.md}
-ORDER=(fidelity accuracy tracing-overhead backlog-overhead backlog-storm)
+ORDER=(fidelity accuracy tracing-overhead trace-overhead backlog-overhead backlog-storm)
 declare -A TITLE=([fidelity]="Workload fidelity" [accuracy]="Accuracy" [tracing-overhead]="Tracing overhead"
+	[trace-overhead]="Trace overhead on real programs"
 	[backlog-overhead]="Backlog watch overhead" [backlog-storm]="Backlog long run")
 
 script_of() {	# the executable for a section, or nothing
 	local f
 	for f in scripts/bench/"$1".*; do
-		[ -x "$f" ] && { echo "$f"; return; }
+		[ -f "$f" ] && [ -x "$f" ] && { echo "$f"; return; }
 	done
 }
 
 # every known section, in ORDER first, then any other scripts alphabetically
 sections=("${ORDER[@]}")
 for f in scripts/bench/*; do
-	[ -x "$f" ] || continue
+	[ -f "$f" ] && [ -x "$f" ] || continue	# not benchlib.py (a module) nor __pycache__/
 	s=$(basename "${f%.*}")
 	[[ " ${sections[*]} " == *" $s "* ]] || sections+=("$s")
 done

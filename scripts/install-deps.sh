@@ -8,7 +8,8 @@ set -euo pipefail
 # tests: python3 + pytest, iproute2 (ss), procps; VM matrix: qemu, busybox, kmod, xz
 # backlog tests: nginx, php-fpm, wrk; prometheus: promtool (checks the metrics text and the
 # alert rules) and the server that scrapes --metrics
-# trace tests: redis-server, redis-tools (redis-benchmark, redis-cli)
+# trace tests: redis-server, redis-tools (redis-benchmark, redis-cli); make bench uses all of
+# the above (trace-overhead: redis, nginx, php-fpm, wrk)
 # arm64 (make ARCH=arm64, the arm64 guest of the VM matrix): cross gcc, :arm64 libraries,
 # qemu-system-aarch64; on Debian only (dpkg --add-architecture arm64 from the same archive)
 arm64_packages=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross libbpf-dev:arm64 libelf-dev:arm64

@@ -14,98 +14,21 @@ import platform
 import re
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
-import sys
 import tempfile
-import time
-import urllib.request
 from pathlib import Path
 
-REPO = Path(os.environ.get("REPO", Path(__file__).resolve().parents[2]))
-UDSPROBE = os.environ.get("UDSPROBE", str(REPO / "udsprobe"))
+from benchlib import REPO, UDSPROBE, FpmStack, fmt, log
+
 QUICK = os.environ.get("BENCH_QUICK") == "1"
 REPS = int(os.environ.get("BENCH_REPS", "2" if QUICK else "5"))
 SECS = 2 if QUICK else 5
-ASSETS = REPO / "tests" / "backlog"
-PHP_FPM = shutil.which("php-fpm8.2") or "/usr/sbin/php-fpm8.2"
-NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
-WRK = shutil.which("wrk") or "wrk"
 KNOWN_COSTS = ("Known costs in tracepoint mode (the only mode this machine has): enabling the `syscalls:sys_enter_connect`/`sys_exit_connect` and `sys_exit_accept`/`sys_exit_accept4` tracepoints sends every syscall of every task through the kernel's syscall-tracing path, `sched_switch`, `consume_skb` and `kfree_skb` run a short filter on every context switch and freed packet, and `sk_data_ready` (6.6+, for the accept-wait depth) on every socket's data-ready; every accepted connection updates the accept-wait histogram; fentry/kprobe modes attach to the AF_UNIX and TCP listen, connect and accept functions and `sock_def_readable`. Which of these dominates here has not been profiled yet.")
 LOADS = {
     "healthy": {"backlog": 511, "children": 4, "us": 0, "conns": 16},
     "storm": {"backlog": 4, "children": 2, "us": 200000, "conns": 64},
 }
-
-
-def log(*a):
-    print(*a, file=sys.stderr, flush=True)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def fill(template, dest, **subst):
-    text = (ASSETS / template).read_text()
-    for k, v in subst.items():
-        text = text.replace(f"@{k}@", str(v))
-    dest.write_text(text)
-
-
-class Stack:
-    def __init__(self, d, backlog, children):
-        self.d = d
-        shutil.copy(ASSETS / "slow.php", d / "slow.php")
-        os.chmod(d / "slow.php", 0o644)
-        self.port = free_port()
-        sock = d / "php-fpm.sock"
-        fill("php-fpm.conf.in", d / "php-fpm.conf", DIR=d, LISTEN=sock, BACKLOG=backlog,
-             CHILDREN=children)
-        fill("nginx.conf.in", d / "nginx.conf", DIR=d, PORT=self.port, UPSTREAM=f"unix:{sock}")
-        self.procs = [
-            subprocess.Popen([PHP_FPM, "-F", "-R", "-y", str(d / "php-fpm.conf")],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                             start_new_session=True),
-            subprocess.Popen([NGINX, "-c", str(d / "nginx.conf"), "-p", str(d)],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                             start_new_session=True),
-        ]
-        deadline = time.time() + 15
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/?us=0", timeout=2) as r:
-                    if r.read() == b"ok\n":
-                        return
-            except OSError:
-                pass
-            if time.time() > deadline:
-                self.stop()
-                raise RuntimeError("nginx + php-fpm did not answer")
-            time.sleep(0.2)
-
-    def stop(self):
-        for p in self.procs:
-            try:
-                os.killpg(p.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        for p in self.procs:
-            try:
-                p.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
-
-
-def wrk(port, us, conns):
-    out = subprocess.run([WRK, "-t2", f"-c{conns}", f"-d{SECS}s",
-                          f"http://127.0.0.1:{port}/?us={us}"],
-                         capture_output=True, text=True, check=True, timeout=SECS + 30).stdout
-    return float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
 
 
 def watcher():
@@ -125,29 +48,25 @@ def stop_watcher(p):
     return int(m.group(1)) if m else 0
 
 
-def fmt(xs):
-    return f"{statistics.median(xs):,.0f} ({min(xs):,.0f}–{max(xs):,.0f})"
-
-
 def main():
     rows, mode = [], "?"
     for name, load in LOADS.items():
         d = Path(tempfile.mkdtemp(prefix="udsprobe-bench-backlog."))
         os.chmod(d, 0o755)
-        stack = Stack(d, load["backlog"], load["children"])
+        stack = FpmStack(d, str(d / "php-fpm.sock"), load["backlog"], load["children"])
         base, watched, ratios, events = [], [], [], []
         try:
-            wrk(stack.port, load["us"], load["conns"])  # warm-up
+            stack.wrk(load["us"], load["conns"], SECS)  # warm-up
             for rep in range(REPS):
                 order = ["off", "on"] if rep % 2 == 0 else ["on", "off"]
                 pair = {}
                 for what in order:
                     if what == "on":
                         p, mode = watcher()
-                        pair["on"] = wrk(stack.port, load["us"], load["conns"])
+                        pair["on"] = stack.wrk(load["us"], load["conns"], SECS)
                         events.append(stop_watcher(p) / SECS)
                     else:
-                        pair["off"] = wrk(stack.port, load["us"], load["conns"])
+                        pair["off"] = stack.wrk(load["us"], load["conns"], SECS)
                 base.append(pair["off"])
                 watched.append(pair["on"])
                 ratios.append(pair["on"] / pair["off"])

@@ -22,31 +22,14 @@ import time
 import urllib.request
 from pathlib import Path
 
-REPO = Path(os.environ.get("REPO", Path(__file__).resolve().parents[2]))
-UDSPROBE = os.environ.get("UDSPROBE", str(REPO / "udsprobe"))
+from benchlib import REPO, UDSPROBE, cpu_name, free_port, log
+
 QUICK = os.environ.get("BENCH_QUICK") == "1"
 SECS = int(os.environ.get("BENCH_STORM_SECS", "15" if QUICK else "60"))
 SAMPLE_S = 5 if SECS <= 120 else 30
 LIVE = 200              # listeners alive at once
 CHURN = 40              # replaced per tick (every 0.25 s): 160 new listeners per second
 CLIENTS = 150           # short-lived client processes per burst, 2 connects each
-
-
-def log(*a):
-    print(*a, file=sys.stderr, flush=True)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def cpu_name():
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown"
 
 
 def rss_kib(pid):
