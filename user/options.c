@@ -55,7 +55,7 @@ static const char doc[] =
 "  sudo ./udsprobe --compare --mode pingpong --size 64,4K,64K --cpu same,split\n"
 "  sudo ./udsprobe --compare --out report/  # report.md, SVGs, folded, JSON\n"
 "  sudo ./udsprobe --compare --duration 2 --json result.json\n"
-"  sudo ./udsprobe --compare --sweep --out talk/  # the size curve, 1 B to 1 MiB\n"
+"  sudo ./udsprobe --compare --sweep --out talk/  # the size curve, 1 B to 16 MiB\n"
 "  sudo ./udsprobe --compare --mode pingpong --repeat 5  # medians and spreads\n"
 "  sudo ./udsprobe --compare \\\n"
 "       --server 'redis-server --port {port} --unixsocket {unix} --save \"\"' \\\n"
@@ -130,7 +130,7 @@ static const struct argp_option opts[] = {
 	  "(e.g. 20us, 1ms; at most 100ms): how the UDS advantage shrinks as the application's "
 	  "own time grows" },
 	{ "sweep", OPT_SWEEP, NULL, 0,
-	  "The size curve: pingpong and stream at 1 B..1 MiB (8 sizes, 0.3 s per run unless "
+	  "The size curve: pingpong and stream at 1 B..16 MiB (10 sizes, 0.3 s per run unless "
 	  "--count/--duration/--size/--mode say otherwise); --out DIR draws sweep.svg" },
 	{ NULL, 0, NULL, 0, "Output:", 3 },
 	{ "json", OPT_JSON, "PATH", 0, "Write results as JSON to PATH ('-' = stdout)" },
@@ -369,13 +369,14 @@ static int compare_validate(struct options *o, bool sweep)
 		for (i = 0; i < WL__COUNT; i++)
 			cmp->modes[i] = true;
 	if (sweep && !cmp->n_sizes) {
-		static const uint64_t curve[] = { 1, 64, 1024, 4096, 16384, 65536, 262144, 1048576 };
+		static const uint64_t curve[] = { 1, 64, 1024, 4096, 16384, 65536, 262144,
+						   1 << 20, 4 << 20, 16 << 20 };
 
 		memcpy(cmp->sizes, curve, sizeof(curve));
 		cmp->n_sizes = ARRAY_SIZE(curve);
 	}
 	if (sweep && !cmp->count && !cmp->duration_s)
-		cmp->duration_s = 0.3;	/* 8 sizes x 2 modes x 4 runs: about a minute */
+		cmp->duration_s = 0.3;	/* 10 sizes x 2 modes x 4 runs: about a minute */
 	for (any = false, i = 0; i < CPU__COUNT; i++)
 		any |= cmp->places[i];
 	if (!any)
