@@ -139,6 +139,17 @@ def open_svg(page, svg, scale=1):
     return int(w), int(h)
 
 
+@pytest.fixture(scope="module")
+def think_svg(udsprobe, tmp_path_factory):
+    """think.svg of a small untraced --think run: a chart of points rather than boxes."""
+    d = tmp_path_factory.mktemp("browser-think") / "out"
+    res = subprocess.run([udsprobe, "--compare", "--no-trace", "--mode", "pingpong", "--count",
+                          "300", "--think", "0,20us,200us", "--out", d],
+                         capture_output=True, text=True, timeout=180)
+    assert res.returncode == 0, res.stderr
+    return d / "think.svg"
+
+
 # Every frame (.f) of the icicle graphs: its title, on-screen box, data-w and the plot width.
 FRAMES_JS = """
 Array.from(document.querySelectorAll('.fg .f')).map(function (f, i) {
@@ -211,3 +222,28 @@ def test_double_device_scale_stays_sharp_and_keeps_aspect(page, flame_svg, tmp_p
     assert_not_blank(png)
     _, _, box = declared_size(flame_svg)
     assert box == [0, 0, w, h]
+
+
+def test_hover_shows_each_chart_points_title(page, think_svg, tmp_path):
+    """think.svg: every point has a <title>; a real mouse move to each point's centre lands
+    on that point."""
+    open_svg(page, think_svg)
+    assert_not_blank(page.screenshot(tmp_path / "think.png"))
+    dots = page.js("Array.from(document.querySelectorAll('circle')).map(function (c, i) {"
+                   " var r = c.getBoundingClientRect(), t = c.querySelector('title');"
+                   " c.setAttribute('data-i', i);"
+                   " return {i: i, title: t ? t.textContent : null,"
+                   "         x: r.left + r.width / 2, y: r.top + r.height / 2}; })")
+    assert len(dots) == 9 and all(d["title"] for d in dots), dots
+    page.js("window.over = null; document.addEventListener('mouseover', "
+            "function (e) { window.over = e.target; });")
+    for d in dots:
+        page.mouse("mouseMoved", d["x"], d["y"])
+        got = page.js("(function () { var c = window.over && window.over.closest('circle');"
+                      " return c ? [c.dataset.i, c.querySelector('title').textContent] : null; })()")
+        # two transports' points can coincide (equal round trips): the later one is on top
+        if got and got[0] != str(d["i"]):
+            other = next(o for o in dots if str(o["i"]) == got[0])
+            assert abs(other["x"] - d["x"]) < 14 and abs(other["y"] - d["y"]) < 14, (d, got)
+            continue
+        assert got == [str(d["i"]), d["title"]], (d, got)
