@@ -68,6 +68,17 @@ static void on_measure(void *ctx, bool on)
 	tracer_measure(run->tr, on);
 }
 
+/* " think=100.0 us" on a progress line of a run with --think work, else "". */
+static const char *think_note(uint64_t ns, char *buf, size_t len)
+{
+	char d[32];
+
+	buf[0] = 0;
+	if (ns)
+		snprintf(buf, len, " think=%s", fmt_dur(ns, false, d, sizeof(d)));
+	return buf;
+}
+
 /* Per-message time of a run: what overhead and coverage are measured against. */
 static double per_message_ns(enum wl_mode mode, const struct wl_result *r)
 {
@@ -90,6 +101,7 @@ static int traced_pair(struct tracer *tr, const struct compare_opts *opts, struc
 		struct traced_run run = { .tr = tr, .cfg = &x->cfg };
 		struct wl_hooks hooks = { .ctx = &run, .spawned = on_spawned, .measure = on_measure };
 		double traced, untraced;
+		char think[40];
 
 		/* only the programs on this transport's path: the other's would only add hits */
 		err = tracer_attach(tr, t, &attach_ns);
@@ -97,9 +109,10 @@ static int traced_pair(struct tracer *tr, const struct compare_opts *opts, struc
 			break;
 		cmp->attach_ns = MAX(cmp->attach_ns, attach_ns);
 		if (!opts->quiet)
-			fprintf(stderr, "udsprobe: [%d/%d] %-8s %-5s %7llu B cpu=%s traced (%s)\n", n + 1,
+			fprintf(stderr, "udsprobe: [%d/%d] %-8s %-5s %7llu B cpu=%s%s traced (%s)\n", n + 1,
 				total, mode_names[pr->mode], transport_names[t],
-				(unsigned long long)pr->msg_size, place_names[pr->place], cmp->attach_mode);
+				(unsigned long long)pr->msg_size, place_names[pr->place],
+				think_note(x->cfg.think_ns, think, sizeof(think)), cmp->attach_mode);
 		err = workload_run(&x->cfg, &hooks, &res->traced);
 		tracer_detach(tr, &detach_ns);
 		cmp->detach_ns = MAX(cmp->detach_ns, detach_ns);
@@ -174,6 +187,7 @@ struct pair_spec {
 static int run_pair(struct tracer *tr, const struct compare_opts *opts, struct comparison *cmp,
 		    const struct pair_spec *sp, struct pair_result *pr)
 {
+	char think[40];
 	int t, err;
 
 	pr->mode = sp->mode;
@@ -193,9 +207,10 @@ static int run_pair(struct tracer *tr, const struct compare_opts *opts, struct c
 			.think_ns = sp->think_ns,
 		};
 		if (!opts->quiet)
-			fprintf(stderr, "udsprobe: [%d/%d] %-8s %-5s %7llu B cpu=%s untraced\n", sp->n + 1,
+			fprintf(stderr, "udsprobe: [%d/%d] %-8s %-5s %7llu B cpu=%s%s untraced\n", sp->n + 1,
 				sp->total, mode_names[sp->mode], transport_names[t],
-				(unsigned long long)sp->size, place_names[sp->place]);
+				(unsigned long long)sp->size, place_names[sp->place],
+				think_note(sp->think_ns, think, sizeof(think)));
 		err = workload_run(&x->cfg, NULL, &x->untraced);
 		if (err)
 			return err;
