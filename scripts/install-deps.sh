@@ -10,6 +10,9 @@ set -euo pipefail
 # alert rules) and the server that scrapes --metrics
 # trace tests: redis-server, redis-tools (redis-benchmark, redis-cli); make bench uses all of
 # the above (trace-overhead: redis, nginx, php-fpm, wrk)
+# pictures (tests/integration/svgcheck.py, test_browser.py): librsvg2-bin (rsvg-convert),
+# python3-pil (is the raster blank?), chromium and python3-websocket (headless Chromium over
+# its DevTools protocol); chromium with its libraries: 124 MB download, 413 MB installed
 # arm64 (make ARCH=arm64, the arm64 guest of the VM matrix): cross gcc, :arm64 libraries,
 # qemu-system-aarch64; on Debian only (dpkg --add-architecture arm64 from the same archive)
 arm64_packages=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross libbpf-dev:arm64 libelf-dev:arm64
@@ -19,6 +22,7 @@ packages=(
 	python3 python3-pytest iproute2 procps util-linux
 	qemu-system-x86 busybox-static kmod xz-utils cpio
 	nginx-light php-fpm wrk librsvg2-bin prometheus redis-server redis-tools
+	python3-pil chromium python3-websocket
 )
 
 debian=0

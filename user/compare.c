@@ -75,6 +75,17 @@ static void on_measure(void *ctx, bool on)
 	tracer_measure(run->tr, on);
 }
 
+/* " think=100.0 us" on a progress line of a run with --think work, else "". */
+static const char *think_note(uint64_t ns, char *buf, size_t len)
+{
+	char d[32];
+
+	buf[0] = 0;
+	if (ns)
+		snprintf(buf, len, " think=%s", fmt_dur(ns, false, d, sizeof(d)));
+	return buf;
+}
+
 /* Per-message time of a run: what overhead and coverage are measured against. */
 static double per_message_ns(enum wl_mode mode, const struct wl_result *r)
 {
@@ -97,6 +108,7 @@ static int traced_pair(struct tracer *tr, const struct compare_opts *opts, struc
 		struct traced_run run = { .tr = tr, .cfg = &x->cfg };
 		struct wl_hooks hooks = { .ctx = &run, .spawned = on_spawned, .measure = on_measure };
 		double traced, untraced;
+		char think[40];
 
 		/* only the programs on this transport's path: the other's would only add hits */
 		err = tracer_attach(tr, t, &attach_ns);
@@ -104,9 +116,10 @@ static int traced_pair(struct tracer *tr, const struct compare_opts *opts, struc
 			break;
 		cmp->attach_ns = MAX(cmp->attach_ns, attach_ns);
 		if (!opts->quiet)
-			fprintf(stderr, "udsprobe: [%d/%d] %-8s %-5s %7llu B cpu=%s traced (%s)\n", n + 1,
+			fprintf(stderr, "udsprobe: [%d/%d] %-8s %-5s %7llu B cpu=%s%s traced (%s)\n", n + 1,
 				total, mode_names[pr->mode], transport_names[t],
-				(unsigned long long)pr->msg_size, place_names[pr->place], cmp->attach_mode);
+				(unsigned long long)pr->msg_size, place_names[pr->place],
+				think_note(x->cfg.think_ns, think, sizeof(think)), cmp->attach_mode);
 		err = workload_run(&x->cfg, &hooks, &res->traced);
 		tracer_detach(tr, &detach_ns);
 		cmp->detach_ns = MAX(cmp->detach_ns, detach_ns);
@@ -172,6 +185,7 @@ struct pair_spec {
 	enum wl_mode mode;
 	uint64_t size;
 	enum cpu_place place;
+	uint64_t think_ns;
 	const char *sockdir;
 	int n, total;
 };
@@ -180,6 +194,7 @@ struct pair_spec {
 static int run_pair(struct tracer *tr, const struct compare_opts *opts, struct comparison *cmp,
 		    const struct pair_spec *sp, struct pair_result *pr)
 {
+	char think[40];
 	int t, err;
 
 	pr->mode = sp->mode;
@@ -196,12 +211,13 @@ static int run_pair(struct tracer *tr, const struct compare_opts *opts, struct c
 			.count = count, .duration_s = opts->duration_s,
 			.warmup = opts->warmup == UINT64_MAX ? default_warmup(sp->mode, count) : opts->warmup,
 			.place = sp->place, .sock_dir = sp->sockdir,
-			.think_ns = sp->mode == WL_PINGPONG ? opts->think_ns : 0,
+			.think_ns = sp->think_ns,
 		};
 		if (!opts->quiet)
-			fprintf(stderr, "udsprobe: [%d/%d] %-8s %-5s %7llu B cpu=%s untraced\n", sp->n + 1,
+			fprintf(stderr, "udsprobe: [%d/%d] %-8s %-5s %7llu B cpu=%s%s untraced\n", sp->n + 1,
 				sp->total, mode_names[sp->mode], transport_names[t],
-				(unsigned long long)sp->size, place_names[sp->place]);
+				(unsigned long long)sp->size, place_names[sp->place],
+				think_note(sp->think_ns, think, sizeof(think)));
 		err = workload_run(&x->cfg, NULL, &x->untraced);
 		if (err)
 			return err;
@@ -228,18 +244,25 @@ static int run_repeated(struct tracer *tr, const struct compare_opts *opts, stru
 	return err;
 }
 
+/* Runs per (mode, size, placement): one per --think value for pingpong, else one. */
+static int mode_thinks(const struct compare_opts *opts, enum wl_mode m)
+{
+	return m == WL_PINGPONG ? MAX(opts->n_thinks, 1) : 1;
+}
+
 int compare_run(const struct compare_opts *opts, struct comparison *cmp)
 {
 	struct tracer *tr = NULL;
 	char sockdir[64] = "";
-	int m, s, p, n = 0, total = 0, err;
+	int m, s, p, k, n = 0, total = 0, err;
 
 	memset(cmp, 0, sizeof(*cmp));
+	cmp->think = opts->n_thinks > 0;
 	cmp->n_cpus = allowed_cpu_count();
 	read_cpu_model(cmp->cpu_model, sizeof(cmp->cpu_model));
 	for (m = 0; m < WL__COUNT; m++)
 		for (p = 0; p < CPU__COUNT; p++)
-			total += opts->modes[m] && opts->places[p] ? opts->n_sizes : 0;
+			total += opts->modes[m] && opts->places[p] ? opts->n_sizes * mode_thinks(opts, m) : 0;
 	cmp->pairs = calloc(total, sizeof(*cmp->pairs));
 	if (!cmp->pairs)
 		return -ENOMEM;
@@ -275,14 +298,17 @@ int compare_run(const struct compare_opts *opts, struct comparison *cmp)
 		for (m = 0; m < WL__COUNT; m++) {
 			if (!opts->places[p] || !opts->modes[m])
 				continue;
-			for (s = 0; s < opts->n_sizes; s++) {
-				struct pair_spec spec = { m, opts->sizes[s], p, sockdir, n, total };
+			for (s = 0; s < opts->n_sizes; s++)
+				for (k = 0; k < mode_thinks(opts, m); k++) {
+					struct pair_spec spec = { m, opts->sizes[s], p,
+								  m == WL_PINGPONG && opts->n_thinks ?
+								  opts->thinks[k] : 0, sockdir, n, total };
 
-				err = run_repeated(tr, opts, cmp, &spec, &cmp->pairs[n]);
-				if (err)
-					goto out;
-				cmp->n_pairs = ++n;
-			}
+					err = run_repeated(tr, opts, cmp, &spec, &cmp->pairs[n]);
+					if (err)
+						goto out;
+					cmp->n_pairs = ++n;
+				}
 		}
 	}
 out:
@@ -300,6 +326,32 @@ uint64_t transport_strangers(const struct transport_result *x)
 uint64_t pair_strangers(const struct pair_result *pr)
 {
 	return transport_strangers(&pr->tr[TR_UNIX]) + transport_strangers(&pr->tr[TR_TCP]);
+}
+
+uint64_t pair_think(const struct pair_result *pr)
+{
+	return pr->tr[TR_UNIX].cfg.think_ns;
+}
+
+int think_curve(const struct comparison *cmp, const struct pair_result **out, int max)
+{
+	const struct pair_result *first = NULL, *t;
+	int i, j, n = 0;
+
+	for (i = 0; i < cmp->n_pairs && !first; i++)
+		if (cmp->pairs[i].mode == WL_PINGPONG)
+			first = &cmp->pairs[i];
+	if (!first || !cmp->think)
+		return 0;
+	for (i = 0; i < cmp->n_pairs && n < max; i++) {
+		t = &cmp->pairs[i];
+		if (t->mode != WL_PINGPONG || t->place != first->place || t->msg_size != first->msg_size)
+			continue;
+		for (j = n++; j > 0 && pair_think(out[j - 1]) > pair_think(t); j--)
+			out[j] = out[j - 1];	/* insertion by think time */
+		out[j] = t;
+	}
+	return n;
 }
 
 void comparison_free(struct comparison *cmp)

@@ -10,6 +10,7 @@
 #include "workload.h"
 
 #define MAX_SIZES 16
+#define MAX_THINKS 8
 
 struct compare_opts {
 	bool modes[WL__COUNT];
@@ -21,7 +22,10 @@ struct compare_opts {
 	uint64_t warmup;	/* UINT64_MAX: automatic */
 	bool trace;
 	int repeat;		/* alternating untraced/traced runs per pair (0, 1: once) */
-	uint64_t think_ns;	/* pingpong: application work per round trip (--think) */
+	/* pingpong: application work per round trip (--think LIST), one run per value; 0 is
+	 * no work. n_thinks 0: --think not given (one run, no work) */
+	uint64_t thinks[MAX_THINKS];
+	int n_thinks;
 	enum attach_mode attach;
 	bool quiet;
 	int verbose;
@@ -61,6 +65,7 @@ struct comparison {
 	uint64_t attach_ns, detach_ns;	/* slowest attach and detach of all runs */
 	int n_cpus;
 	char cpu_model[128];
+	bool think;			/* --think given: pingpong results carry think_ns */
 };
 
 uint64_t default_count(enum wl_mode mode, uint64_t msg_size);
@@ -71,5 +76,10 @@ void comparison_free(struct comparison *cmp);
 /* Connections from other processes the workload servers refused (untraced + traced runs). */
 uint64_t transport_strangers(const struct transport_result *x);
 uint64_t pair_strangers(const struct pair_result *pr);
+/* The client's work per round trip of a pair (--think), 0 for none. */
+uint64_t pair_think(const struct pair_result *pr);
+/* --think's curve: the pingpong pairs at the first pingpong pair's size and placement, by
+ * think time ascending (at most max); 0 without --think. */
+int think_curve(const struct comparison *cmp, const struct pair_result **out, int max);
 
 #endif

@@ -7,6 +7,7 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "explain.h"
@@ -69,6 +70,60 @@ static void explain_think(const struct pair_result *pr, FILE *f)
 		fmt_dur(think, false, a, sizeof(a)), fmt_dur(u, false, b, sizeof(b)),
 		fmt_dur(t, false, c, sizeof(c)), 100 * (1 - u / t), 100 * (1 - u0 / t0),
 		fmt_dur(u0, false, d, sizeof(d)), fmt_dur(t0, false, e, sizeof(e)));
+}
+
+/* "with no application work", "with 100 us of application work per round trip" */
+static const char *work_words(uint64_t think, char *buf, size_t len)
+{
+	char d[32];
+
+	if (!think)
+		snprintf(buf, len, "with no application work");
+	else
+		snprintf(buf, len, "with %s of application work per round trip",
+			 fmt_dur(think, false, d, sizeof(d)));
+	return buf;
+}
+
+void explain_think_curve(const struct comparison *cmp, FILE *f)
+{
+	const struct pair_result *p[MAX_THINKS];
+	int n = think_curve(cmp, p, MAX_THINKS), k;
+	double u[2], t[2], save[2];
+	long pct[2];
+	char w[2][96], a[32], b[32], c[32], d[32];
+
+	if (n < 2)
+		return;
+	for (k = 0; k < 2; k++) {
+		const struct pair_result *pr = p[k ? n - 1 : 0];
+
+		/* the round trip the client measures, work included: medians */
+		u[k] = 2.0 * pr->tr[TR_UNIX].untraced.latency.p50;
+		t[k] = 2.0 * pr->tr[TR_TCP].untraced.latency.p50;
+		if (u[k] <= 0 || t[k] <= 0)
+			return;
+		save[k] = t[k] - u[k];
+		pct[k] = lround(100 * (1 - u[k] / t[k]));
+		work_words(pair_think(pr), w[k], sizeof(w[k]));
+	}
+	fprintf(f, "Across think times (pingpong, %llu B, cpu=%s; round-trip medians): %s, UDS's "
+		"round trip is %ld%% %s than TCP's (%s vs %s); %s, it is %ld%% %s (%s vs %s). ",
+		(unsigned long long)p[0]->msg_size, place_names[p[0]->place], w[0], labs(pct[0]),
+		pct[0] >= 0 ? "shorter" : "longer", fmt_dur(u[0], false, a, sizeof(a)),
+		fmt_dur(t[0], false, b, sizeof(b)), w[1], labs(pct[1]),
+		pct[1] >= 0 ? "shorter" : "longer", fmt_dur(u[1], false, c, sizeof(c)),
+		fmt_dur(t[1], false, d, sizeof(d)));
+	fmt_dur(fabs(save[0]), false, a, sizeof(a));
+	fmt_dur(fabs(save[1]), false, b, sizeof(b));
+	if (pct[1] < pct[0])
+		fprintf(f, "The advantage shrinks as the application's own time grows: TCP's round "
+			"trip is %s%s longer with the least work and %s%s with the most, a smaller share "
+			"of a longer round trip.\n", save[0] < 0 ? "-" : "", a, save[1] < 0 ? "-" : "", b);
+	else
+		fprintf(f, "Here the advantage did not shrink (%ld%% to %ld%%): the work's own "
+			"variation outweighs the transport's difference in these runs; rerun with a "
+			"larger --count or --repeat.\n", pct[0], pct[1]);
 }
 
 static void explain_untraced(const struct pair_result *pr, FILE *f)

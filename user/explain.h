@@ -9,4 +9,9 @@
 /* Plain-language explanation of one pair's difference, generated from its numbers. */
 void explain_pair(const struct comparison *cmp, const struct pair_result *pr, FILE *f);
 
+/* --think LIST: how the UDS advantage changes from the least to the most application work
+ * per round trip (think_curve()), in one paragraph from the numbers; nothing without two
+ * think times. */
+void explain_think_curve(const struct comparison *cmp, FILE *f);
+
 #endif

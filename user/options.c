@@ -57,6 +57,7 @@ static const char doc[] =
 "  sudo ./udsprobe --compare --duration 2 --json result.json\n"
 "  sudo ./udsprobe --compare --sweep --out talk/  # the size curve, 1 B to 16 MiB\n"
 "  sudo ./udsprobe --compare --mode pingpong --repeat 5  # medians and spreads\n"
+"  sudo ./udsprobe --compare --think 0,10us,100us,1ms --out think/\n"
 "  sudo ./udsprobe --compare \\\n"
 "       --server 'redis-server --port {port} --unixsocket {unix} --save \"\"' \\\n"
 "       --client-unix 'redis-benchmark -s {unix} -t incr -q' \\\n"
@@ -125,10 +126,11 @@ static const struct argp_option opts[] = {
 	{ "repeat", OPT_REPEAT, "N", 0,
 	  "Run each pair N times, untraced and traced alternating; report the median run and "
 	  "the median and range of every run (default 1)" },
-	{ "think", OPT_THINK, "DUR", 0,
-	  "pingpong: the client works DUR on the CPU after each reply, inside the round trip "
-	  "(e.g. 20us, 1ms; at most 100ms): how the UDS advantage shrinks as the application's "
-	  "own time grows" },
+	{ "think", OPT_THINK, "LIST", 0,
+	  "pingpong: after each reply the client works on the CPU, inside the round trip, for "
+	  "each duration of LIST in turn, one run each (e.g. 50us, or 0,10us,100us,1ms; 0: no "
+	  "work; at most 100ms): how the UDS advantage shrinks as the application's own time "
+	  "grows; with several values --out DIR draws think.svg" },
 	{ "sweep", OPT_SWEEP, NULL, 0,
 	  "The size curve: pingpong and stream at 1 B..16 MiB (10 sizes, 0.3 s per run unless "
 	  "--count/--duration/--size/--mode say otherwise); --out DIR draws sweep.svg" },
@@ -252,6 +254,27 @@ static void parse_sizes(struct compare_opts *cmp, char *arg)
 	cmp->n_sizes = n;
 }
 
+/* --think: 1 to MAX_THINKS durations, each 0 (no work) or with a unit, none twice. */
+static void parse_thinks(struct compare_opts *cmp, char *arg)
+{
+	char *items[MAX_THINKS + 1];
+	int i, j, n = split_list(arg, items, ARRAY_SIZE(items));
+
+	if (n <= 0 || n > MAX_THINKS)
+		usage_error("--think takes 1 to 8 durations, e.g. 0,10us,100us,1ms", NULL);
+	for (i = 0; i < n; i++) {
+		if (strcmp(items[i], "0") && parse_duration_ns(items[i], 100000000ull, &cmp->thinks[i]))
+			usage_error("--think: '%s' is not 0 or a duration with a unit (ns, us, ms, s) "
+				    "up to 100ms, e.g. 50us", items[i]);
+		if (!strcmp(items[i], "0"))
+			cmp->thinks[i] = 0;
+		for (j = 0; j < i; j++)
+			if (cmp->thinks[j] == cmp->thinks[i])
+				usage_error("--think: '%s' is given twice", items[i]);
+	}
+	cmp->n_thinks = n;
+}
+
 /* --json, --folded, --svg, --out: a path (or directory), not empty. */
 static void parse_output(struct options *o, int key, char *arg)
 {
@@ -328,9 +351,7 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 		ps->sweep = true;
 		break;
 	case OPT_THINK:
-		if (parse_duration_ns(arg, 100000000ull, &o->cmp.think_ns))
-			usage_error("--think: '%s' is not a duration with a unit (ns, us, ms, s) in "
-				    "(0, 100ms], e.g. 50us", arg);
+		parse_thinks(&o->cmp, arg);
 		break;
 	case OPT_WARMUP:
 		if (parse_u64(arg, 0, 10000000ull, &o->cmp.warmup))

@@ -101,7 +101,7 @@ static void pair_bars(FILE *f, const struct comparison *cmp, const struct pair_r
 	struct srow *rows = calloc(MAX_STAGES * 2, sizeof(*rows));
 	int n, g, tr, x;
 	double max, scale;
-	char a[32], b[32], caveat[240];
+	char a[32], b[32], caveat[240], think[48];
 
 	if (!t || !rows)
 		goto out;
@@ -109,8 +109,9 @@ static void pair_bars(FILE *f, const struct comparison *cmp, const struct pair_r
 	n = stree_rows(t, rows, MAX_STAGES * 2);
 	max = MAX(t->sum[TR_UNIX], t->sum[TR_TCP]);
 	scale = max > 0 ? width / max : 0;
-	fprintf(f, "\n%s %llu B cpu=%s: where a message's time goes (mean per message, one scale%s)\n",
+	fprintf(f, "\n%s %llu B cpu=%s%s: where a message's time goes (mean per message, one scale%s)\n",
 		mode_names[pr->mode], (unsigned long long)pr->msg_size, place_names[pr->place],
+		think_words(pr, think, sizeof(think)),
 		corrected ? ", probe cost removed" : "");
 	for (tr = 0; tr < TR__COUNT; tr++) {
 		fprintf(f, "  %-4s ", transport_names[tr]);

@@ -64,14 +64,43 @@ const char *pair_caveat(const struct comparison *cmp, const struct pair_result *
 	return buf;
 }
 
+/* "100us", "1ms", "1500ns": a think time in a file name or frame (exact, no spaces). */
+static void think_tag(uint64_t ns, char *buf, size_t len)
+{
+	unsigned long long v = ns;
+
+	if (!(v % 1000000))
+		snprintf(buf, len, "%llums", v / 1000000);
+	else if (!(v % 1000))
+		snprintf(buf, len, "%lluus", v / 1000);
+	else
+		snprintf(buf, len, "%lluns", v);
+}
+
 void pair_tag(const struct pair_result *pr, bool file_name, char *buf, size_t len)
 {
+	char think[32] = "";
+
+	if (pair_think(pr)) {
+		think_tag(pair_think(pr), think + 6, sizeof(think) - 6);
+		memcpy(think, file_name ? "-think" : "_think", 6);
+	}
 	if (file_name)
-		snprintf(buf, len, "%s-%lluB-%s", mode_names[pr->mode],
-			 (unsigned long long)pr->msg_size, place_names[pr->place]);
+		snprintf(buf, len, "%s-%lluB-%s%s", mode_names[pr->mode],
+			 (unsigned long long)pr->msg_size, place_names[pr->place], think);
 	else
-		snprintf(buf, len, "%s_%lluB_cpu-%s", mode_names[pr->mode],
-			 (unsigned long long)pr->msg_size, place_names[pr->place]);
+		snprintf(buf, len, "%s_%lluB_cpu-%s%s", mode_names[pr->mode],
+			 (unsigned long long)pr->msg_size, place_names[pr->place], think);
+}
+
+const char *think_words(const struct pair_result *pr, char *buf, size_t len)
+{
+	char d[32];
+
+	buf[0] = 0;
+	if (pair_think(pr))
+		snprintf(buf, len, ", think %s", fmt_dur(pair_think(pr), false, d, sizeof(d)));
+	return buf;
 }
 
 static const struct {

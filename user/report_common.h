@@ -66,8 +66,11 @@ struct srow {
 int stree_rows(const struct stree *t, struct srow *rows, int max);
 /* What a stage of the stage model measures, in plain words; NULL if unknown. */
 const char *stage_describe(const char *path);
-/* "pingpong_64B_cpu-same" (folded frame, sep '_') or "pingpong-64B-same" (file name, '-'). */
+/* "pingpong_64B_cpu-same" (folded frame, sep '_') or "pingpong-64B-same" (file name, '-');
+ * with --think work "..._think100us" / "...-think100us". */
 void pair_tag(const struct pair_result *pr, bool file_name, char *buf, size_t len);
+/* ", think 100 us" for a pair with --think work per round trip, else "" (headings). */
+const char *think_words(const struct pair_result *pr, char *buf, size_t len);
 /* Why a transport has no stages, for messages ("the run was untraced (--no-trace)"). */
 const char *no_stages_reason(const struct comparison *cmp);
 /* A reason not to put this pair on a slide (probes more than doubled the latency, the

@@ -82,7 +82,8 @@ static void repeat(struct jw *w, const struct transport_result *tr)
 	jw_obj_end(w);
 }
 
-static void result(struct jw *w, const struct pair_result *pr, const struct transport_result *tr)
+static void result(struct jw *w, const struct comparison *cmp, const struct pair_result *pr,
+		   const struct transport_result *tr)
 {
 	const struct wl_result *r = &tr->untraced;
 
@@ -91,8 +92,9 @@ static void result(struct jw *w, const struct pair_result *pr, const struct tran
 	jw_str(w, "mode", mode_names[pr->mode]);
 	jw_u64(w, "msg_size", pr->msg_size);
 	jw_str(w, "cpu", place_names[pr->place]);
-	if (pr->tr[TR_UNIX].cfg.think_ns)	/* --think only: the documents without it stay as they were */
-		jw_u64(w, "think_ns", pr->tr[TR_UNIX].cfg.think_ns);
+	/* --think only: the documents without it stay as they were */
+	if (cmp->think && pr->mode == WL_PINGPONG)
+		jw_u64(w, "think_ns", pair_think(pr));
 	jw_i64(w, "client_cpu", r->client_cpu);
 	jw_i64(w, "server_cpu", r->server_cpu);
 	jw_u64(w, "count", r->count);
@@ -147,7 +149,7 @@ int json_write(const struct comparison *cmp, FILE *f)
 	jw_arr_begin(&w, "results");
 	for (i = 0; i < cmp->n_pairs; i++)
 		for (t = 0; t < TR__COUNT; t++)
-			result(&w, &cmp->pairs[i], &cmp->pairs[i].tr[t]);
+			result(&w, cmp, &cmp->pairs[i], &cmp->pairs[i].tr[t]);
 	jw_arr_end(&w);
 	jw_obj_end(&w);
 	return ferror(f) ? -EIO : 0;

@@ -392,8 +392,11 @@ static void env_table(FILE *f, const struct comparison *cmp)
 
 static void pair_heading(FILE *f, const struct pair_result *pr, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s, %llu-byte messages, cpu=%s", mode_names[pr->mode],
-		 (unsigned long long)pr->msg_size, place_names[pr->place]);
+	char think[48];
+
+	snprintf(buf, len, "%s, %llu-byte messages, cpu=%s%s", mode_names[pr->mode],
+		 (unsigned long long)pr->msg_size, place_names[pr->place],
+		 think_words(pr, think, sizeof(think)));
 	fputs(buf, f);
 }
 
@@ -570,6 +573,16 @@ void md_write(const struct comparison *cmp, FILE *f)
 			"every panel: one-way latency (pingpong p50), the UDS/TCP ratio (below 1: UDS "
 			"faster), stream throughput, and where each transport's traced message time goes "
 			"at each size. Hover a point or bar for its figure.\n\n");
+	if (think_points(cmp) >= 2) {
+		fprintf(f, "## Across think times\n\n![UDS vs TCP round trip as the application's "
+			"work per round trip grows](think.svg)\n\nPingpong with the client working on "
+			"the CPU after each reply (`--think`): the round trip both transports take, work "
+			"included (untraced medians), and their ratio (below 1: UDS faster), against the "
+			"work per round trip on a log axis, no work at its left. Hover a point for its "
+			"figure.\n\n");
+		explain_think_curve(cmp, f);
+		fputc('\n', f);
+	}
 	for (i = 0; i < cmp->n_pairs; i++)
 		pair_section(f, cmp, &cmp->pairs[i]);
 
@@ -598,6 +611,9 @@ void md_write(const struct comparison *cmp, FILE *f)
 	if (sweep_sizes(cmp) >= 2)
 		fprintf(f, "- `sweep.svg`: the size curve (latency, ratio, throughput, stage "
 			"composition across sizes).\n");
+	if (think_points(cmp) >= 2)
+		fprintf(f, "- `think.svg`: round trip and UDS/TCP ratio across the think times "
+			"(`--think`).\n");
 	if (staged) {
 		fprintf(f, "- `udsprobe.svg`: all runs in one picture. `flame-<run>.svg`, "
 			"`diff-<run>.svg`: one picture per run, sized for a slide.\n");

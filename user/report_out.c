@@ -48,7 +48,7 @@ static bool our_name(const char *name)
 {
 	static const char *const fixed[] = {
 		"report.md", "report.json", "stages.folded", "unix.folded", "tcp.folded",
-		"udsprobe.svg", "sweep.svg",
+		"udsprobe.svg", "sweep.svg", "think.svg",
 	};
 	size_t i;
 
@@ -122,7 +122,7 @@ static int manifest_write(struct outdir *od, const struct names *now)
 	return outfile_commit(&of, 0);
 }
 
-enum out_kind { OUT_MD, OUT_JSON, OUT_FOLDED, OUT_SVG, OUT_SWEEP };
+enum out_kind { OUT_MD, OUT_JSON, OUT_FOLDED, OUT_SVG, OUT_SWEEP, OUT_THINK };
 
 /* Write one file of the directory; 0, -ENODATA (nothing to draw: no file) or -errno. */
 static int write_one(const struct comparison *cmp, struct outdir *od, struct names *now,
@@ -150,6 +150,10 @@ static int write_one(const struct comparison *cmp, struct outdir *od, struct nam
 		/* one size is no curve: no file */
 		err = sweep_svg_write(cmp, of.f) == -EINVAL ? -ENODATA : 0;
 		break;
+	case OUT_THINK:
+		/* one think time is no curve either */
+		err = think_svg_write(cmp, of.f) == -EINVAL ? -ENODATA : 0;
+		break;
 	}
 	err = outfile_commit(&of, err);
 	if (!err)
@@ -175,6 +179,7 @@ int report_out_at(const struct comparison *cmp, struct outdir *od)
 	KEEP(write_one(cmp, od, now, "report.md", OUT_MD, 0, 0));
 	KEEP(write_one(cmp, od, now, "report.json", OUT_JSON, 0, 0));
 	KEEP(write_one(cmp, od, now, "sweep.svg", OUT_SWEEP, 0, 0));
+	KEEP(write_one(cmp, od, now, "think.svg", OUT_THINK, 0, 0));
 	if (comparison_has_stages(cmp)) {
 		KEEP(write_one(cmp, od, now, "stages.folded", OUT_FOLDED, -1, 0));
 		for (t = 0; t < TR__COUNT; t++) {
@@ -196,13 +201,14 @@ int report_out_at(const struct comparison *cmp, struct outdir *od)
 	KEEP(manifest_write(od, now));
 #undef KEEP
 	if (!comparison_has_stages(cmp))
-		fprintf(stderr, "udsprobe: wrote %s/report.md and report.json%s; no stage SVG or "
+		fprintf(stderr, "udsprobe: wrote %s/report.md and report.json%s%s; no stage SVG or "
 			"folded stacks: %s\n", od->path, names_has(now, "sweep.svg") ? ", sweep.svg" : "",
-			no_stages_reason(cmp));
+			names_has(now, "think.svg") ? ", think.svg" : "", no_stages_reason(cmp));
 	else if (!err)
-		fprintf(stderr, "udsprobe: wrote %s/: report.md, report.json, %sstages.folded, "
+		fprintf(stderr, "udsprobe: wrote %s/: report.md, report.json, %s%sstages.folded, "
 			"unix.folded, tcp.folded, udsprobe.svg and per-run flame-*.svg, diff-*.svg\n",
-			od->path, names_has(now, "sweep.svg") ? "sweep.svg (the size curve), " : "");
+			od->path, names_has(now, "sweep.svg") ? "sweep.svg (the size curve), " : "",
+			names_has(now, "think.svg") ? "think.svg (across think times), " : "");
 	free(old);
 	free(now);
 	return err;

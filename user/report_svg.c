@@ -489,7 +489,7 @@ static double pair_section(FILE *f, const struct comparison *cmp, const struct p
 {
 	struct stree *t = calloc(1, sizeof(*t));
 	double max, scale;
-	char head[400], caveat[240], place[64], a[32];
+	char head[400], caveat[240], place[64], think[48], a[32];
 	int tr;
 
 	if (!t)
@@ -497,8 +497,9 @@ static double pair_section(FILE *f, const struct comparison *cmp, const struct p
 	stree_build(pr, show_corrected(cmp), t);
 	max = MAX(t->sum[TR_UNIX], t->sum[TR_TCP]);
 	scale = max > 0 ? PW / max : 0;
-	snprintf(head, sizeof(head), "%s, %llu-byte messages, %s", mode_names[pr->mode],
-		 (unsigned long long)pr->msg_size, place_words(pr, false, place, sizeof(place)));
+	snprintf(head, sizeof(head), "%s, %llu-byte messages, %s%s", mode_names[pr->mode],
+		 (unsigned long long)pr->msg_size, place_words(pr, false, place, sizeof(place)),
+		 think_words(pr, think, sizeof(think)));
 	text(f, 24, y + 28, 28, NULL, "font-weight=\"bold\"", head);
 	y += 58;
 	if (*pair_caveat(cmp, pr, caveat, sizeof(caveat))) {

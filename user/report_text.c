@@ -162,9 +162,12 @@ void report_text(const struct comparison *cmp, FILE *f)
 		const struct pair_result *pr = &cmp->pairs[i];
 		const struct wl_result *u = &pr->tr[TR_UNIX].untraced, *t = &pr->tr[TR_TCP].untraced;
 
-		fprintf(f, "\n%s %llu B, %llu/%llu %s, ", mode_names[pr->mode],
-			(unsigned long long)pr->msg_size, (unsigned long long)u->count,
-			(unsigned long long)t->count, mode_count_noun(pr->mode));
+		char think[48];
+
+		fprintf(f, "\n%s %llu B%s, %llu/%llu %s, ", mode_names[pr->mode],
+			(unsigned long long)pr->msg_size, think_words(pr, think, sizeof(think)),
+			(unsigned long long)u->count, (unsigned long long)t->count,
+			mode_count_noun(pr->mode));
 		placement(f, pr);
 		fprintf(f, "\n  %-22s %12s %12s %9s\n", "", "unix", "tcp", "ratio");
 		for (m = 0; m < metric_rows(pr->mode, &rows); m++)
@@ -181,5 +184,9 @@ void report_text(const struct comparison *cmp, FILE *f)
 			stage_table(f, cmp, pr);
 		fprintf(f, "\n");
 		explain_pair(cmp, pr, f);
+	}
+	if (think_points(cmp) >= 2) {
+		fputc('\n', f);
+		explain_think_curve(cmp, f);
 	}
 }

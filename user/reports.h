@@ -31,13 +31,18 @@ int folded_write(const struct comparison *cmp, int transport, bool with_pair, FI
 /* --folded PATH ('-' = stdout). 0, -ENODATA when no stage data (message printed), -errno. */
 int report_folded(const struct comparison *cmp, const char *path);
 
-/* ---- the size curve (report_sweep.c) ---- */
+/* ---- the curves: sizes and think times (report_sweep.c) ---- */
 
 /* Latency, ratio, throughput and stage composition across the sizes of one placement;
  * -EINVAL when fewer than two pingpong/stream sizes were measured. */
 int sweep_svg_write(const struct comparison *cmp, FILE *f);
 /* How many sizes the curve would have (pingpong/stream at the first pingpong placement). */
 int sweep_sizes(const struct comparison *cmp);
+/* Round trip of both transports and their ratio across the --think values of pingpong at the
+ * first pingpong pair's size and placement; -EINVAL when fewer than two were measured. */
+int think_svg_write(const struct comparison *cmp, FILE *f);
+/* How many think times that chart would have (0 without --think). */
+int think_points(const struct comparison *cmp);
 
 /* ---- SVG flame graph (report_svg.c) ---- */
 

@@ -3,12 +3,12 @@ import json
 import os
 import pty
 import re
-import shutil
-import struct
 import subprocess
 import xml.etree.ElementTree as ET
 
 import pytest
+
+from svgcheck import assert_picture, png_size
 
 COUNT = 2000
 # frame(;frame)* <integer>: no whitespace in frames, no empty frames, integer weights only
@@ -144,17 +144,18 @@ def test_svg_one_scale(one_pair):
     assert totals["TCP"] / totals["UDS"] == pytest.approx(sums["tcp"] / sums["unix"], rel=1e-3)
 
 
-@pytest.mark.skipif(not shutil.which("rsvg-convert"), reason="rsvg-convert not installed")
-def test_svg_rasterizes(one_pair, tmp_path):
+def test_every_svg_is_a_picture(one_pair, two_pairs, tmp_path):
+    """--svg and every SVG of two --out directories (udsprobe.svg, flame-*, diff-*),
+    rasterised: the size each declares, 1600 px wide, not blank."""
     d, _, _ = one_pair
-    png = tmp_path / "r.png"
-    res = subprocess.run(["rsvg-convert", "-o", png, d / "r.svg"], capture_output=True,
-                         text=True, timeout=60)
-    assert res.returncode == 0, res.stderr
-    head = png.read_bytes()[:24]
-    assert head[:8] == b"\x89PNG\r\n\x1a\n"
-    width = int.from_bytes(head[16:20], "big")
-    assert width == 1600
+    svgs = [d / "r.svg", *sorted((d / "out").glob("*.svg")), *sorted(two_pairs[0].glob("*.svg"))]
+    names = {p.name for p in svgs}
+    assert {"r.svg", "udsprobe.svg", "flame-pingpong-64B-same.svg", "diff-pingpong-64B-same.svg",
+            "flame-stream-64B-same.svg", "diff-stream-64B-same.svg"} <= names, names
+    for i, svg in enumerate(svgs):
+        out = tmp_path / str(i)
+        out.mkdir()
+        assert_picture(svg, out, width=1600)
 
 
 # ---- --out -----------------------------------------------------------------------------
@@ -304,10 +305,9 @@ def test_bars_colour_only_on_a_tty_without_no_color(udsprobe, is_root, attach_mo
     assert ("\033[30;48;5;" in out) == (not no_color)
 
 
-@pytest.mark.skipif(not shutil.which("rsvg-convert"), reason="rsvg-convert not installed")
 def test_sweep_draws_the_size_curve(run, tmp_path):
     """--sweep --out: sweep.svg is a real picture (rasterised, not blank, slide width) that
-    report.md shows, with a point per transport and size."""
+    report.md shows, with a point per transport and size whose value is the JSON's."""
     out = tmp_path / "talk"
     res = run("--compare", "--sweep", "--no-trace", "--size", "64,4K,64K", "--duration", "0.1",
               "--out", out, timeout=300)
@@ -316,15 +316,18 @@ def test_sweep_draws_the_size_curve(run, tmp_path):
     assert svg.count("<circle") == 2 * 3 + 3 + 2 * 3     # latency, ratio, throughput
     for size in ("64 B", "4 KiB", "64 KiB"):
         assert f"UDS, {size}: " in svg and f"TCP, {size}: " in svg
+    doc = json.loads((out / "report.json").read_text())
+    dots = {(c.find(SVG_NS + "title").text.split(",")[0], int(c.get("data-x")), float(c.get("data-v")))
+            for c in ET.parse(out / "sweep.svg").getroot().iter(SVG_NS + "circle")}
+    for r in doc["results"]:
+        name = "UDS" if r["transport"] == "unix" else "TCP"
+        v = r["latency_ns"]["p50"] if r["mode"] == "pingpong" else r["bytes_per_sec"]
+        assert any(t == name and x == r["msg_size"] and v == pytest.approx(dv, rel=1e-5)
+                   for t, x, dv in dots), (r["mode"], name, r["msg_size"], v)
     assert "](sweep.svg)" in (out / "report.md").read_text()
     assert "sweep.svg" in (out / ".udsprobe-manifest").read_text()
-    png = tmp_path / "sweep.png"
-    r = subprocess.run(["rsvg-convert", "-o", png, out / "sweep.svg"], capture_output=True, timeout=60)
-    assert r.returncode == 0, r.stderr
-    width, height = struct.unpack(">II", png.read_bytes()[16:24])
-    assert width == 1600 and height > 900, (width, height)
-    # not blank: a real picture compresses far worse than an empty canvas
-    assert png.stat().st_size > 20000, png.stat().st_size
+    png = assert_picture(out / "sweep.svg", tmp_path, width=1600)
+    assert png_size(png)[1] > 900
 
 
 def test_one_size_has_no_sweep(run, tmp_path):

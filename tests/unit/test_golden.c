@@ -86,7 +86,8 @@ static void load_result(const struct jnode *o, struct pair_result *pr, struct tr
 	struct wl_result *u = &x->untraced;
 
 	x->cfg = (struct wl_config){ .transport = x - pr->tr, .mode = pr->mode,
-				     .msg_size = pr->msg_size, .place = pr->place };
+				     .msg_size = pr->msg_size, .place = pr->place,
+				     .think_ns = jnum(o, "think_ns", 0) };
 	u->count = jnum(o, "count", 0);
 	u->elapsed_ns = jnum(o, "elapsed_ns", 0);
 	u->strangers = jnum(o, "strangers", 0);	/* total of both runs, kept on the untraced */
@@ -180,6 +181,7 @@ static int load_comparison(const char *path, struct comparison *cmp, struct jnod
 				return -EINVAL;	/* results come in unix, tcp pairs */
 			load_result(x, pr, &pr->tr[t]);
 		}
+		cmp->think |= jget(o, "think_ns") != NULL;
 	}
 	return 0;
 }
@@ -381,6 +383,37 @@ TEST(golden_fentry_function_level)
 TEST(golden_untraced)
 {
 	golden_all("untraced");
+}
+
+/* One curve SVG of a golden input, as --out writes it. */
+static void golden_curve(const char *input, int (*write)(const struct comparison *, FILE *),
+			 const char *name)
+{
+	struct comparison cmp;
+	struct jnode *tree = NULL;
+	char path[512], *buf;
+
+	snprintf(path, sizeof(path), "%s/%s.json", golden_dir(), input);
+	REQUIRE(load_comparison(path, &cmp, &tree) == 0);
+	RENDER(buf, CHECK_INT(write(&cmp, out), 0));
+	golden_check(name, buf);
+	free(cmp.pairs);
+	jfree(tree);
+}
+
+/* The size curve (sweep.svg) of a traced --sweep --size 64,4K,64K run on this project's
+ * 2-vCPU AMD EPYC VM: latency, ratio, throughput and composition panels. */
+TEST(golden_sweep_svg)
+{
+	golden_curve("sweep", sweep_svg_write, "sweep.curve.svg");
+}
+
+/* --think 0,10us,100us,1ms --no-trace (pingpong, 64 B, 2000 round trips, same VM): think.svg,
+ * and the text report and report.md with the sentence across think times. */
+TEST(golden_think)
+{
+	golden_curve("think", think_svg_write, "think.curve.svg");
+	golden_all("think");
 }
 
 /* The loader itself: a golden test fed garbage must not pass silently. */

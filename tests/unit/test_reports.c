@@ -886,3 +886,77 @@ TEST(reports_sweep_svg_needs_two_sizes)
 	free(buf);
 	synth_free(c);
 }
+
+/* --think LIST: three untraced pingpong runs at 0, 10 us and 1 ms of work per round trip. */
+static struct comparison *synth_think(const uint64_t p50[3][TR__COUNT])
+{
+	static const uint64_t thinks[3] = { 1000000, 0, 10000 };	/* out of order on purpose */
+	struct comparison *c = synth(3, false, false, false);
+	int i, t;
+
+	c->attach_mode = NULL;
+	c->think = true;
+	for (i = 0; i < 3; i++) {
+		c->pairs[i].mode = WL_PINGPONG;
+		c->pairs[i].msg_size = 64;
+		for (t = 0; t < TR__COUNT; t++) {
+			c->pairs[i].tr[t].cfg.think_ns = thinks[i];
+			c->pairs[i].tr[t].untraced.has_latency = true;
+			c->pairs[i].tr[t].untraced.latency.p50 = p50[i][t];
+		}
+	}
+	return c;
+}
+
+/* The sentence follows the numbers: the least and the most work, whichever way it went. */
+TEST(reports_think_curve_sentence_follows_the_numbers)
+{
+	/* one-way p50, by the pairs' order (1 ms, 0, 10 us), unix then tcp */
+	static const uint64_t shrinks[3][TR__COUNT] = { { 505000, 510000 }, { 5000, 8000 }, { 10000, 12000 } };
+	static const uint64_t grows[3][TR__COUNT] = { { 250000, 500000 }, { 5000, 8000 }, { 10000, 12000 } };
+	struct comparison *c = synth_think(shrinks);
+	const struct pair_result *p[MAX_THINKS];
+	char *buf;
+	size_t len;
+
+	REQUIRE(think_curve(c, p, MAX_THINKS) == 3);
+	CHECK(pair_think(p[0]) == 0 && pair_think(p[1]) == 10000 && pair_think(p[2]) == 1000000);
+	CHECK_INT(think_points(c), 3);
+	CAPTURE(buf, len, md_write(c, cap_f));
+	CHECK(strstr(buf, "](think.svg)") != NULL);
+	/* 1 - 10/16 = 37.5% -> 38; 1 - 1010/1020 = 0.98% -> 1 */
+	CHECK(strstr(buf, "with no application work, UDS's round trip is 38% shorter than TCP's "
+		      "(10.0 us vs 16.0 us); with 1.00 ms of application work per round trip, it is "
+		      "1% shorter (1.01 ms vs 1.02 ms). The advantage shrinks as the application's "
+		      "own time grows: TCP's round trip is 6.00 us longer with the least work and "
+		      "10.0 us with the most") != NULL);
+	free(buf);
+	synth_free(c);
+
+	c = synth_think(grows);
+	CAPTURE(buf, len, report_text(c, cap_f));
+	CHECK(strstr(buf, "it is 50% shorter (500.0 us vs 1.00 ms). Here the advantage did not "
+		      "shrink (38% to 50%)") != NULL);
+	free(buf);
+	synth_free(c);
+}
+
+TEST(reports_think_curve_needs_two_think_times)
+{
+	static const uint64_t p50[3][TR__COUNT] = { { 5000, 8000 }, { 5000, 8000 }, { 5000, 8000 } };
+	struct comparison *c = synth_think(p50);
+	char *buf;
+	size_t len;
+
+	c->n_pairs = 1;		/* one think time: no chart, no sentence */
+	CHECK_INT(think_points(c), 1);
+	CAPTURE(buf, len, CHECK_INT(think_svg_write(c, cap_f), -EINVAL));
+	free(buf);
+	CAPTURE(buf, len, md_write(c, cap_f));
+	CHECK(strstr(buf, "think.svg") == NULL && strstr(buf, "Across think times") == NULL);
+	free(buf);
+	c->n_pairs = 3;
+	c->think = false;	/* no --think: no curve whatever the pairs say */
+	CHECK_INT(think_points(c), 0);
+	synth_free(c);
+}
