@@ -25,6 +25,9 @@ void bl_state_init(struct bl_state *s, const struct bl_filters *f)
 	s->f = f;
 	s->netns = bl_ns_inode(0, "net");
 	s->mntns = bl_ns_inode(0, "mnt");
+	s->self_netfd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (s->self_netfd < 0)
+		s->self_netfd = 0;	/* other namespaces are then not entered */
 }
 
 void bl_state_free(struct bl_state *s)
@@ -34,6 +37,7 @@ void bl_state_free(struct bl_state *s)
 	for (i = 0; i < s->n; i++)
 		bl_listener_free(&s->ls[i]);
 	free(s->ls);
+	bl_netns_free(s);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -121,12 +125,24 @@ bool bl_same_name(const struct listener *l, const char *path, uint32_t len)
 	return l->path_len == len && !memcmp(l->path, path, len);
 }
 
+/* --netns and --cgroup: is l in that namespace, its owner in that cgroup subtree? */
+static bool in_scope(const struct bl_state *s, const struct listener *l)
+{
+	if (s->f->netns && l->netns != s->f->netns)
+		return false;
+	if (s->f->cgroup && !bl_cgroup_under(l->cgroup, s->f->cgroup_rel))
+		return false;
+	return true;
+}
+
 bool bl_match_filters(struct bl_state *s, struct listener *l)
 {
 	char path[BL_PATH_LEN];
 	uint32_t len;
 	int i, j;
 
+	if (!in_scope(s, l))
+		return false;
 	if (!s->f->n_unix && !s->f->n_ports && !s->f->n_pids)
 		return true;
 	for (i = 0; i < s->f->n_unix && l->family == BL_UNIX; i++)
@@ -275,11 +291,21 @@ static void on_listener(struct bl_state *s, const struct bl_listener *r)
 	l->n_socks++;
 	l->qlen = MAX(l->qlen, r->qlen);
 	l->limit = r->limit;
+	l->somaxconn = s->cur_somaxconn;
 	l->drops_now += r->drops;
 	add_ino(s, l, r->ino);
 }
 
-/* One queue sample: both iterators, then bookkeeping. */
+/* Both iterators, in the network namespace this thread is in. */
+static int run_iters(struct bl_state *s, struct bl_bpf *b)
+{
+	int err = run_iter(s, b, b->iter_unix, on_listener);
+
+	return err ? err : run_iter(s, b, b->iter_tcp, on_listener);
+}
+
+/* One queue sample: both iterators in udsprobe's netns and in every other one
+ * processes are in (backlog_ns.c), then bookkeeping. */
 int bl_sample(struct bl_state *s, struct bl_bpf *b)
 {
 	struct bl_port pv;
@@ -287,9 +313,12 @@ int bl_sample(struct bl_state *s, struct bl_bpf *b)
 
 	for (i = 0; i < s->n; i++)
 		s->ls[i].seen_now = false;
-	err = run_iter(s, b, b->iter_unix, on_listener);
-	if (!err)
-		err = run_iter(s, b, b->iter_tcp, on_listener);
+	s->cur_somaxconn = s->somaxconn;
+	err = run_iters(s, b);
+	if (!err) {
+		bl_netns_scan(s, false);
+		err = bl_netns_each(s, b, run_iters);
+	}
 	if (err)
 		return err;
 	for (i = 0; i < s->n; i++) {
@@ -299,7 +328,9 @@ int bl_sample(struct bl_state *s, struct bl_bpf *b)
 		l->present = l->seen_now;
 		if (!l->present) {
 			l->qlen = 0;
-			if (was && l->family == BL_TCP)
+			if (was && l->family == BL_TCP &&
+			    !bpf_map__lookup_elem(b->skel->maps.tcp_ports, &l->port, sizeof(l->port),
+						  &pv, sizeof(pv), 0) && pv.sk == l->sk)
 				bpf_map__delete_elem(b->skel->maps.tcp_ports, &l->port,
 						     sizeof(l->port), 0);
 			continue;
@@ -311,9 +342,12 @@ int bl_sample(struct bl_state *s, struct bl_bpf *b)
 		}
 		l->peak = MAX(l->peak, l->qlen);
 		l->watched = bl_match_filters(s, l);
+		/* Tracepoint mode watches one socket per port (the map is keyed by port): a
+		 * port in two namespaces is watched in udsprobe's own, or the first seen. */
 		if (l->family == BL_TCP && l->watched && b->mode == ATTACH_TRACEPOINT &&
 		    (bpf_map__lookup_elem(b->skel->maps.tcp_ports, &l->port, sizeof(l->port),
-					  &pv, sizeof(pv), 0) || pv.sk != l->sk)) {
+					  &pv, sizeof(pv), 0) ||
+		     (pv.sk != l->sk && l->netns == s->netns))) {
 			/* new (or replaced) listener: start counting from its sk_drops now */
 			pv.sk = l->sk;
 			pv.last_drops = l->sk_drops0;
