@@ -187,6 +187,8 @@ def test_filters_exclude_everything_else(udsprobe, attach_mode, procs, world_dir
     (["--backlog", "--cgroup", "/nonexistent"], "--cgroup: '/nonexistent': No such file"),
     (["--netns", "/proc/self/ns/net"], "need --backlog"),
     (["--cgroup", "@ROOT@"], "need --backlog"),
+    (["--trace", "--netns", "/proc/self/ns/net"], "need --backlog"),
+    (["--trace", "--cgroup", "/tmp"], "not a directory of the cgroup v2 hierarchy"),
 ])
 def test_ns_usage_errors(udsprobe, args, msg):
     args = [str(cgroup2_root()) if a == "@ROOT@" else a for a in args]
