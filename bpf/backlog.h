@@ -82,10 +82,19 @@ struct bl_listener {
 	char path[BL_PATH_LEN];
 };
 
-/* Value of the tcp_ports map (TCP listeners watched in tracepoint mode). */
-struct bl_port {
-	__u64 sk;
+/* Value of the tcp_ports map (TCP listeners watched in tracepoint mode): one port's
+ * listeners, one per network namespace, in up to BL_PORT_SLOTS namespaces (a freed
+ * segment does not say its netns; the listener whose sk_drops moved does). */
+#define BL_PORT_SLOTS	4
+struct bl_port_sk {
+	__u64 sk;		/* 0: a free slot */
 	__u64 last_drops;	/* sk_drops already counted (set from the iterator at insert) */
+	__u32 netns;
+	__u32 pad;
+};
+
+struct bl_port {
+	struct bl_port_sk s[BL_PORT_SLOTS];
 };
 
 #endif

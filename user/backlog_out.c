@@ -461,6 +461,10 @@ void bl_print_summary(struct bl_state *s, FILE *out, double t)
 	if (s->listeners_missed)
 		fprintf(out, "warning: more than %d listeners: %llu were not watched\n",
 			BL_MAX_LISTENERS, (unsigned long long)s->listeners_missed);
+	if (s->ports_full)
+		fprintf(out, "warning: %llu TCP listeners were not counted: their port has listeners "
+			"in more than %d network namespaces (tracepoint mode watches %d per port)\n",
+			(unsigned long long)s->ports_full, BL_PORT_SLOTS, BL_PORT_SLOTS);
 	if (s->folded)
 		fprintf(out, "note: %llu more closed listeners had %llu overflows in all (only the "
 			"%d closed ones with the most are kept)\n", (unsigned long long)s->folded,

@@ -296,6 +296,63 @@ static void on_listener(struct bl_state *s, const struct bl_listener *r)
 	add_ino(s, l, r->ino);
 }
 
+/*
+ * Tracepoint mode: TCP listener l in the tcp_ports map, where the freed segments
+ * find it by port, in the slot of its netns (a port has a listener in each of up
+ * to BL_PORT_SLOTS namespaces; beyond that one is not counted: s->ports_full).
+ * A new or replaced listener counts from its sk_drops now.
+ */
+static void port_watch(struct bl_state *s, struct bl_bpf *b, struct listener *l)
+{
+	struct bpf_map *m = b->skel->maps.tcp_ports;
+	struct bl_port pv;
+	int i, slot = -1;
+
+	if (bpf_map__lookup_elem(m, &l->port, sizeof(l->port), &pv, sizeof(pv), 0))
+		memset(&pv, 0, sizeof(pv));
+	for (i = 0; i < BL_PORT_SLOTS; i++) {
+		if (pv.s[i].sk && pv.s[i].netns == l->netns) {
+			if (pv.s[i].sk == l->sk)
+				return;		/* watched already */
+			slot = i;		/* replaced */
+			break;
+		}
+		if (!pv.s[i].sk && slot < 0)
+			slot = i;
+	}
+	if (slot < 0) {
+		if (!l->port_full)
+			s->ports_full++;
+		l->port_full = true;
+		return;
+	}
+	pv.s[slot].sk = l->sk;
+	pv.s[slot].last_drops = l->sk_drops0;
+	pv.s[slot].netns = l->netns;
+	bpf_map__update_elem(m, &l->port, sizeof(l->port), &pv, sizeof(pv), BPF_ANY);
+}
+
+/* l closed: free its slot (the port's entry with the last one). */
+static void port_unwatch(struct bl_bpf *b, struct listener *l)
+{
+	struct bpf_map *m = b->skel->maps.tcp_ports;
+	struct bl_port pv;
+	bool any = false;
+	int i;
+
+	if (bpf_map__lookup_elem(m, &l->port, sizeof(l->port), &pv, sizeof(pv), 0))
+		return;
+	for (i = 0; i < BL_PORT_SLOTS; i++) {
+		if (pv.s[i].sk == l->sk && pv.s[i].netns == l->netns)
+			memset(&pv.s[i], 0, sizeof(pv.s[i]));
+		any |= pv.s[i].sk != 0;
+	}
+	if (any)
+		bpf_map__update_elem(m, &l->port, sizeof(l->port), &pv, sizeof(pv), BPF_ANY);
+	else
+		bpf_map__delete_elem(m, &l->port, sizeof(l->port), 0);
+}
+
 /* Both iterators, in the network namespace this thread is in. */
 static int run_iters(struct bl_state *s, struct bl_bpf *b)
 {
@@ -308,7 +365,6 @@ static int run_iters(struct bl_state *s, struct bl_bpf *b)
  * processes are in (backlog_ns.c), then bookkeeping. */
 int bl_sample(struct bl_state *s, struct bl_bpf *b)
 {
-	struct bl_port pv;
 	int i, err;
 
 	for (i = 0; i < s->n; i++)
@@ -328,11 +384,8 @@ int bl_sample(struct bl_state *s, struct bl_bpf *b)
 		l->present = l->seen_now;
 		if (!l->present) {
 			l->qlen = 0;
-			if (was && l->family == BL_TCP &&
-			    !bpf_map__lookup_elem(b->skel->maps.tcp_ports, &l->port, sizeof(l->port),
-						  &pv, sizeof(pv), 0) && pv.sk == l->sk)
-				bpf_map__delete_elem(b->skel->maps.tcp_ports, &l->port,
-						     sizeof(l->port), 0);
+			if (was && l->family == BL_TCP)
+				port_unwatch(b, l);
 			continue;
 		}
 		if (l->family == BL_TCP) {
@@ -342,18 +395,8 @@ int bl_sample(struct bl_state *s, struct bl_bpf *b)
 		}
 		l->peak = MAX(l->peak, l->qlen);
 		l->watched = bl_match_filters(s, l);
-		/* Tracepoint mode watches one socket per port (the map is keyed by port): a
-		 * port in two namespaces is watched in udsprobe's own, or the first seen. */
-		if (l->family == BL_TCP && l->watched && b->mode == ATTACH_TRACEPOINT &&
-		    (bpf_map__lookup_elem(b->skel->maps.tcp_ports, &l->port, sizeof(l->port),
-					  &pv, sizeof(pv), 0) ||
-		     (pv.sk != l->sk && l->netns == s->netns))) {
-			/* new (or replaced) listener: start counting from its sk_drops now */
-			pv.sk = l->sk;
-			pv.last_drops = l->sk_drops0;
-			bpf_map__update_elem(b->skel->maps.tcp_ports, &l->port, sizeof(l->port),
-					     &pv, sizeof(pv), BPF_ANY);
-		}
+		if (l->family == BL_TCP && l->watched && b->mode == ATTACH_TRACEPOINT)
+			port_watch(s, b, l);
 	}
 	return 0;
 }

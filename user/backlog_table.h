@@ -81,6 +81,7 @@ struct listener {
 	int n_clients, cap_clients;
 	struct client *gone;		/* evicted: dead clients, or the listener closed */
 	int n_gone, cap_gone;
+	bool port_full;			/* tcp, tracepoint mode: not watched (see ports_full) */
 	bool retired;			/* closed and reported: counts kept, no more lines */
 	bool foldable;			/* retired an interval ago: its BPF keys are evicted */
 	bool frozen;			/* foldable, clients compacted into clients[] (gone empty) */
@@ -128,6 +129,8 @@ struct bl_state {
 	uint64_t missed;		/* events not counted: a BPF map was full */
 	uint64_t missed_shown;		/* missed already said in the live view */
 	uint64_t listeners_missed;	/* more listeners than the iterator array holds */
+	uint64_t ports_full;		/* tcp listeners not watched: their port is in more than
+					 * BL_PORT_SLOTS namespaces (tracepoint mode) */
 	uint64_t folded;		/* closed listeners forgotten beyond BL_MAX_RETIRED */
 	uint64_t folded_overflows;	/* the overflows they had (watched ones) */
 	uint64_t clients_folded;	/* exited clients of retired listeners summed per command */

@@ -102,6 +102,14 @@ def storm(env, bl_bins, family, target, n):
     return dict(kv.split("=") for kv in out)
 
 
+def ns_listen_overflows(env):
+    """TcpExt ListenOverflows of the namespace (its /proc/net/netstat, read inside it)."""
+    text = subprocess.run(env["enter"] + ["cat", "/proc/net/netstat"], capture_output=True,
+                          text=True, check=True).stdout.splitlines()
+    heads = [l.split() for l in text if l.startswith("TcpExt:")]
+    return int(dict(zip(heads[0], heads[1]))["ListenOverflows"])
+
+
 def host_somaxconn():
     return int(Path("/proc/sys/net/core/somaxconn").read_text())
 
@@ -115,8 +123,10 @@ def test_namespaced_php_fpm_overflows(udsprobe, attach_mode, procs, world_dir, b
     # queue (limit 32) holds 32 more and the rest fail with EAGAIN
     got = storm(env, bl_bins, "unix", env["sock"], 100)
     assert int(got["eagain"]) > 0
+    netstat0 = ns_listen_overflows(env)
     storm(env, bl_bins, "tcp", env["port"], 100)
     out, err, events = w.result()
+    ns_overflows = ns_listen_overflows(env) - netstat0
 
     u = summary_of(events, env["sock"])
     assert u["netns"] == env["netns"]
@@ -133,11 +143,17 @@ def test_namespaced_php_fpm_overflows(udsprobe, attach_mode, procs, world_dir, b
     host_l = [e for e in tcp if e["netns"] != env["netns"]][0]
     assert ns_l["limit"] == NS_SOMAXCONN and ns_l["cgroup"] == env["cgroup"]
     assert ns_l["owner_pid"] == env["fpm"].pid
+    # the SYNs dropped at its full queue (and their retransmits within the run), on this
+    # listener: the namespace's own ListenOverflows counter moved by at least as much
+    assert 0 < ns_l["overflows"] <= ns_overflows, (ns_l, ns_overflows)
     assert host_l["netns"] == os.stat("/proc/self/ns/net").st_ino
     assert host_l["limit"] == min(8, host_somaxconn()) and host_l["somaxconn"] == host_somaxconn()
     assert host_l["owner_pid"] == env["host"].pid and host_l["cgroup"] != env["cgroup"]
     assert host_l["overflows"] == 0  # the storm was in the namespace
     assert run_line(events)["somaxconn"] == host_somaxconn()
+    print(f"\nphp-fpm in netns {env['netns']}: unix overflows {u['overflows']} = the clients' "
+          f"EAGAIN {got['eagain']}, limit {u['limit']}; tcp overflows {ns_l['overflows']}, the "
+          f"namespace's ListenOverflows +{ns_overflows}")
 
     # the text: where it is, and where to raise the limit (the namespace's, not the host's)
     assert f"(netns {env['netns']})" in out

@@ -2,8 +2,8 @@
 fentry and kprobe modes, --attach / UDSPROBE_ATTACH): an asyncio echo pair written for
 these tests (exact counts and bytes over unix and TCP), redis-server driven by redis-benchmark
 (message counts against redis' own INFO commandstats), -- COMMAND following children, --pid of a
-running process, --cgroup (exactly the pair in a test cgroup), filters that match nothing, nginx -> php-fpm over FastCGI (unix and TCP), a Go
-echo pair (when Go is installed), and the JSON contract of issue 11 field by field.
+running process, --cgroup (exactly the pair in a test cgroup), filters that match nothing,
+nginx -> php-fpm over FastCGI (unix and TCP), a Go echo pair (when Go is installed), and the JSON contract of issue 11 field by field.
 Every test starts, drives and stops its own processes on loopback; no fixed ports."""
 import json
 import os
