@@ -87,12 +87,12 @@ struct {
 	__type(value, struct bl_val);
 } counts SEC(".maps");
 
-/* tgid -> comm of every client we counted. */
+/* tgid -> comm, cgroup and netns of every client we counted. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
 	__type(key, __u32);
-	__type(value, char[BL_COMM_LEN]);
+	__type(value, struct bl_comm);
 } comms SEC(".maps");
 
 /* tid -> AF_UNIX connect in progress. */
@@ -165,14 +165,18 @@ struct {
 	__type(value, __u64);
 } accepting SEC(".maps");
 
+/* The client process in its connect(): its name, cgroup and network namespace. */
 static __always_inline void remember_comm(__u32 tgid)
 {
-	char comm[BL_COMM_LEN];
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+	struct bl_comm c = {};
 
 	if (!tgid || bpf_map_lookup_elem(&comms, &tgid))
 		return;
-	bpf_get_current_comm(comm, sizeof(comm));
-	bpf_map_update_elem(&comms, &tgid, comm, BPF_NOEXIST);
+	bpf_get_current_comm(c.comm, sizeof(c.comm));
+	c.cgroup = bpf_get_current_cgroup_id();
+	c.netns = BPF_CORE_READ(t, nsproxy, net_ns, ns.inum);
+	bpf_map_update_elem(&comms, &tgid, &c, BPF_NOEXIST);
 }
 
 static __always_inline struct bl_val *counter(struct bl_key *key)

@@ -30,6 +30,14 @@ struct bl_key {
 	char path[BL_PATH_LEN];
 };
 
+/* Value of the comms map: who a client process is, taken in its connect(). */
+struct bl_comm {
+	char comm[BL_COMM_LEN];
+	__u64 cgroup;		/* cgroup v2 id (the directory's inode) */
+	__u32 netns;		/* network namespace inode */
+	__u32 pad;
+};
+
 /* Per-CPU values; user space sums them. */
 struct bl_val {
 	__u64 overflows;	/* unix: connect() -> EAGAIN on a full queue;

@@ -23,6 +23,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/statfs.h>
 #include <linux/nsfs.h>
 #include <linux/magic.h>
@@ -123,7 +124,8 @@ void bl_container_id(const char *cg, char *out, size_t len)
 	}
 }
 
-/* The cgroup v2 mount point holding `real` (longest match in mountinfo), or -ENOENT. */
+/* The cgroup v2 mount point holding `real` (longest match in mountinfo; "": the
+ * first cgroup2 mount), or -ENOENT. */
 static int cgroup2_mount(const char *real, char *mnt, size_t len)
 {
 	char line[PATH_MAX * 2], point[PATH_MAX], *sep;
@@ -140,6 +142,11 @@ static int cgroup2_mount(const char *real, char *mnt, size_t len)
 		if (sscanf(line, "%*s %*s %*s %*s %4095s", point) != 1)
 			continue;
 		n = strlen(point);
+		if (!real[0]) {		/* any: the first */
+			snprintf(mnt, len, "%s", point);
+			best = n;
+			break;
+		}
 		if (n > best && !strncmp(real, point, n) && (real[n] == '/' || !real[n] ||
 							      (n == 1 && point[0] == '/'))) {
 			best = n;
@@ -179,6 +186,68 @@ int bl_cgroup_parse(const char *arg, char *rel, size_t len, uint64_t *id, char *
 		 "/");
 	*id = sb.st_ino;
 	return 0;
+}
+
+/*
+ * A cgroup v2 id (what bpf_get_current_cgroup_id returns: the kernfs inode) as a
+ * path: open_by_handle_at on the cgroup2 mount with the id as a kernfs file
+ * handle (needs CAP_DAC_READ_SEARCH), then the fd's path. Cached, the misses
+ * too (an id is never reused), in a small ring.
+ */
+#define CG_CACHE	256
+#define FILEID_KERNFS	0xfe
+
+static struct {
+	uint64_t id;
+	char path[CGROUP_TXT];
+} cg_cache[CG_CACHE];
+static unsigned cg_next;
+static int cg_mnt_fd = -1;
+static char cg_mnt[PATH_MAX];
+static bool cg_mnt_tried;
+
+const char *bl_cgroup_path(uint64_t id)
+{
+	union {
+		struct file_handle fh;
+		char buf[sizeof(struct file_handle) + sizeof(uint64_t)];
+	} h;
+	char lnk[64], real[PATH_MAX];
+	const char *rel;
+	unsigned i;
+	ssize_t n;
+	int fd;
+
+	for (i = 0; i < CG_CACHE; i++)
+		if (cg_cache[i].id == id)
+			return cg_cache[i].path;
+	i = cg_next++ % CG_CACHE;
+	cg_cache[i].id = id;
+	cg_cache[i].path[0] = 0;
+	if (!cg_mnt_tried) {
+		cg_mnt_tried = true;
+		if (!cgroup2_mount("", cg_mnt, sizeof(cg_mnt)))
+			cg_mnt_fd = open(cg_mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	}
+	if (cg_mnt_fd < 0)
+		return cg_cache[i].path;
+	h.fh.handle_bytes = sizeof(uint64_t);
+	h.fh.handle_type = FILEID_KERNFS;
+	memcpy(h.fh.f_handle, &id, sizeof(id));
+	fd = open_by_handle_at(cg_mnt_fd, &h.fh, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return cg_cache[i].path;
+	snprintf(lnk, sizeof(lnk), "/proc/self/fd/%d", fd);
+	n = readlink(lnk, real, sizeof(real) - 1);
+	close(fd);
+	if (n <= 0)
+		return cg_cache[i].path;
+	real[n] = 0;
+	rel = strcmp(cg_mnt, "/") ? real + strlen(cg_mnt) : real;
+	if (strncmp(real, cg_mnt, strlen(cg_mnt)))
+		return cg_cache[i].path;
+	str_escape(*rel ? rel : "/", *rel ? strlen(rel) : 1, cg_cache[i].path, CGROUP_TXT);
+	return cg_cache[i].path;
 }
 
 /* ------------------------------------------------------------------ netns */
@@ -373,4 +442,8 @@ void bl_netns_free(struct bl_state *s)
 	if (s->self_netfd > 0)
 		close(s->self_netfd);
 	s->self_netfd = 0;
+	if (cg_mnt_fd >= 0)
+		close(cg_mnt_fd);
+	cg_mnt_fd = -1;
+	cg_mnt_tried = false;
 }

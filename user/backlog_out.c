@@ -159,6 +159,27 @@ static void json_waits(struct jw *w, const struct listener *l)
 	jw_u64(w, "queue_depth_max", h->depth_max);
 }
 
+/* A client's netns, cgroup and container, as its connect() saw them (null: unknown). */
+static void json_client_where(struct jw *w, const struct client *c)
+{
+	const char *cg = c->cgroup ? bl_cgroup_path(c->cgroup) : "";
+	char id[CONTAINER_ID_LEN];
+
+	if (c->netns)
+		jw_u64(w, "netns", c->netns);
+	else
+		jw_null(w, "netns");
+	bl_container_id(cg, id, sizeof(id));
+	if (cg[0])
+		jw_str(w, "cgroup", cg);
+	else
+		jw_null(w, "cgroup");
+	if (id[0])
+		jw_str(w, "container", id);
+	else
+		jw_null(w, "container");
+}
+
 static void json_clients(struct jw *w, const struct listener *l)
 {
 	int i;
@@ -177,6 +198,7 @@ static void json_clients(struct jw *w, const struct listener *l)
 		else
 			jw_null(w, "comm");
 		jw_u64(w, "count", bl_overflows(&l->clients[i].v));
+		json_client_where(w, &l->clients[i]);
 		jw_obj_end(w);
 	}
 	jw_arr_end(w);

@@ -41,6 +41,8 @@ struct bl_filters {
 
 struct client {
 	uint32_t tgid;
+	uint32_t netns;		/* its network namespace, cgroup id (0: unknown), taken in */
+	uint64_t cgroup;	/* its connect() by BPF */
 	char comm[COMM_TXT];
 	struct bl_val v;
 };
@@ -224,6 +226,8 @@ void bl_netns_scan(struct bl_state *s, bool force);
 /* fn(s, b) inside each of them (udsprobe's own is the caller's). 0 or -errno. */
 int bl_netns_each(struct bl_state *s, struct bl_bpf *b,
 		  int (*fn)(struct bl_state *, struct bl_bpf *));
+/* The path of cgroup v2 id (escaped; "" unknown), from a small cache. */
+const char *bl_cgroup_path(uint64_t id);
 /* net.core.somaxconn in force in netns (0: unknown). */
 int bl_netns_somaxconn(const struct bl_state *s, uint32_t netns);
 void bl_netns_free(struct bl_state *s);

@@ -95,10 +95,12 @@ def ns_fpm(procs, world_dir, test_cgroup, bl_bins):
 
 
 def storm(env, bl_bins, family, target, n):
-    """n non-blocking connects from inside the namespace; the helper's own counts."""
+    """n non-blocking connects from inside the namespace and the cgroup (a client in the same
+    container as php-fpm); the helper's own counts."""
+    cg_procs = env["cgroup_dir"] / "cgroup.procs"
     out = subprocess.run(env["enter"] + [bl_bins["connect_burst"], family, str(target), str(n),
                                          "--exit"], capture_output=True, text=True, check=True,
-                         timeout=60).stdout.split()
+                         timeout=60, preexec_fn=lambda: cg_procs.write_text("0")).stdout.split()
     return dict(kv.split("=") for kv in out)
 
 
@@ -135,6 +137,9 @@ def test_namespaced_php_fpm_overflows(udsprobe, attach_mode, procs, world_dir, b
     assert u["cgroup"] == env["cgroup"] and u["container"] is None
     assert u["overflows"] == int(got["eagain"])
     assert [c["comm"] for c in u["clients"]] == ["connect_burst"]
+    # the client as its connect() saw it: in the namespace and the cgroup
+    c = u["clients"][0]
+    assert (c["netns"], c["cgroup"], c["container"]) == (env["netns"], env["cgroup"], None), c
 
     tcp = [e for e in events if e["event"] == "summary" and e["family"] == "tcp"
            and e["address"] == f"127.0.0.1:{env['port']}"]

@@ -88,6 +88,7 @@ static void fixture(struct bl_state *s, const struct bl_filters *f, struct clien
 	l->somaxconn = 4096;
 	memset(cl, 0, 2 * sizeof(*cl));
 	cl[0].tgid = 200;
+	cl[0].netns = 4026531840u;	/* its cgroup id unknown (0) */
 	strcpy(cl[0].comm, "nginx");
 	cl[0].v.overflows = 10;
 	strcpy(cl[1].comm, "nginx");	/* exited nginx processes, per comm */
@@ -225,8 +226,10 @@ TEST(backlog_json_summary)
 		 "\"accepts\":3,\"accept_wait_p50_s\":0.0015,\"accept_wait_p99_s\":0.0015,"
 		 "\"accept_wait_max_s\":0.0015,\"queued\":4,\"queue_depth_p50\":1,"
 		 "\"queue_depth_p99\":300,\"queue_depth_max\":300,\"clients\":["
-		 "{\"pid\":200,\"comm\":\"nginx\",\"count\":10},"
-		 "{\"pid\":null,\"comm\":\"nginx\",\"count\":5}]}\n"
+		 "{\"pid\":200,\"comm\":\"nginx\",\"count\":10,\"netns\":4026531840,"
+		 "\"cgroup\":null,\"container\":null},"
+		 "{\"pid\":null,\"comm\":\"nginx\",\"count\":5,\"netns\":null,\"cgroup\":null,"
+		 "\"container\":null}]}\n"
 		 "{\"event\":\"summary\",\"family\":\"tcp\",\"address\":\"*:9000\","
 		 "\"netns\":4026532000,\"owner_pid\":null,\"owner_comm\":null,\"cgroup\":null,"
 		 "\"container\":null,\"limit\":0,\"somaxconn\":null,"
