@@ -12,6 +12,7 @@ exactly the listeners inside them. Every process, the namespace and the cgroup g
 """
 import os
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 
@@ -104,6 +105,13 @@ def storm(env, bl_bins, family, target, n):
     return dict(kv.split("=") for kv in out)
 
 
+def stop(w):
+    """Ctrl-C once the storm is over (a slow guest may take seconds to start the clients, so
+    no fixed --duration): the summary counts everything up to then."""
+    w.p.send_signal(signal.SIGINT)
+    return w.result()
+
+
 def ns_listen_overflows(env):
     """TcpExt ListenOverflows of the namespace (its /proc/net/netstat, read inside it)."""
     text = subprocess.run(env["enter"] + ["cat", "/proc/net/netstat"], capture_output=True,
@@ -119,15 +127,14 @@ def host_somaxconn():
 def test_namespaced_php_fpm_overflows(udsprobe, attach_mode, procs, world_dir, bl_bins, ns_fpm):
     env = ns_fpm
     assert host_somaxconn() != NS_SOMAXCONN
-    w = Watch(udsprobe, procs, world_dir, ["--duration", "3", "--interval", "0.5"],
-              attach_args(udsprobe, attach_mode))
+    w = Watch(udsprobe, procs, world_dir, ["--interval", "0.5"], attach_args(udsprobe, attach_mode))
     # php-fpm's one worker takes the first connection and waits for its request, so the
     # queue (limit 32) holds 32 more and the rest fail with EAGAIN
     got = storm(env, bl_bins, "unix", env["sock"], 100)
     assert int(got["eagain"]) > 0
     netstat0 = ns_listen_overflows(env)
     storm(env, bl_bins, "tcp", env["port"], 100)
-    out, err, events = w.result()
+    out, err, events = stop(w)
     ns_overflows = ns_listen_overflows(env) - netstat0
 
     u = summary_of(events, env["sock"])
@@ -176,10 +183,10 @@ def test_netns_and_cgroup_filters(udsprobe, attach_mode, procs, world_dir, bl_bi
             "netns-inode": ["--netns", str(env["netns"])],
             "cgroup": ["--cgroup", str(env["cgroup_dir"])]}[flt]
     prom = world_dir / "ns.prom"
-    w = Watch(udsprobe, procs, world_dir, args + ["--duration", "1.5", "--prom", str(prom)],
+    w = Watch(udsprobe, procs, world_dir, args + ["--interval", "0.5", "--prom", str(prom)],
               attach_args(udsprobe, attach_mode))
     got = storm(env, bl_bins, "unix", env["sock"], 60)
-    out, err, events = w.result()
+    out, err, events = stop(w)
     rows = [e for e in events if e["event"] in ("summary", "interval")]
     summaries = {(e["family"], e["address"]) for e in events if e["event"] == "summary"}
     # exactly php-fpm's two listeners; the host's listener on the same port is absent
