@@ -87,12 +87,12 @@ struct {
 	__type(value, struct bl_val);
 } counts SEC(".maps");
 
-/* tgid -> comm of every client we counted. */
+/* tgid -> comm, cgroup and netns of every client we counted. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
 	__type(key, __u32);
-	__type(value, char[BL_COMM_LEN]);
+	__type(value, struct bl_comm);
 } comms SEC(".maps");
 
 /* tid -> AF_UNIX connect in progress. */
@@ -165,14 +165,18 @@ struct {
 	__type(value, __u64);
 } accepting SEC(".maps");
 
+/* The client process in its connect(): its name, cgroup and network namespace. */
 static __always_inline void remember_comm(__u32 tgid)
 {
-	char comm[BL_COMM_LEN];
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+	struct bl_comm c = {};
 
 	if (!tgid || bpf_map_lookup_elem(&comms, &tgid))
 		return;
-	bpf_get_current_comm(comm, sizeof(comm));
-	bpf_map_update_elem(&comms, &tgid, comm, BPF_NOEXIST);
+	bpf_get_current_comm(c.comm, sizeof(c.comm));
+	c.cgroup = bpf_get_current_cgroup_id();
+	c.netns = BPF_CORE_READ(t, nsproxy, net_ns, ns.inum);
+	bpf_map_update_elem(&comms, &tgid, &c, BPF_NOEXIST);
 }
 
 static __always_inline struct bl_val *counter(struct bl_key *key)
@@ -655,36 +659,28 @@ static __always_inline void syn_recv_sock_exit(__u64 child)
  * softirq). The cmpxchg hands each drop to exactly one event, so the total is
  * the listener's own counter; only the client attribution can be off when two
  * CPUs drop at the same port at the same instant. */
-static __always_inline void tcp_skb_freed(struct sk_buff *skb, __u32 reason)
+static __always_inline bool tcp_drops_claimed(struct bl_port_sk *l, __u32 sport, __u32 dport,
+					      __u8 flags, __u32 reason)
 {
-	__u32 sport, dport, now, n, netns;
-	struct bl_port *l;
+	struct sock *sk = (struct sock *)l->sk;
+	__u32 now, n, netns;
 	__u64 old;
-	struct sock *sk;
-	__u8 flags;
 	bool full;
 
-	if (!skb_tcp_ports(skb, &sport, &dport, &flags))
-		return;
-	/* Only listeners of udsprobe's netns are watched here (iter/tcp shows no
-	 * other), and a drop in another netns does not move this listener's
-	 * sk_drops, so the port alone finds the listener (skb->dev is NULL here). */
-	l = bpf_map_lookup_elem(&tcp_ports, &dport);
-	if (!l)
-		return;
-	sk = (struct sock *)l->sk;
-	netns = sk_netns(sk);
+	if (!sk)
+		return false;
 	now = sk_drops_read(sk);
 	old = l->last_drops;
 	if ((__s32)(now - (__u32)old) <= 0)
-		return;
+		return false;
 	if (__sync_val_compare_and_swap(&l->last_drops, old, (__u64)now) != old)
-		return;		/* another CPU took these drops */
+		return false;	/* another CPU took these drops */
+	netns = sk_netns(sk);
 	full = acceptq_full(sk) || (listen_overflow_reason && reason == listen_overflow_reason);
 	n = now - (__u32)old;
 	if ((flags & (TH_SYN | TH_ACK)) == TH_SYN) {
 		tcp_count(netns, dport, client_of(sport), TCP_SYN_DROP, full, n);
-		return;
+		return true;
 	}
 	/* An ACK dropped with a request sock (reason TCP_LISTEN_OVERFLOW) moved
 	 * sk_drops twice: tcp_listendrop, then tcp_v4_rcv's discard_and_relse.
@@ -694,6 +690,27 @@ static __always_inline void tcp_skb_freed(struct sk_buff *skb, __u32 reason)
 	else if (reason == listen_overflow_reason && n > 1)
 		n--;
 	tcp_count(netns, dport, client_of(sport), TCP_ACK_DROP, full, n);
+	return true;
+}
+
+static __always_inline void tcp_skb_freed(struct sk_buff *skb, __u32 reason)
+{
+	__u32 sport, dport;
+	struct bl_port *l;
+	__u8 flags;
+	int i;
+
+	if (!skb_tcp_ports(skb, &sport, &dport, &flags))
+		return;
+	/* The port's listeners, one per network namespace (skb->dev is NULL here, so
+	 * the segment's netns is not known): a drop moves only its own listener's
+	 * sk_drops, so the first listener whose counter moved made it. */
+	l = bpf_map_lookup_elem(&tcp_ports, &dport);
+	if (!l)
+		return;
+	for (i = 0; i < BL_PORT_SLOTS; i++)
+		if (tcp_drops_claimed(&l->s[i], sport, dport, flags, reason))
+			return;
 }
 
 /* A client socket entered SYN_SENT in its connect() task. */
@@ -847,8 +864,9 @@ SEC("?tp_btf/inet_sock_set_state")
 int BPF_PROG(tp_inet_sock_set_state, struct sock *sk, int oldstate, int newstate)
 {
 	struct bl_port *l;
-	__u32 sport, *owner;
+	__u32 sport, netns, *owner;
 	__u64 key = (__u64)sk;
+	int i;
 
 	if (BPF_CORE_READ(sk, sk_protocol) != IPPROTO_TCP)
 		return 0;
@@ -858,8 +876,14 @@ int BPF_PROG(tp_inet_sock_set_state, struct sock *sk, int oldstate, int newstate
 		/* a listener's child being created, queued next: watched ports only */
 		sport = BPF_CORE_READ(sk, __sk_common.skc_num);
 		l = bpf_map_lookup_elem(&tcp_ports, &sport);
-		if (l && sk_netns((struct sock *)l->sk) == sk_netns(sk))
-			tcp_child_queued((struct sock *)l->sk, key, true);
+		if (!l)
+			return 0;
+		netns = sk_netns(sk);
+		for (i = 0; i < BL_PORT_SLOTS; i++)
+			if (l->s[i].sk && l->s[i].netns == netns) {
+				tcp_child_queued((struct sock *)l->s[i].sk, key, true);
+				break;
+			}
 	} else if (oldstate == TCP_SYN_SENT) {	/* now the port is known */
 		owner = bpf_map_lookup_elem(&sk_owner, &key);
 		if (owner) {

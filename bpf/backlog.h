@@ -30,6 +30,14 @@ struct bl_key {
 	char path[BL_PATH_LEN];
 };
 
+/* Value of the comms map: who a client process is, taken in its connect(). */
+struct bl_comm {
+	char comm[BL_COMM_LEN];
+	__u64 cgroup;		/* cgroup v2 id (the directory's inode) */
+	__u32 netns;		/* network namespace inode */
+	__u32 pad;
+};
+
 /* Per-CPU values; user space sums them. */
 struct bl_val {
 	__u64 overflows;	/* unix: connect() -> EAGAIN on a full queue;
@@ -82,10 +90,19 @@ struct bl_listener {
 	char path[BL_PATH_LEN];
 };
 
-/* Value of the tcp_ports map (TCP listeners watched in tracepoint mode). */
-struct bl_port {
-	__u64 sk;
+/* Value of the tcp_ports map (TCP listeners watched in tracepoint mode): one port's
+ * listeners, one per network namespace, in up to BL_PORT_SLOTS namespaces (a freed
+ * segment does not say its netns; the listener whose sk_drops moved does). */
+#define BL_PORT_SLOTS	4
+struct bl_port_sk {
+	__u64 sk;		/* 0: a free slot */
 	__u64 last_drops;	/* sk_drops already counted (set from the iterator at insert) */
+	__u32 netns;
+	__u32 pad;
+};
+
+struct bl_port {
+	struct bl_port_sk s[BL_PORT_SLOTS];
 };
 
 #endif

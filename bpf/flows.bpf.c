@@ -85,7 +85,9 @@ struct unix_sock___inq {
 char LICENSE[] SEC("license") = "GPL";
 
 /* Filters, set between open and load. */
-const volatile __u32 filter_procs;		/* 1: only messages with an end in tgids or comms */
+const volatile __u32 filter_procs;		/* 1: only messages with an end in tgids, comms
+						 * or the cgroup */
+const volatile __u32 filter_cgroup;		/* 1: --cgroup, in cgroup_filter[0] */
 const volatile __u32 n_comms;
 const volatile char comms[FL_MAX_COMMS][FL_COMM_LEN];
 
@@ -109,13 +111,13 @@ struct msg_ent {
 	__u32 end;		/* position of the last byte + 1 */
 	__u32 tgid;
 	__u32 bytes;
-	__u32 pad;
+	__u32 in_cg;		/* --cgroup: the sender's task was in it */
 	char comm[FL_COMM_LEN];
 };
 
 struct rcv_info {
 	__u64 ret_ts, entry_ts, poll_entry, poll_exit;
-	__u32 tgid, pad;
+	__u32 tgid, in_cg;	/* in_cg: --cgroup: the receiver's task was in it */
 	char comm[FL_COMM_LEN];
 };
 
@@ -175,6 +177,14 @@ struct {
 	__type(key, __u16);
 	__type(value, __u8);
 } lports SEC(".maps");
+
+/* --cgroup: tasks in this cgroup v2 directory or below count (set from user space). */
+struct {
+	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} cgroup_filter SEC(".maps");
 
 /* Processes whose messages count when filter_procs (--pid, -- COMMAND, their children). */
 struct {
@@ -381,11 +391,11 @@ static __always_inline bool comm_eq(const char *a, const volatile char *b)
 	return true;
 }
 
-static __always_inline bool proc_match(__u32 tgid, const char *comm)
+static __always_inline bool proc_match(__u32 tgid, const char *comm, __u32 in_cg)
 {
 	int i;
 
-	if (bpf_map_lookup_elem(&tgids, &tgid))
+	if (in_cg || bpf_map_lookup_elem(&tgids, &tgid))
 		return true;
 	for (i = 0; i < FL_MAX_COMMS; i++) {
 		if (i >= n_comms)
@@ -422,7 +432,8 @@ static __always_inline void record(struct dir_st *d, const struct msg_ent *e,
 	struct fl_stats *s;
 	__u64 t3 = r->ret_ts, t0 = e->t0, t1 = e->t1, re, pe, px, lat;
 
-	if (filter_procs && !proc_match(e->tgid, e->comm) && !proc_match(r->tgid, r->comm))
+	if (filter_procs && !proc_match(e->tgid, e->comm, e->in_cg) &&
+	    !proc_match(r->tgid, r->comm, r->in_cg))
 		return;
 	__builtin_memset(fkp, 0, sizeof(*fkp));
 	fkp->transport = d->transport;
@@ -498,10 +509,12 @@ static __always_inline void complete(struct dir_st *d, struct scratch *x)
 	}
 }
 
-static __always_inline void fill_comm_tgid(char *comm, __u32 *tgid)
+/* Who runs this end: comm, tgid, and (--cgroup) whether its task is in the cgroup. */
+static __always_inline void fill_comm_tgid(char *comm, __u32 *tgid, __u32 *in_cg)
 {
 	bpf_get_current_comm(comm, FL_COMM_LEN);
 	*tgid = bpf_get_current_pid_tgid() >> 32;
+	*in_cg = filter_cgroup && bpf_current_task_under_cgroup(&cgroup_filter, 0) == 1;
 }
 
 /*
@@ -580,7 +593,7 @@ static __always_inline int on_send(struct sock *sk, int ret)
 	e->t1 = now;
 	e->end = end;
 	e->bytes = ret;
-	fill_comm_tgid(e->comm, &e->tgid);
+	fill_comm_tgid(e->comm, &e->tgid, &e->in_cg);
 	__sync_fetch_and_add(&d->tail, 1);
 	/* the receiver may have returned the last byte before this tracepoint ran */
 	if ((int)(d->rpos - end) >= 0 && d->last.ret_ts) {
@@ -625,7 +638,7 @@ static __always_inline int on_recv(struct sock *sk, int ret, int flags)
 	r->entry_ts = cur_entry(t);
 	r->poll_entry = t ? t->poll_entry : 0;
 	r->poll_exit = t ? t->poll_exit : 0;
-	fill_comm_tgid(r->comm, &r->tgid);
+	fill_comm_tgid(r->comm, &r->tgid, &r->in_cg);
 	__builtin_memcpy(&d->last, r, sizeof(*r));
 	complete(d, x);
 	return 0;

@@ -12,6 +12,7 @@
  */
 #include <argp.h>
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +57,8 @@ enum {
 	OPT_BL_ATTACH,
 	OPT_QUIET,
 	OPT_METRICS,
+	OPT_NETNS,
+	OPT_CGROUP,
 };
 
 static const struct argp_option bl_options[] = {
@@ -67,6 +70,11 @@ static const struct argp_option bl_options[] = {
 	  "@NAME for an abstract name)" },
 	{ "port", OPT_PORT, "N", 0, "Watch the TCP listener(s) on local port N (repeatable)" },
 	{ "pid", OPT_PID, "P", 0, "Watch the listeners process P holds (repeatable)" },
+	{ "netns", OPT_NETNS, "PATH|INODE", 0, "Only listeners in this network namespace "
+	  "(/proc/PID/ns/net, /run/netns/NAME or the inode number)" },
+	{ "cgroup", OPT_CGROUP, "PATH", 0, "Only listeners whose owner is in this cgroup v2 "
+	  "directory or below (e.g. /sys/fs/cgroup/system.slice/php8.2-fpm.service); with "
+	  "--trace: only messages one of whose ends is a task in it" },
 	{ "interval", OPT_INTERVAL, "S", 0, "Live view every S seconds (default 1)" },
 	{ "prom", OPT_PROM, "PATH", 0, "Write Prometheus text to PATH every interval, atomically "
 	  "(for node_exporter's textfile collector)" },
@@ -89,7 +97,7 @@ static int bad_usage(const char *fmt, const char *arg)
 
 static error_t bl_parse(int key, char *arg, struct argp_state *state)
 {
-	char path[BL_PATH_LEN];
+	char path[BL_PATH_LEN], why[160], msg[PATH_MAX + 200];
 	uint32_t len;
 	uint64_t v;
 
@@ -119,6 +127,22 @@ static error_t bl_parse(int key, char *arg, struct argp_state *state)
 			bad_usage("--pid: '%s' is not a process id", arg);
 		opts.f.pids[opts.f.n_pids++] = v;
 		break;
+	case OPT_NETNS:
+		if (bl_netns_parse(arg, &opts.f.netns, why, sizeof(why))) {
+			snprintf(msg, sizeof(msg), "--netns: '%s': %s", arg, why);
+			bad_usage("%s", msg);
+		}
+		if (parse_u64(arg, 1, UINT32_MAX, &v))
+			opts.f.netns_path = arg;
+		break;
+	case OPT_CGROUP:
+		if (bl_cgroup_parse(arg, opts.f.cgroup_rel, sizeof(opts.f.cgroup_rel),
+				    &opts.f.cgroup_id, why, sizeof(why))) {
+			snprintf(msg, sizeof(msg), "--cgroup: '%s': %s", arg, why);
+			bad_usage("%s", msg);
+		}
+		opts.f.cgroup = arg;
+		break;
 	case OPT_INTERVAL:
 		if (parse_seconds(arg, 86400, &opts.interval_s) || opts.interval_s < 0.1)
 			bad_usage("--interval: '%s' is not a number of seconds in [0.1, 86400]", arg);
@@ -146,13 +170,13 @@ static error_t bl_parse(int key, char *arg, struct argp_state *state)
 		break;
 	case ARGP_KEY_END:
 		if (!opts.enabled && trace_requested() && !(opts.interval_s || opts.prom_path ||
-							     opts.attach || opts.quiet))
-			break;	/* --trace shares --unix, --port and --pid */
+							     opts.attach || opts.quiet || opts.f.netns))
+			break;	/* --trace shares --unix, --port, --pid and --cgroup */
 		if (!opts.enabled && (opts.f.n_unix || opts.f.n_ports || opts.f.n_pids ||
 				      opts.interval_s || opts.prom_path || opts.metrics_addr ||
-				      opts.attach || opts.quiet))
-			bad_usage("--unix, --port, --pid, --interval, --prom, --metrics, "
-				  "--backlog-attach and --quiet need --backlog", NULL);
+				      opts.attach || opts.quiet || opts.f.netns || opts.f.cgroup))
+			bad_usage("--unix, --port, --pid, --netns, --cgroup, --interval, --prom, "
+				  "--metrics, --backlog-attach and --quiet need --backlog", NULL);
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -173,19 +197,6 @@ const struct bl_filters *backlog_filters(void)
 }
 
 /* ------------------------------------------------------------------ main loop */
-
-static int read_somaxconn(void)
-{
-	FILE *f = fopen("/proc/sys/net/core/somaxconn", "r");
-	int v = 0;
-
-	if (f) {
-		if (fscanf(f, "%d", &v) != 1)
-			v = 0;
-		fclose(f);
-	}
-	return v;
-}
 
 /* One run: its outputs and where it is. */
 struct bl_loop {
@@ -288,7 +299,7 @@ static int start(struct bl_loop *r, enum attach_mode want)
 	struct bl_state *s = &r->s;
 	int i, n = 0, err;
 
-	s->somaxconn = read_somaxconn();
+	s->somaxconn = bl_read_somaxconn();
 	err = bl_bpf_setup(&r->b, want);
 	if (err)
 		return err;
@@ -297,6 +308,7 @@ static int start(struct bl_loop *r, enum attach_mode want)
 	s->run.listen_overflow_reason = r->b.reason > 0;
 	bl_read_netstat(s, s->netstat0);
 	memcpy(s->netstat, s->netstat0, sizeof(s->netstat));
+	bl_netns_scan(s, true);
 	err = bl_sample(s, &r->b);
 	if (err) {
 		fprintf(stderr, "udsprobe: reading listeners failed: %s\n", strerror(-err));

@@ -200,19 +200,24 @@ static bool process_gone(uint32_t tgid)
 	return tgid && kill(tgid, 0) && errno == ESRCH;
 }
 
-static void comm_of(struct bl_bpf *b, uint32_t tgid, char *comm)
+/* Who client c (c->tgid) is: comm, netns and cgroup as its connect() saw them, else
+ * its comm from /proc. */
+static void comm_of(struct bl_bpf *b, struct client *c)
 {
-	char raw[BL_COMM_LEN] = {};
+	struct bl_comm raw = {};
 
-	if (!tgid) {
-		strcpy(comm, "?");
+	if (!c->tgid) {
+		strcpy(c->comm, "?");
 		return;
 	}
-	if (bpf_map__lookup_elem(b->skel->maps.comms, &tgid, sizeof(tgid), raw, BL_COMM_LEN, 0)) {
-		bl_proc_comm(tgid, comm);
+	if (bpf_map__lookup_elem(b->skel->maps.comms, &c->tgid, sizeof(c->tgid), &raw,
+				 sizeof(raw), 0)) {
+		bl_proc_comm(c->tgid, c->comm);
 		return;
 	}
-	str_escape(raw, strnlen(raw, BL_COMM_LEN), comm, COMM_TXT);
+	str_escape(raw.comm, strnlen(raw.comm, BL_COMM_LEN), c->comm, COMM_TXT);
+	c->netns = raw.netns;
+	c->cgroup = raw.cgroup;
 }
 
 int bl_doom(struct bl_doomed *d, const struct bl_key *k)
@@ -287,7 +292,7 @@ int bl_read_counts(struct bl_state *s, struct bl_bpf *b)
 		if (l->frozen) {	/* a closed listener's name counted again: add, evict */
 			struct client late = { .tgid = key.tgid, .v = sum };
 
-			comm_of(b, key.tgid, late.comm);
+			comm_of(b, &late);
 			keep_in(&l->clients, &l->n_clients, &l->cap_clients, &late);
 			if (bl_doom(&dead, &key))
 				break;
@@ -296,9 +301,10 @@ int bl_read_counts(struct bl_state *s, struct bl_bpf *b)
 		cl = client_add(&l->clients, &l->n_clients, &l->cap_clients);
 		if (!cl)
 			continue;
+		memset(cl, 0, sizeof(*cl));
 		cl->tgid = key.tgid;
 		cl->v = sum;
-		comm_of(b, key.tgid, cl->comm);
+		comm_of(b, cl);
 		if (l->retired || process_gone(key.tgid)) {
 			keep_gone(l, cl);
 			if (bl_doom(&dead, &key))

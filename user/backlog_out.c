@@ -128,7 +128,19 @@ static void json_listener_common(struct jw *w, const struct listener *l)
 		jw_null(w, "owner_pid");
 		jw_null(w, "owner_comm");
 	}
+	if (l->cgroup[0])
+		jw_str(w, "cgroup", l->cgroup);
+	else
+		jw_null(w, "cgroup");
+	if (l->container[0])
+		jw_str(w, "container", l->container);
+	else
+		jw_null(w, "container");
 	jw_u64(w, "limit", l->limit);
+	if (l->somaxconn)
+		jw_u64(w, "somaxconn", l->somaxconn);
+	else
+		jw_null(w, "somaxconn");
 }
 
 /* Accept waits and arrival depths (zeros before any connect was seen queued). */
@@ -145,6 +157,27 @@ static void json_waits(struct jw *w, const struct listener *l)
 	jw_u64(w, "queue_depth_p50", bl_depth_quantile(h, 0.5));
 	jw_u64(w, "queue_depth_p99", bl_depth_quantile(h, 0.99));
 	jw_u64(w, "queue_depth_max", h->depth_max);
+}
+
+/* A client's netns, cgroup and container, as its connect() saw them (null: unknown). */
+static void json_client_where(struct jw *w, const struct client *c)
+{
+	const char *cg = c->cgroup ? bl_cgroup_path(c->cgroup) : "";
+	char id[CONTAINER_ID_LEN];
+
+	if (c->netns)
+		jw_u64(w, "netns", c->netns);
+	else
+		jw_null(w, "netns");
+	bl_container_id(cg, id, sizeof(id));
+	if (cg[0])
+		jw_str(w, "cgroup", cg);
+	else
+		jw_null(w, "cgroup");
+	if (id[0])
+		jw_str(w, "container", id);
+	else
+		jw_null(w, "container");
 }
 
 static void json_clients(struct jw *w, const struct listener *l)
@@ -165,6 +198,7 @@ static void json_clients(struct jw *w, const struct listener *l)
 		else
 			jw_null(w, "comm");
 		jw_u64(w, "count", bl_overflows(&l->clients[i].v));
+		json_client_where(w, &l->clients[i]);
 		jw_obj_end(w);
 	}
 	jw_arr_end(w);
@@ -268,10 +302,36 @@ void bl_json_summary(struct bl_state *s, FILE *f, double t)
 	fflush(f);
 }
 
+/*
+ * Where to raise net.core.somaxconn for l: it is per network namespace, so for a
+ * listener in another one (a container's) the host's sysctl changes nothing.
+ */
+static void print_raise_somaxconn(struct bl_state *s, FILE *out, const struct listener *l,
+				  int somaxconn)
+{
+	int want = somaxconn * 4;
+
+	if (!l->netns || l->netns == s->netns) {
+		fprintf(out, "Raise it: sysctl -w net.core.somaxconn=%d (and persist it in "
+			"/etc/sysctl.d/).\n", want);
+		return;
+	}
+	fprintf(out, "It is set per network namespace: raise it inside the listener's (netns %u), "
+		"not the host's: ", l->netns);
+	if (bl_owner_pid(l))
+		fprintf(out, "nsenter --net=/proc/%d/ns/net sysctl -w net.core.somaxconn=%d now; ",
+			bl_owner_pid(l), want);
+	fprintf(out, "for good in the container's settings (docker run --sysctl "
+		"net.core.somaxconn=%d, a Kubernetes pod's securityContext.sysctls)%s.\n", want,
+		l->container[0] ? "" : " or the script that creates the namespace");
+}
+
 static void print_recommendations(struct bl_state *s, FILE *out, const struct listener *l)
 {
 	bool php = strstr(l->owner_comm, "php") != NULL;
-	bool capped = s->somaxconn > 0 && l->limit == (unsigned)s->somaxconn;
+	int somaxconn = l->somaxconn ? l->somaxconn : bl_netns_somaxconn(s, l->netns);
+	bool capped = somaxconn > 0 && l->limit == (unsigned)somaxconn;
+	bool foreign = l->netns && l->netns != s->netns;
 	uint64_t ovf = bl_overflows(&l->tot);
 	int i;
 
@@ -286,19 +346,20 @@ static void print_recommendations(struct bl_state *s, FILE *out, const struct li
 		else
 			fprintf(out, "each was a SYN or handshake ACK the kernel dropped; clients retry "
 				"SYNs after 1 s, 2 s, 4 s..., so this shows up as latency, not errors.\n");
-		if (capped)
-			fprintf(out, "  - The limit equals net.core.somaxconn (%d): the program probably "
-				"asked for more and the kernel capped it. Raise it: sysctl -w "
-				"net.core.somaxconn=%d (and persist it in /etc/sysctl.d/).\n",
-				s->somaxconn, s->somaxconn * 4);
-		else if (php)
+		if (capped) {
+			fprintf(out, "  - The limit equals net.core.somaxconn%s (%d): the program "
+				"probably asked for more and the kernel capped it. ",
+				foreign ? " of its network namespace" : "", somaxconn);
+			print_raise_somaxconn(s, out, l, somaxconn);
+		} else if (php) {
 			fprintf(out, "  - Raise listen.backlog in the php-fpm pool (now %u; up to "
-				"net.core.somaxconn = %d) so bursts wait in the queue instead of failing.\n",
-				l->limit, s->somaxconn);
-		else
+				"net.core.somaxconn = %d%s) so bursts wait in the queue instead of failing.\n",
+				l->limit, somaxconn, foreign ? " in its network namespace" : "");
+		} else {
 			fprintf(out, "  - Raise the listen() backlog of %s (now %u; the kernel caps it at "
-				"net.core.somaxconn = %d).\n", bl_owner_pid(l) ? l->owner_comm : "the server",
-				l->limit, s->somaxconn);
+				"net.core.somaxconn = %d%s).\n", bl_owner_pid(l) ? l->owner_comm : "the server",
+				l->limit, somaxconn, foreign ? " in its network namespace" : "");
+		}
 		if (php)
 			fprintf(out, "  - The queue fills when every php-fpm worker is busy: raise "
 				"pm.max_children (check memory per worker first), or make the slow "
@@ -344,6 +405,20 @@ static void print_waits(struct bl_state *s, FILE *out, const struct listener *l)
 		l->limit);
 }
 
+/* A listener outside udsprobe's network namespace or in a container: where it is. */
+static void print_where(struct bl_state *s, FILE *out, const struct listener *l)
+{
+	char addr[sizeof(s->ls->addr) + 32];
+
+	fprintf(out, "%s: netns %u%s, net.core.somaxconn there %d", bl_addr_text(s, l, addr,
+		sizeof(addr)), l->netns, l->netns == s->netns ? " (udsprobe's)" : "", l->somaxconn);
+	if (l->cgroup[0])
+		fprintf(out, ", cgroup %s", l->cgroup);
+	if (l->container[0])
+		fprintf(out, ", container %.12s", l->container);
+	fputc('\n', out);
+}
+
 void bl_print_summary(struct bl_state *s, FILE *out, double t)
 {
 	char owner[COMM_TXT + 16], clients[512], addr[sizeof(s->ls->addr) + 32];
@@ -368,7 +443,12 @@ void bl_print_summary(struct bl_state *s, FILE *out, double t)
 	}
 	if (!shown)
 		fprintf(out, "(no listener matched %s)\n",
-			s->f->n_unix || s->f->n_ports || s->f->n_pids ? "the filters" : "");
+			s->f->n_unix || s->f->n_ports || s->f->n_pids || s->f->netns || s->f->cgroup ?
+			"the filters" : "");
+	for (i = 0; i < s->n; i++)	/* where the listeners in containers are */
+		if (s->ls[i].watched && (s->ls[i].container[0] ||
+					 (s->ls[i].netns && s->ls[i].netns != s->netns)))
+			print_where(s, out, &s->ls[i]);
 	for (i = 0; i < s->n; i++) {
 		struct listener *l = &s->ls[i];
 
@@ -403,6 +483,10 @@ void bl_print_summary(struct bl_state *s, FILE *out, double t)
 	if (s->listeners_missed)
 		fprintf(out, "warning: more than %d listeners: %llu were not watched\n",
 			BL_MAX_LISTENERS, (unsigned long long)s->listeners_missed);
+	if (s->ports_full)
+		fprintf(out, "warning: %llu TCP listeners were not counted: their port has listeners "
+			"in more than %d network namespaces (tracepoint mode watches %d per port)\n",
+			(unsigned long long)s->ports_full, BL_PORT_SLOTS, BL_PORT_SLOTS);
 	if (s->folded)
 		fprintf(out, "note: %llu more closed listeners had %llu overflows in all (only the "
 			"%d closed ones with the most are kept)\n", (unsigned long long)s->folded,

@@ -23,13 +23,18 @@ static void prom_label(FILE *f, const char *s)
 	}
 }
 
-/* The netns label: two listeners of one name in two namespaces are two series. */
+/* The netns label (two listeners of one name in two namespaces are two series), and
+ * where the owner runs: its cgroup and container id (empty when unknown). One value
+ * each per listener, so they add no series. */
 static void prom_netns(FILE *f, const struct listener *l)
 {
 	if (l->netns)
 		fprintf(f, "netns=\"%u\"", l->netns);
 	else
 		fprintf(f, "netns=\"\"");
+	fprintf(f, ",cgroup=\"");
+	prom_label(f, l->cgroup);
+	fprintf(f, "\",container=\"%s\"", l->container);
 }
 
 /* The listener's labels; le: a histogram bucket's bound (NULL: none). */

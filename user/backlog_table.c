@@ -25,6 +25,9 @@ void bl_state_init(struct bl_state *s, const struct bl_filters *f)
 	s->f = f;
 	s->netns = bl_ns_inode(0, "net");
 	s->mntns = bl_ns_inode(0, "mnt");
+	s->self_netfd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (s->self_netfd < 0)
+		s->self_netfd = 0;	/* other namespaces are then not entered */
 }
 
 void bl_state_free(struct bl_state *s)
@@ -34,6 +37,7 @@ void bl_state_free(struct bl_state *s)
 	for (i = 0; i < s->n; i++)
 		bl_listener_free(&s->ls[i]);
 	free(s->ls);
+	bl_netns_free(s);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -121,12 +125,24 @@ bool bl_same_name(const struct listener *l, const char *path, uint32_t len)
 	return l->path_len == len && !memcmp(l->path, path, len);
 }
 
+/* --netns and --cgroup: is l in that namespace, its owner in that cgroup subtree? */
+static bool in_scope(const struct bl_state *s, const struct listener *l)
+{
+	if (s->f->netns && l->netns != s->f->netns)
+		return false;
+	if (s->f->cgroup && !bl_cgroup_under(l->cgroup, s->f->cgroup_rel))
+		return false;
+	return true;
+}
+
 bool bl_match_filters(struct bl_state *s, struct listener *l)
 {
 	char path[BL_PATH_LEN];
 	uint32_t len;
 	int i, j;
 
+	if (!in_scope(s, l))
+		return false;
 	if (!s->f->n_unix && !s->f->n_ports && !s->f->n_pids)
 		return true;
 	for (i = 0; i < s->f->n_unix && l->family == BL_UNIX; i++)
@@ -275,21 +291,90 @@ static void on_listener(struct bl_state *s, const struct bl_listener *r)
 	l->n_socks++;
 	l->qlen = MAX(l->qlen, r->qlen);
 	l->limit = r->limit;
+	l->somaxconn = s->cur_somaxconn;
 	l->drops_now += r->drops;
 	add_ino(s, l, r->ino);
 }
 
-/* One queue sample: both iterators, then bookkeeping. */
+/*
+ * Tracepoint mode: TCP listener l in the tcp_ports map, where the freed segments
+ * find it by port, in the slot of its netns (a port has a listener in each of up
+ * to BL_PORT_SLOTS namespaces; beyond that one is not counted: s->ports_full).
+ * A new or replaced listener counts from its sk_drops now.
+ */
+static void port_watch(struct bl_state *s, struct bl_bpf *b, struct listener *l)
+{
+	struct bpf_map *m = b->skel->maps.tcp_ports;
+	struct bl_port pv;
+	int i, slot = -1;
+
+	if (bpf_map__lookup_elem(m, &l->port, sizeof(l->port), &pv, sizeof(pv), 0))
+		memset(&pv, 0, sizeof(pv));
+	for (i = 0; i < BL_PORT_SLOTS; i++) {
+		if (pv.s[i].sk && pv.s[i].netns == l->netns) {
+			if (pv.s[i].sk == l->sk)
+				return;		/* watched already */
+			slot = i;		/* replaced */
+			break;
+		}
+		if (!pv.s[i].sk && slot < 0)
+			slot = i;
+	}
+	if (slot < 0) {
+		if (!l->port_full)
+			s->ports_full++;
+		l->port_full = true;
+		return;
+	}
+	pv.s[slot].sk = l->sk;
+	pv.s[slot].last_drops = l->sk_drops0;
+	pv.s[slot].netns = l->netns;
+	bpf_map__update_elem(m, &l->port, sizeof(l->port), &pv, sizeof(pv), BPF_ANY);
+}
+
+/* l closed: free its slot (the port's entry with the last one). */
+static void port_unwatch(struct bl_bpf *b, struct listener *l)
+{
+	struct bpf_map *m = b->skel->maps.tcp_ports;
+	struct bl_port pv;
+	bool any = false;
+	int i;
+
+	if (bpf_map__lookup_elem(m, &l->port, sizeof(l->port), &pv, sizeof(pv), 0))
+		return;
+	for (i = 0; i < BL_PORT_SLOTS; i++) {
+		if (pv.s[i].sk == l->sk && pv.s[i].netns == l->netns)
+			memset(&pv.s[i], 0, sizeof(pv.s[i]));
+		any |= pv.s[i].sk != 0;
+	}
+	if (any)
+		bpf_map__update_elem(m, &l->port, sizeof(l->port), &pv, sizeof(pv), BPF_ANY);
+	else
+		bpf_map__delete_elem(m, &l->port, sizeof(l->port), 0);
+}
+
+/* Both iterators, in the network namespace this thread is in. */
+static int run_iters(struct bl_state *s, struct bl_bpf *b)
+{
+	int err = run_iter(s, b, b->iter_unix, on_listener);
+
+	return err ? err : run_iter(s, b, b->iter_tcp, on_listener);
+}
+
+/* One queue sample: both iterators in udsprobe's netns and in every other one
+ * processes are in (backlog_ns.c), then bookkeeping. */
 int bl_sample(struct bl_state *s, struct bl_bpf *b)
 {
-	struct bl_port pv;
 	int i, err;
 
 	for (i = 0; i < s->n; i++)
 		s->ls[i].seen_now = false;
-	err = run_iter(s, b, b->iter_unix, on_listener);
-	if (!err)
-		err = run_iter(s, b, b->iter_tcp, on_listener);
+	s->cur_somaxconn = s->somaxconn;
+	err = run_iters(s, b);
+	if (!err) {
+		bl_netns_scan(s, false);
+		err = bl_netns_each(s, b, run_iters);
+	}
 	if (err)
 		return err;
 	for (i = 0; i < s->n; i++) {
@@ -300,8 +385,7 @@ int bl_sample(struct bl_state *s, struct bl_bpf *b)
 		if (!l->present) {
 			l->qlen = 0;
 			if (was && l->family == BL_TCP)
-				bpf_map__delete_elem(b->skel->maps.tcp_ports, &l->port,
-						     sizeof(l->port), 0);
+				port_unwatch(b, l);
 			continue;
 		}
 		if (l->family == BL_TCP) {
@@ -311,15 +395,8 @@ int bl_sample(struct bl_state *s, struct bl_bpf *b)
 		}
 		l->peak = MAX(l->peak, l->qlen);
 		l->watched = bl_match_filters(s, l);
-		if (l->family == BL_TCP && l->watched && b->mode == ATTACH_TRACEPOINT &&
-		    (bpf_map__lookup_elem(b->skel->maps.tcp_ports, &l->port, sizeof(l->port),
-					  &pv, sizeof(pv), 0) || pv.sk != l->sk)) {
-			/* new (or replaced) listener: start counting from its sk_drops now */
-			pv.sk = l->sk;
-			pv.last_drops = l->sk_drops0;
-			bpf_map__update_elem(b->skel->maps.tcp_ports, &l->port, sizeof(l->port),
-					     &pv, sizeof(pv), BPF_ANY);
-		}
+		if (l->family == BL_TCP && l->watched && b->mode == ATTACH_TRACEPOINT)
+			port_watch(s, b, l);
 	}
 	return 0;
 }

@@ -20,7 +20,11 @@
 
 struct bl_bpf;
 
-/* --unix, --port, --pid: a listener is watched if it matches any (none given: all). */
+#define CGROUP_TXT	512	/* a cgroup path after str_escape */
+#define CONTAINER_ID_LEN 65
+
+/* --unix, --port, --pid: a listener is watched if it matches any (none given: all);
+ * --netns and --cgroup then narrow that to one namespace, one cgroup subtree. */
 struct bl_filters {
 	const char *unix_paths[MAX_FILTERS];	/* as given: the escaped form (fmt_unix_addr) */
 	int n_unix;
@@ -28,10 +32,17 @@ struct bl_filters {
 	int n_ports;
 	int pids[MAX_FILTERS];
 	int n_pids;
+	uint32_t netns;			/* --netns: its inode (0: any) */
+	const char *netns_path;		/* ... when given as a file (/run/netns/NAME) */
+	const char *cgroup;		/* --cgroup as given (NULL: any) */
+	char cgroup_rel[CGROUP_TXT];	/* its path in the hierarchy, as /proc/PID/cgroup says */
+	uint64_t cgroup_id;		/* its inode = the kernel's cgroup id */
 };
 
 struct client {
 	uint32_t tgid;
+	uint32_t netns;		/* its network namespace, cgroup id (0: unknown), taken in */
+	uint64_t cgroup;	/* its connect() by BPF */
 	char comm[COMM_TXT];
 	struct bl_val v;
 };
@@ -72,11 +83,15 @@ struct listener {
 	int n_clients, cap_clients;
 	struct client *gone;		/* evicted: dead clients, or the listener closed */
 	int n_gone, cap_gone;
+	bool port_full;			/* tcp, tracepoint mode: not watched (see ports_full) */
 	bool retired;			/* closed and reported: counts kept, no more lines */
 	bool foldable;			/* retired an interval ago: its BPF keys are evicted */
 	bool frozen;			/* foldable, clients compacted into clients[] (gone empty) */
 	uint64_t prev_drops;
 	char owner_comm[COMM_TXT];
+	char cgroup[CGROUP_TXT];	/* the owner's cgroup v2 path, escaped ("" unknown) */
+	char container[CONTAINER_ID_LEN];	/* the container id that path names, or "" */
+	int somaxconn;			/* net.core.somaxconn of its netns (0 unknown) */
 	struct bl_hists *h;		/* NULL: no connect seen queued or accepted */
 };
 
@@ -87,19 +102,37 @@ struct bl_run {
 	bool listen_overflow_reason;	/* the kernel has SKB_DROP_REASON_TCP_LISTEN_OVERFLOW */
 };
 
+/* Another network namespace whose listeners are read (backlog_ns.c). */
+#define BL_MAX_NETNS	256
+struct bl_netns {
+	uint32_t inum;
+	int fd;				/* to setns() into it */
+	int somaxconn;
+	uint64_t somaxconn_ns;		/* when it was read */
+	bool seen, pinned;		/* pinned: --netns PATH, kept open */
+};
+
 /* Everything --backlog knows; one per run (bl_state_init / bl_state_free). */
 struct bl_state {
 	const struct bl_filters *f;
 	struct bl_run run;
 	struct listener *ls;
 	int n, cap;
-	int somaxconn;
+	int somaxconn;			/* of udsprobe's own netns */
+	int cur_somaxconn;		/* of the netns being iterated */
 	uint32_t netns, mntns;		/* udsprobe's own */
+	int self_netfd;			/* udsprobe's netns, to come back to (0: none) */
+	struct bl_netns nss[BL_MAX_NETNS];	/* the others */
+	int n_nss;
+	bool setns_denied;		/* no CAP_SYS_ADMIN: only udsprobe's netns is read */
+	uint64_t last_ns_scan;
 	unsigned long long netstat0[2], netstat[2];	/* ListenOverflows, ListenDrops */
 	bool netstat_ok;
 	uint64_t missed;		/* events not counted: a BPF map was full */
 	uint64_t missed_shown;		/* missed already said in the live view */
 	uint64_t listeners_missed;	/* more listeners than the iterator array holds */
+	uint64_t ports_full;		/* tcp listeners not watched: their port is in more than
+					 * BL_PORT_SLOTS namespaces (tracepoint mode) */
 	uint64_t folded;		/* closed listeners forgotten beyond BL_MAX_RETIRED */
 	uint64_t folded_overflows;	/* the overflows they had (watched ones) */
 	uint64_t clients_folded;	/* exited clients of retired listeners summed per command */
@@ -177,5 +210,26 @@ int bl_owner_pid(const struct listener *l);
 void bl_proc_comm(int pid, char *out);
 /* Fill holders/owner of listeners with new inodes from /proc/PID/fd. */
 void bl_resolve_owners(struct bl_state *s);
+
+/* backlog_ns.c: network namespaces, cgroups, containers */
+int bl_read_somaxconn(void);
+/* The cgroup v2 path of PID, escaped ("" unknown). */
+void bl_proc_cgroup(int pid, char *out, size_t len);
+bool bl_cgroup_under(const char *cg, const char *top);
+/* The container id the cgroup path names (docker-<id>.scope, ...), or "". */
+void bl_container_id(const char *cg, char *out, size_t len);
+/* --cgroup and --netns arguments: 0, or -errno with the reason in why. */
+int bl_cgroup_parse(const char *arg, char *rel, size_t len, uint64_t *id, char *why, size_t wlen);
+int bl_netns_parse(const char *arg, uint32_t *ino, char *why, size_t wlen);
+/* Find the other network namespaces (at most once a second unless force). */
+void bl_netns_scan(struct bl_state *s, bool force);
+/* fn(s, b) inside each of them (udsprobe's own is the caller's). 0 or -errno. */
+int bl_netns_each(struct bl_state *s, struct bl_bpf *b,
+		  int (*fn)(struct bl_state *, struct bl_bpf *));
+/* The path of cgroup v2 id (escaped; "" unknown), from a small cache. */
+const char *bl_cgroup_path(uint64_t id);
+/* net.core.somaxconn in force in netns (0: unknown). */
+int bl_netns_somaxconn(const struct bl_state *s, uint32_t netns);
+void bl_netns_free(struct bl_state *s);
 
 #endif

@@ -141,6 +141,26 @@ static int add_tgid(struct flows_bpf *skel, __u32 tgid)
 	return bpf_map__update_elem(skel->maps.tgids, &tgid, sizeof(tgid), &one, sizeof(one), BPF_ANY);
 }
 
+/* --cgroup PATH: the cgroup the kernel tests each end's task against. 0 or -errno. */
+static int set_cgroup(struct flows_bpf *skel, const char *path)
+{
+	__u32 zero = 0;
+	int fd, err = 0;
+
+	if (!path)
+		return 0;
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || bpf_map__update_elem(skel->maps.cgroup_filter, &zero, sizeof(zero), &fd,
+					   sizeof(fd), BPF_ANY)) {
+		err = -errno;
+		fprintf(stderr, "udsprobe: --trace: cannot use --cgroup %s: %s\n", path,
+			strerror(errno));
+	}
+	if (fd >= 0)
+		close(fd);
+	return err;
+}
+
 /* Fork the command, held on a pipe until tracing runs (write to *go_fd). */
 static pid_t spawn(char **argv, int *go_fd)
 {
@@ -222,6 +242,9 @@ int trace_run(const struct trace_opts *o, struct trace_run *run)
 	run->attach_mode = attach_mode_names[mode];
 	for (i = 0; i < o->n_pids; i++)
 		add_tgid(skel, o->pids[i]);
+	err = set_cgroup(skel, o->cgroup);
+	if (err)
+		goto out;
 	seed_listen_ports(skel);
 	if (o->argv) {
 		child = spawn(o->argv, &go);

@@ -25,6 +25,7 @@ struct trace_opts {
 	int n_unix;
 	const char *comms[FL_MAX_COMMS];
 	int n_comms;
+	const char *cgroup;	/* --cgroup PATH (a cgroup v2 directory), or NULL */
 	double duration_s;
 	enum attach_mode attach;	/* --attach (ATTACH_AUTO: the best that works) */
 	char **argv;		/* -- COMMAND [ARG...], NULL-terminated, or NULL */

@@ -87,7 +87,8 @@ static void configure(struct flows_bpf *skel, const struct trace_opts *o)
 {
 	int i;
 
-	skel->rodata->filter_procs = o->n_pids || o->n_comms || o->argv;
+	skel->rodata->filter_procs = o->n_pids || o->n_comms || o->argv || o->cgroup;
+	skel->rodata->filter_cgroup = o->cgroup != NULL;
 	skel->rodata->n_comms = o->n_comms;
 	for (i = 0; i < o->n_comms; i++)
 		strncpy((char *)skel->rodata->comms[i], o->comms[i], FL_COMM_LEN - 1);

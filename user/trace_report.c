@@ -110,7 +110,7 @@ void trace_report_text(const struct trace_run *run, const struct trace_opts *o, 
 	if (!run->n_flows) {
 		fprintf(f, "No messages matched%s: no AF_UNIX stream or loopback TCP message "
 			"completed during the run.\n",
-			o->n_pids || o->n_comms || o->n_ports || o->n_unix || o->argv ?
+			o->n_pids || o->n_comms || o->n_ports || o->n_unix || o->argv || o->cgroup ?
 			" the filters" : "");
 	}
 	for (i = 0; i < run->n_flows; i++) {
@@ -220,6 +220,7 @@ int trace_main(const char *json_path, double duration_s, enum attach_mode attach
 		.pids = f->pids, .n_pids = f->n_pids,
 		.ports = f->ports, .n_ports = f->n_ports,
 		.unix_paths = f->unix_paths, .n_unix = f->n_unix,
+		.cgroup = f->cgroup,
 		.duration_s = duration_s, .attach = attach, .argv = trace_command(),
 		.verbose = verbose,
 	};

@@ -294,3 +294,47 @@ def nobody_binary(udsprobe):
     os.chmod(dst, 0o755)
     yield dst
     shutil.rmtree(d, ignore_errors=True)
+
+
+def cgroup2_root():
+    """Where the cgroup v2 hierarchy is mounted (/sys/fs/cgroup, or .../unified on a hybrid
+    host), or None."""
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            pre, _, post = line.partition(" - ")
+            if post.split()[:1] == ["cgroup2"]:
+                return Path(pre.split()[4])
+    return None
+
+
+@pytest.fixture
+def test_cgroup():
+    """A cgroup v2 directory of its own under the cgroup v2 root, as (dir, path as /proc/PID/cgroup
+    shows it); move a process in with `(dir / "cgroup.procs").write_text(str(pid))` or by
+    writing "0" from a preexec_fn. At teardown every process still in it is killed and the
+    directory removed."""
+    root = cgroup2_root()
+    if not root:
+        pytest.skip("no cgroup v2 hierarchy mounted")
+    d = Path(tempfile.mkdtemp(prefix="udsprobe-test-", dir=root))
+    try:
+        yield d, "/" + d.name
+    finally:
+        deadline = time.time() + 10
+        while True:
+            pids = [int(p) for p in (d / "cgroup.procs").read_text().split()]
+            if not pids:
+                break
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            if time.time() > deadline:
+                break
+            time.sleep(0.05)
+        try:
+            d.rmdir()
+        except OSError:
+            time.sleep(0.5)
+            d.rmdir()

@@ -104,7 +104,8 @@ def run_line(events):
     return [e for e in events if e["event"] == "run"][-1]
 
 
-SUMMARY_KEYS = {"event", "family", "address", "netns", "owner_pid", "owner_comm", "limit",
+SUMMARY_KEYS = {"event", "family", "address", "netns", "owner_pid", "owner_comm", "cgroup",
+                "container", "somaxconn", "limit",
                 "peak_queue", "overflows", "accepts", "accept_wait_p50_s", "accept_wait_p99_s",
                 "accept_wait_max_s", "queued", "queue_depth_p50", "queue_depth_p99",
                 "queue_depth_max", "clients"}
@@ -142,7 +143,8 @@ def test_unix_synthetic_exactly_15(udsprobe, attach_mode, procs, bl_bins, world_
 
     text = prom.read_text()
     assert re.search(r'^udsprobe_backlog_overflows_total\{family="unix",address="%s",'
-                     r'owner_comm="listen_noaccept",owner_pid="%d",netns="\d+"\} 15$' % (re.escape(path), srv.pid),
+                     r'owner_comm="listen_noaccept",owner_pid="%d",netns="\d+",'
+                     r'cgroup="[^"]*",container=""\} 15$' % (re.escape(path), srv.pid),
                      text, re.M), text
     assert re.search(r'^udsprobe_backlog_limit\{.*\} 4$', text, re.M)
     assert not list(world_dir.glob("backlog.prom.tmp*"))
@@ -232,8 +234,8 @@ def test_accept_wait_histogram(udsprobe, attach_mode, procs, world_dir, family):
     assert s["limit"] == 64
     assert re.search(r"%s: %d accepted connections waited in the queue p50 <= " % (
         re.escape(addr), n), out), out
-    labels = r'\{family="%s",address="%s",owner_comm="python3",owner_pid="%d",netns="\d+"' % (
-        family, re.escape(addr), srv.pid)
+    labels = (r'\{family="%s",address="%s",owner_comm="python3",owner_pid="%d",netns="\d+",'
+              r'cgroup="[^"]*",container=""' % (family, re.escape(addr), srv.pid))
     assert re.search(r"^udsprobe_backlog_accept_wait_seconds_count%s\} %d$" % (labels, n),
                      text, re.M), text
     assert re.search(r'^udsprobe_backlog_accept_wait_seconds_bucket%s,le="\+Inf"\} %d$' % (

@@ -382,12 +382,13 @@ sys.stdin.readline()
 def test_listener_churn_bounded_and_exact(udsprobe, procs, tmp_path):
     """1,200 listeners that each overflow once and close: at most 1,024 closed ones are kept
     for the summary, the rest folded into counts, and no overflow is lost either way. In a
-    network namespace of its own (`unshare -n`): the iterators see only its listeners, so no
-    other listener of the host can be folded into the counts."""
+    network namespace of its own (`unshare -n`), watching only that one (`--netns
+    /proc/self/ns/net`, udsprobe's own), so no other listener of the host can be folded into
+    the counts."""
     n = 1200
     jl = tmp_path / "backlog.jsonl"
-    u = procs(["unshare", "-n", udsprobe, "--backlog", "--quiet", "--interval", "0.2",
-               "--json", str(jl)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    u = procs(["unshare", "-n", udsprobe, "--backlog", "--netns", "/proc/self/ns/net", "--quiet",
+               "--interval", "0.2", "--json", str(jl)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert u.stdout.readline().startswith("udsprobe --backlog: attach mode")
     churn = procs(["nsenter", f"--net=/proc/{u.pid}/ns/net", "python3", "-c", CHURN,
                    str(tmp_path), str(n)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,

@@ -2,8 +2,8 @@
 fentry and kprobe modes, --attach / UDSPROBE_ATTACH): an asyncio echo pair written for
 these tests (exact counts and bytes over unix and TCP), redis-server driven by redis-benchmark
 (message counts against redis' own INFO commandstats), -- COMMAND following children, --pid of a
-running process, filters that match nothing, nginx -> php-fpm over FastCGI (unix and TCP), a Go
-echo pair (when Go is installed), and the JSON contract of issue 11 field by field.
+running process, --cgroup (exactly the pair in a test cgroup), filters that match nothing,
+nginx -> php-fpm over FastCGI (unix and TCP), a Go echo pair (when Go is installed), and the JSON contract of issue 11 field by field.
 Every test starts, drives and stops its own processes on loopback; no fixed ports."""
 import json
 import os
@@ -344,3 +344,47 @@ def test_nginx_php_fpm(trace, tmp_path, procs, world_dir, transport):
     assert req[0]["messages"] == n and rep[0]["messages"] == n
     assert req[0]["misses"] == 0 and rep[0]["misses"] == 0
     assert set(req[0]["sender"]["pids"]) <= set(st["workers"])
+
+
+def test_cgroup_selects_exactly_its_processes(trace, tmp_path, test_cgroup):
+    """--cgroup: two echo pairs run at once, one moved into a test cgroup (its client, forked
+    later, starts there too); the report holds exactly that pair's messages, both ways."""
+    cg_dir, _ = test_cgroup
+    go = tmp_path / "go"
+    n, size = 500, 128
+    pairs, tracer = [], None
+    try:
+        for name in ("in", "out"):
+            p = subprocess.Popen([sys.executable, ECHO, "unix", str(tmp_path / f"{name}.sock"),
+                                  str(n), str(size)], stdout=subprocess.PIPE, text=True,
+                                 env={**os.environ, "ECHO_GO_FILE": str(go)})
+            pairs.append(p)
+            assert json.loads(p.stdout.readline())["ready"]
+        (cg_dir / "cgroup.procs").write_text(str(pairs[0].pid))
+        out = tmp_path / "cg.json"
+        tracer = subprocess.Popen(trace + ["--cgroup", str(cg_dir), "--json", str(out)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = tracer.stderr.readline()
+        assert "tracing" in line, line
+        go.touch()
+        ends = [json.loads(p.stdout.readline()) for p in pairs]
+        assert [p.wait(timeout=60) for p in pairs] == [0, 0]
+        tracer.send_signal(signal.SIGINT)
+        tracer.communicate(timeout=30)
+        assert tracer.returncode == 0
+    finally:
+        for p in pairs + [tracer]:
+            if p and p.poll() is None:
+                p.kill()
+                p.wait()
+    doc = json.loads(out.read_text())
+    check_top_contract(doc, trace)
+    # asyncio's self-pipe (a socketpair inside the server) is that pair's traffic too
+    assert {f["endpoint"] for f in doc["flows"]} <= {str(tmp_path / "in.sock"), "socketpair"}
+    echo = flows_at(doc, str(tmp_path / "in.sock"))
+    assert sum(f["messages"] for f in echo) == 2 * n
+    assert sum(f["bytes"] for f in echo) == 2 * n * size
+    assert not flows_at(doc, str(tmp_path / "out.sock"))
+    inside = {ends[0]["server_pid"], ends[0]["client_pid"]}
+    for f in doc["flows"]:
+        assert set(f["sender"]["pids"]) | set(f["receiver"]["pids"]) <= inside

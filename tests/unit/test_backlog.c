@@ -57,6 +57,9 @@ TEST(backlog_parse_addr_round_trip)
 }
 
 /* A state with one unix and one tcp listener, as the sampler and counters leave it. */
+#define CID "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+#define CG "cgroup=\"/system.slice/docker-" CID ".scope\",container=\"" CID "\""
+
 static void fixture(struct bl_state *s, const struct bl_filters *f, struct client *cl)
 {
 	struct listener *l;
@@ -80,8 +83,12 @@ static void fixture(struct bl_state *s, const struct bl_filters *f, struct clien
 	l->holders[0] = 100;
 	l->n_holders = 2;
 	strcpy(l->owner_comm, "php-fpm\\x1b");
+	strcpy(l->cgroup, "/system.slice/docker-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef.scope");
+	bl_container_id(l->cgroup, l->container, sizeof(l->container));
+	l->somaxconn = 4096;
 	memset(cl, 0, 2 * sizeof(*cl));
 	cl[0].tgid = 200;
+	cl[0].netns = 4026531840u;	/* its cgroup id unknown (0) */
 	strcpy(cl[0].comm, "nginx");
 	cl[0].v.overflows = 10;
 	strcpy(cl[1].comm, "nginx");	/* exited nginx processes, per comm */
@@ -138,7 +145,50 @@ TEST(backlog_filters)
 	f.n_ports = 0;
 	f.pids[f.n_pids++] = 100;				/* the holder */
 	CHECK(bl_match_filters(&s, &s.ls[0]) && !bl_match_filters(&s, &s.ls[1]));
+	f.n_pids = 0;
+	f.netns = 4026532000u;					/* --netns narrows */
+	CHECK(!bl_match_filters(&s, &s.ls[0]) && bl_match_filters(&s, &s.ls[1]));
+	f.ports[f.n_ports++] = 9000;
+	CHECK(bl_match_filters(&s, &s.ls[1]));
+	f.ports[0] = 9001;					/* and-ed with the others */
+	CHECK(!bl_match_filters(&s, &s.ls[1]));
+	f.n_ports = 0;
+	f.netns = 0;
+	f.cgroup = "/sys/fs/cgroup/system.slice";		/* --cgroup: the subtree */
+	strcpy(f.cgroup_rel, "/system.slice");
+	CHECK(bl_match_filters(&s, &s.ls[0]) && !bl_match_filters(&s, &s.ls[1]));
+	strcpy(f.cgroup_rel, "/system.slic");			/* a component, not a prefix */
+	CHECK(!bl_match_filters(&s, &s.ls[0]));
+	strcpy(f.cgroup_rel, "/");
+	CHECK(bl_match_filters(&s, &s.ls[0]) && !bl_match_filters(&s, &s.ls[1]));
 	unfixture(&s);
+}
+
+/* Container ids from the cgroup paths of the runtimes (docs/BACKLOG.md). */
+TEST(backlog_container_id)
+{
+	static const struct { const char *cg, *id; } cases[] = {
+		{ "/system.slice/docker-" CID ".scope", CID },
+		{ "/docker/" CID, CID },
+		{ "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1a2b.slice/"
+		  "cri-containerd-" CID ".scope", CID },
+		{ "/kubepods/besteffort/pod0f1e/" CID, CID },
+		{ "/machine.slice/libpod-" CID ".scope/container", CID },
+		{ "/kubepods.slice/crio-" CID ".scope", CID },
+		{ "/machine.slice/libpod-conmon-" CID ".scope", "" },	/* the monitor */
+		{ "/system.slice/php8.2-fpm.service", "" },
+		{ "/docker/" CID "0", "" },				/* 65 digits */
+		{ "", "" },
+	};
+	char out[CONTAINER_ID_LEN];
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		bl_container_id(cases[i].cg, out, sizeof(out));
+		CHECK_STR(out, cases[i].id);
+	}
+	CHECK(bl_cgroup_under("/a/b", "/a") && bl_cgroup_under("/a", "/a"));
+	CHECK(!bl_cgroup_under("/ab", "/a") && !bl_cgroup_under("", "/"));
 }
 
 static char *capture(struct bl_state *s, int what)
@@ -170,15 +220,19 @@ TEST(backlog_json_summary)
 	snprintf(want, sizeof(want),
 		 "{\"event\":\"summary\",\"family\":\"unix\",\"address\":\"@php\\\\0x\","
 		 "\"netns\":4026531840,\"owner_pid\":100,\"owner_comm\":\"php-fpm\\\\x1b\","
-		 "\"limit\":4,\"peak_queue\":5,\"overflows\":15,"
+		 "\"cgroup\":\"/system.slice/docker-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef.scope\",\"container\":\"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\","
+		 "\"limit\":4,\"somaxconn\":4096,\"peak_queue\":5,\"overflows\":15,"
 		 /* p50 and p99 in the 1-2 ms slot, capped at the max; depth p99 likewise */
 		 "\"accepts\":3,\"accept_wait_p50_s\":0.0015,\"accept_wait_p99_s\":0.0015,"
 		 "\"accept_wait_max_s\":0.0015,\"queued\":4,\"queue_depth_p50\":1,"
 		 "\"queue_depth_p99\":300,\"queue_depth_max\":300,\"clients\":["
-		 "{\"pid\":200,\"comm\":\"nginx\",\"count\":10},"
-		 "{\"pid\":null,\"comm\":\"nginx\",\"count\":5}]}\n"
+		 "{\"pid\":200,\"comm\":\"nginx\",\"count\":10,\"netns\":4026531840,"
+		 "\"cgroup\":null,\"container\":null},"
+		 "{\"pid\":null,\"comm\":\"nginx\",\"count\":5,\"netns\":null,\"cgroup\":null,"
+		 "\"container\":null}]}\n"
 		 "{\"event\":\"summary\",\"family\":\"tcp\",\"address\":\"*:9000\","
-		 "\"netns\":4026532000,\"owner_pid\":null,\"owner_comm\":null,\"limit\":0,"
+		 "\"netns\":4026532000,\"owner_pid\":null,\"owner_comm\":null,\"cgroup\":null,"
+		 "\"container\":null,\"limit\":0,\"somaxconn\":null,"
 		 "\"peak_queue\":0,\"overflows\":0,\"accepts\":0,\"accept_wait_p50_s\":0,"
 		 "\"accept_wait_p99_s\":0,\"accept_wait_max_s\":0,\"queued\":0,"
 		 "\"queue_depth_p50\":0,\"queue_depth_p99\":0,\"queue_depth_max\":0,"
@@ -193,6 +247,7 @@ TEST(backlog_json_summary)
 	unfixture(&s);
 }
 
+
 TEST(backlog_prom_text)
 {
 	struct bl_filters f = {};
@@ -205,31 +260,31 @@ TEST(backlog_prom_text)
 	REQUIRE(got != NULL);
 	CHECK(strstr(got, "# TYPE udsprobe_backlog_overflows_total counter\n"
 			  "udsprobe_backlog_overflows_total{family=\"unix\",address=\"@php\\\\0x\","
-			  "owner_comm=\"php-fpm\\\\x1b\",owner_pid=\"100\",netns=\"4026531840\"} 15\n"
+			  "owner_comm=\"php-fpm\\\\x1b\",owner_pid=\"100\",netns=\"4026531840\"," CG "} 15\n"
 			  "udsprobe_backlog_overflows_total{family=\"tcp\",address=\"*:9000\","
-			  "owner_comm=\"\",owner_pid=\"0\",netns=\"4026532000\"} 0\n") != NULL);
+			  "owner_comm=\"\",owner_pid=\"0\",netns=\"4026532000\",cgroup=\"\",container=\"\"} 0\n") != NULL);
 	/* family-specific metrics only for their family */
 	CHECK(strstr(got, "udsprobe_backlog_connect_waits_total{family=\"unix\"") != NULL);
 	CHECK(!strstr(got, "udsprobe_backlog_connect_waits_total{family=\"tcp\""));
 	CHECK(strstr(got, "udsprobe_backlog_syn_retransmits_total{family=\"tcp\",address=\"*:9000\","
-			  "owner_comm=\"\",owner_pid=\"0\",netns=\"4026532000\"} 3\n") != NULL);
+			  "owner_comm=\"\",owner_pid=\"0\",netns=\"4026532000\",cgroup=\"\",container=\"\"} 3\n") != NULL);
 	/* clients summed per comm: the live nginx and the exited ones */
 	CHECK(strstr(got, "udsprobe_backlog_client_overflows_total{family=\"unix\",address="
-			  "\"@php\\\\0x\",client_comm=\"nginx\",netns=\"4026531840\"} 15\n") != NULL);
+			  "\"@php\\\\0x\",client_comm=\"nginx\",netns=\"4026531840\"," CG "} 15\n") != NULL);
 	/* histograms: cumulative buckets, the open-ended last slot only as +Inf */
 	CHECK(strstr(got, "# TYPE udsprobe_backlog_accept_wait_seconds histogram\n"
 			  "udsprobe_backlog_accept_wait_seconds_bucket{family=\"unix\",address="
 			  "\"@php\\\\0x\",owner_comm=\"php-fpm\\\\x1b\",owner_pid=\"100\","
-			  "netns=\"4026531840\",le=\"2e-06\"} 0\n") != NULL);
+			  "netns=\"4026531840\"," CG ",le=\"2e-06\"} 0\n") != NULL);
 	CHECK(strstr(got, ",le=\"1.6e-05\"} 1\n") != NULL);
 	CHECK(strstr(got, ",le=\"0.002048\"} 3\n") != NULL);
 	CHECK(strstr(got, ",le=\"+Inf\"} 3\nudsprobe_backlog_accept_wait_seconds_sum{family="
 			  "\"unix\",address=\"@php\\\\0x\",owner_comm=\"php-fpm\\\\x1b\","
-			  "owner_pid=\"100\",netns=\"4026531840\"} 0.00301\n"
+			  "owner_pid=\"100\",netns=\"4026531840\"," CG "} 0.00301\n"
 			  "udsprobe_backlog_accept_wait_seconds_count{") != NULL);
 	CHECK(strstr(got, "udsprobe_backlog_queue_length_on_arrival_bucket{family=\"unix\","
 			  "address=\"@php\\\\0x\",owner_comm=\"php-fpm\\\\x1b\",owner_pid=\"100\","
-			  "netns=\"4026531840\",le=\"511\"} 4\n") != NULL);
+			  "netns=\"4026531840\"," CG ",le=\"511\"} 4\n") != NULL);
 	CHECK(!strstr(got, "_bucket{family=\"tcp\""));	/* no connect seen queued there */
 	CHECK(strstr(got, "udsprobe_backlog_dropped_events_total 0\n") != NULL);
 	CHECK(strstr(got, "udsprobe_backlog_last_update_timestamp_seconds 1700000000\n") != NULL);

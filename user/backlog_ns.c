@@ -1,0 +1,449 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * --backlog in containers: the network namespaces whose listeners are read
+ * (setns into each for the iterators and its net.core.somaxconn), the owner's
+ * cgroup and container id, the --netns and --cgroup filters.
+ *
+ * The iterators iter/unix and iter/tcp show the sockets of the network
+ * namespace of the task that creates the iterator (bpf_iter_init_seq_net takes
+ * current's netns at bpf_iter_create), and /proc/sys/net/... is the reader's
+ * netns too, whatever /proc it is read through. So both are done from inside
+ * the namespace: this thread enters it with setns(CLONE_NEWNET), which changes
+ * only the calling thread, and goes back at once.
+ */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/statfs.h>
+#include <linux/nsfs.h>
+#include <linux/magic.h>
+
+#include "backlog_table.h"
+#include "util.h"
+
+#define NS_SCAN_NS	1000000000ull	/* new namespaces are looked for once a second */
+
+/* net.core.somaxconn of the calling thread's network namespace, or 0. */
+int bl_read_somaxconn(void)
+{
+	FILE *f = fopen("/proc/sys/net/core/somaxconn", "r");
+	int v = 0;
+
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = 0;
+		fclose(f);
+	}
+	return v;
+}
+
+/* ------------------------------------------------------------------ cgroups */
+
+/* The cgroup v2 path of PID ("/system.slice/x.service"; "" when unknown). */
+void bl_proc_cgroup(int pid, char *out, size_t len)
+{
+	char path[64], line[PATH_MAX + 16];
+	FILE *f;
+
+	out[0] = 0;
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "0::", 3))	/* the unified hierarchy's line */
+			continue;
+		line[strcspn(line, "\n")] = 0;
+		str_escape(line + 3, strlen(line + 3), out, len);
+		break;
+	}
+	fclose(f);
+}
+
+/* Is cgroup path `cg` the cgroup `top` or below it? ("/" holds everything.) */
+bool bl_cgroup_under(const char *cg, const char *top)
+{
+	size_t n = strlen(top);
+
+	if (!cg[0])
+		return false;
+	if (n == 1 && top[0] == '/')
+		return true;
+	return !strncmp(cg, top, n) && (cg[n] == 0 || cg[n] == '/');
+}
+
+static bool hex64(const char *s, size_t n)
+{
+	size_t i;
+
+	if (n != 64)
+		return false;
+	for (i = 0; i < n; i++)
+		if (!isxdigit((unsigned char)s[i]))
+			return false;
+	return true;
+}
+
+/*
+ * The container id a cgroup path names, or "": the last path component that is
+ * 64 hex digits, alone (/docker/<id>, kubepods .../pod<uid>/<id>) or as
+ * docker-<id>.scope, cri-containerd-<id>.scope, crio-<id>.scope or
+ * libpod-<id>.scope (not their conmon-... monitors).
+ */
+void bl_container_id(const char *cg, char *out, size_t len)
+{
+	static const char *const prefixes[] = { "docker-", "cri-containerd-", "crio-", "libpod-", "" };
+	const char *end = cg + strlen(cg), *start;
+	size_t i, n, p;
+
+	out[0] = 0;
+	while (end > cg) {
+		for (start = end; start > cg && start[-1] != '/'; start--)
+			;
+		n = end - start;
+		if (n > 6 && !strncmp(end - 6, ".scope", 6))
+			n -= 6;
+		for (i = 0; i < ARRAY_SIZE(prefixes); i++) {
+			p = strlen(prefixes[i]);
+			if (n > p && !strncmp(start, prefixes[i], p) && hex64(start + p, n - p)) {
+				snprintf(out, len, "%.*s", 64, start + p);
+				return;
+			}
+		}
+		end = start > cg ? start - 1 : cg;
+	}
+}
+
+/* The cgroup v2 mount point holding `real` (longest match in mountinfo; "": the
+ * first cgroup2 mount), or -ENOENT. */
+static int cgroup2_mount(const char *real, char *mnt, size_t len)
+{
+	char line[PATH_MAX * 2], point[PATH_MAX], *sep;
+	size_t best = 0, n;
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		/* "36 25 0:30 / /sys/fs/cgroup rw,... - cgroup2 cgroup2 rw" */
+		sep = strstr(line, " - ");
+		if (!sep || strncmp(sep, " - cgroup2 ", 11))
+			continue;
+		if (sscanf(line, "%*s %*s %*s %*s %4095s", point) != 1)
+			continue;
+		n = strlen(point);
+		if (!real[0]) {		/* any: the first */
+			snprintf(mnt, len, "%s", point);
+			best = n;
+			break;
+		}
+		if (n > best && !strncmp(real, point, n) && (real[n] == '/' || !real[n] ||
+							      (n == 1 && point[0] == '/'))) {
+			best = n;
+			snprintf(mnt, len, "%s", point);
+		}
+	}
+	fclose(f);
+	return best ? 0 : -ENOENT;
+}
+
+/*
+ * --cgroup PATH: a cgroup v2 directory (/sys/fs/cgroup/system.slice/x.service).
+ * Its path within the hierarchy (as /proc/PID/cgroup shows it) in rel, its id
+ * (the directory's inode, what bpf_get_current_cgroup_id returns). 0, or -errno
+ * with the reason in why.
+ */
+int bl_cgroup_parse(const char *arg, char *rel, size_t len, uint64_t *id, char *why, size_t wlen)
+{
+	char real[PATH_MAX], mnt[PATH_MAX];
+	struct statfs fs;
+	struct stat sb;
+
+	if (!realpath(arg, real) || stat(real, &sb)) {
+		snprintf(why, wlen, "%s", strerror(errno));
+		return -ENOENT;
+	}
+	if (statfs(real, &fs) || fs.f_type != CGROUP2_SUPER_MAGIC || !S_ISDIR(sb.st_mode)) {
+		snprintf(why, wlen, "not a directory of the cgroup v2 hierarchy (e.g. "
+			 "/sys/fs/cgroup/system.slice/php8.2-fpm.service)");
+		return -EINVAL;
+	}
+	if (cgroup2_mount(real, mnt, sizeof(mnt))) {
+		snprintf(why, wlen, "no cgroup2 mount holds it in /proc/self/mountinfo");
+		return -EINVAL;
+	}
+	snprintf(rel, len, "%s", real[strlen(mnt)] ? real + (strcmp(mnt, "/") ? strlen(mnt) : 0) :
+		 "/");
+	*id = sb.st_ino;
+	return 0;
+}
+
+/*
+ * A cgroup v2 id (what bpf_get_current_cgroup_id returns: the kernfs inode) as a
+ * path: open_by_handle_at on the cgroup2 mount with the id as a kernfs file
+ * handle (needs CAP_DAC_READ_SEARCH), then the fd's path. Cached, the misses
+ * too (an id is never reused), in a small ring.
+ */
+#define CG_CACHE	256
+#define FILEID_KERNFS	0xfe
+
+static struct {
+	uint64_t id;
+	char path[CGROUP_TXT];
+} cg_cache[CG_CACHE];
+static unsigned cg_next;
+static int cg_mnt_fd = -1;
+static char cg_mnt[PATH_MAX];
+static bool cg_mnt_tried;
+
+const char *bl_cgroup_path(uint64_t id)
+{
+	union {
+		struct file_handle fh;
+		char buf[sizeof(struct file_handle) + sizeof(uint64_t)];
+	} h;
+	char lnk[64], real[PATH_MAX];
+	const char *rel;
+	unsigned i;
+	ssize_t n;
+	int fd;
+
+	for (i = 0; i < CG_CACHE; i++)
+		if (cg_cache[i].id == id)
+			return cg_cache[i].path;
+	i = cg_next++ % CG_CACHE;
+	cg_cache[i].id = id;
+	cg_cache[i].path[0] = 0;
+	if (!cg_mnt_tried) {
+		cg_mnt_tried = true;
+		if (!cgroup2_mount("", cg_mnt, sizeof(cg_mnt)))
+			cg_mnt_fd = open(cg_mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	}
+	if (cg_mnt_fd < 0)
+		return cg_cache[i].path;
+	h.fh.handle_bytes = sizeof(uint64_t);
+	h.fh.handle_type = FILEID_KERNFS;
+	memcpy(h.fh.f_handle, &id, sizeof(id));
+	fd = open_by_handle_at(cg_mnt_fd, &h.fh, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return cg_cache[i].path;
+	snprintf(lnk, sizeof(lnk), "/proc/self/fd/%d", fd);
+	n = readlink(lnk, real, sizeof(real) - 1);
+	close(fd);
+	if (n <= 0)
+		return cg_cache[i].path;
+	real[n] = 0;
+	rel = strcmp(cg_mnt, "/") ? real + strlen(cg_mnt) : real;
+	if (strncmp(real, cg_mnt, strlen(cg_mnt)))
+		return cg_cache[i].path;
+	str_escape(*rel ? rel : "/", *rel ? strlen(rel) : 1, cg_cache[i].path, CGROUP_TXT);
+	return cg_cache[i].path;
+}
+
+/* ------------------------------------------------------------------ netns */
+
+/* --netns PATH|INODE: the namespace's inode; PATH is kept to enter it. */
+int bl_netns_parse(const char *arg, uint32_t *ino, char *why, size_t wlen)
+{
+	struct stat sb;
+	uint64_t v;
+	int fd;
+
+	if (!parse_u64(arg, 1, UINT32_MAX, &v)) {
+		*ino = v;
+		return 0;
+	}
+	fd = open(arg, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(why, wlen, "%s", strerror(errno));
+		return -ENOENT;
+	}
+	if (fstat(fd, &sb) || ioctl(fd, NS_GET_NSTYPE) != CLONE_NEWNET) {
+		close(fd);
+		snprintf(why, wlen, "not a network namespace (e.g. /proc/PID/ns/net, "
+			 "/run/netns/NAME, or its inode number)");
+		return -EINVAL;
+	}
+	close(fd);
+	*ino = sb.st_ino;
+	return 0;
+}
+
+static struct bl_netns *ns_find(struct bl_state *s, uint32_t inum)
+{
+	int i;
+
+	for (i = 0; i < s->n_nss; i++)
+		if (s->nss[i].inum == inum)
+			return &s->nss[i];
+	return NULL;
+}
+
+/* Enter ns (this thread only); its somaxconn is read there once a second. 0 or -errno. */
+static int ns_enter(struct bl_state *s, struct bl_netns *ns)
+{
+	uint64_t now = now_ns();
+
+	if (setns(ns->fd, CLONE_NEWNET) < 0)
+		return -errno;
+	if (!ns->somaxconn || now - ns->somaxconn_ns >= NS_SCAN_NS) {
+		ns->somaxconn = bl_read_somaxconn();
+		ns->somaxconn_ns = now;
+	}
+	return 0;
+}
+
+static int ns_leave(struct bl_state *s)
+{
+	if (setns(s->self_netfd, CLONE_NEWNET) < 0) {
+		fprintf(stderr, "udsprobe: cannot return to udsprobe's own network namespace: %s\n",
+			strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+/* Keep an fd of the namespace file `path` (inode inum) to enter it. */
+static void ns_add(struct bl_state *s, uint32_t inum, const char *path, bool pinned)
+{
+	struct bl_netns *ns;
+	struct stat sb;
+	int fd;
+
+	if (s->n_nss == BL_MAX_NETNS)
+		return;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (fstat(fd, &sb) || (uint32_t)sb.st_ino != inum) {	/* the process went away */
+		close(fd);
+		return;
+	}
+	ns = &s->nss[s->n_nss++];
+	ns->inum = inum;
+	ns->fd = fd;
+	ns->seen = true;
+	ns->pinned = pinned;
+	ns->somaxconn = 0;
+}
+
+/*
+ * The other network namespaces processes are in (/proc/PID/ns/net), each with
+ * an fd to enter it; those no process is in any more are closed, so udsprobe
+ * never keeps a namespace alive. With --netns only that one.
+ */
+void bl_netns_scan(struct bl_state *s, bool force)
+{
+	uint64_t now = now_ns();
+	struct bl_netns *ns;
+	struct dirent *p;
+	char path[64];
+	uint32_t inum;
+	DIR *proc;
+	int i, pid;
+
+	if (!s->self_netfd || s->setns_denied || (!force && now - s->last_ns_scan < NS_SCAN_NS))
+		return;
+	s->last_ns_scan = now;
+	proc = opendir("/proc");
+	if (!proc)
+		return;
+	for (i = 0; i < s->n_nss; i++)
+		s->nss[i].seen = false;
+	while ((p = readdir(proc))) {
+		pid = atoi(p->d_name);
+		if (pid <= 0)
+			continue;
+		inum = bl_ns_inode(pid, "net");
+		if (!inum || inum == s->netns || (s->f->netns && inum != s->f->netns))
+			continue;
+		ns = ns_find(s, inum);
+		if (ns) {
+			ns->seen = true;
+		} else {
+			snprintf(path, sizeof(path), "/proc/%d/ns/net", pid);
+			ns_add(s, inum, path, false);
+		}
+	}
+	closedir(proc);
+	/* --netns /run/netns/NAME: entered through that file even with no process in it */
+	if (s->f->netns_path && s->f->netns != s->netns && !ns_find(s, s->f->netns))
+		ns_add(s, s->f->netns, s->f->netns_path, true);
+	for (i = 0; i < s->n_nss;) {
+		if (s->nss[i].seen || s->nss[i].pinned) {
+			i++;
+			continue;
+		}
+		close(s->nss[i].fd);
+		s->nss[i] = s->nss[--s->n_nss];
+	}
+}
+
+/*
+ * Run fn(s, b) inside every other namespace found (after udsprobe's own, which
+ * the caller ran). A namespace that cannot be entered is skipped (its listeners
+ * stay "known from counts"); no setns right at all is said once.
+ */
+int bl_netns_each(struct bl_state *s, struct bl_bpf *b,
+		  int (*fn)(struct bl_state *, struct bl_bpf *))
+{
+	int i, err;
+
+	for (i = 0; i < s->n_nss; i++) {
+		err = ns_enter(s, &s->nss[i]);
+		if (err == -EPERM) {
+			s->setns_denied = true;
+			fprintf(stderr, "note: no CAP_SYS_ADMIN: listeners in other network namespaces "
+				"are known only from their counts (no owner, queue or limit)\n");
+			return 0;
+		}
+		if (err)
+			continue;
+		s->cur_somaxconn = s->nss[i].somaxconn;
+		err = fn(s, b);
+		if (ns_leave(s))
+			return -errno;
+		if (err)
+			return err;
+	}
+	s->cur_somaxconn = s->somaxconn;
+	return 0;
+}
+
+int bl_netns_somaxconn(const struct bl_state *s, uint32_t netns)
+{
+	int i;
+
+	if (!netns || netns == s->netns)
+		return s->somaxconn;
+	for (i = 0; i < s->n_nss; i++)
+		if (s->nss[i].inum == netns)
+			return s->nss[i].somaxconn;
+	return 0;
+}
+
+void bl_netns_free(struct bl_state *s)
+{
+	int i;
+
+	for (i = 0; i < s->n_nss; i++)
+		close(s->nss[i].fd);
+	s->n_nss = 0;
+	if (s->self_netfd > 0)
+		close(s->self_netfd);
+	s->self_netfd = 0;
+	if (cg_mnt_fd >= 0)
+		close(cg_mnt_fd);
+	cg_mnt_fd = -1;
+	cg_mnt_tried = false;
+}
