@@ -41,7 +41,7 @@ BAD = [
     (["--compare", "--no-trace", "--count", "99999999999999999999999"], "count"),
     (["--compare", "--no-trace", "--count", ""], "count"),
     (["--compare", "--no-trace", "--size", "0"], "size"),
-    (["--compare", "--no-trace", "--size", "2M"], "size"),
+    (["--compare", "--no-trace", "--size", "17M"], "size"),
     (["--compare", "--no-trace", "--size", "12X"], "size"),
     (["--compare", "--no-trace", "--size", "1.5K"], "size"),
     (["--compare", "--no-trace", "--size", "64,0"], "size"),
