@@ -27,7 +27,7 @@ UDSPROBE = os.environ.get("UDSPROBE", "./udsprobe")
 QUICK = os.environ.get("BENCH_QUICK") == "1"
 REPEATS = 1 if QUICK else int(os.environ.get("ACCURACY_REPEATS", "3"))
 DURATION = "0.2" if QUICK else os.environ.get("ACCURACY_DURATION", "0.5")
-SIZES = "1,64,4K,64K,1M"
+SIZES = "1,64,4K,64K,1M,16M"
 MODES = "pingpong,stream,connect"
 PLACES = "same,split,none"
 
