@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * --out DIR: the report directory (report.md, report.json, folded stacks, SVGs). Every file
- * goes through outfile.c (temp name, O_EXCL|O_NOFOLLOW, rename). A manifest of what udsprobe
+ * --out DIR: the report directory (report.md, report.json, folded stacks, SVGs; --trace's
+ * files through the same out_set). Every file goes through outfile.c (temp name,
+ * O_EXCL|O_NOFOLLOW, rename). A manifest of what udsprobe
  * wrote lets the next run into the same directory remove the previous run's files that it
  * does not rewrite (an old flame-*.svg of a run no longer in the report), and nothing else.
  */
@@ -48,7 +49,7 @@ static bool our_name(const char *name)
 {
 	static const char *const fixed[] = {
 		"report.md", "report.json", "stages.folded", "unix.folded", "tcp.folded",
-		"udsprobe.svg", "sweep.svg", "think.svg",
+		"udsprobe.svg", "sweep.svg", "think.svg", "trace.json", "slow.jsonl",
 	};
 	size_t i;
 
@@ -57,7 +58,8 @@ static bool our_name(const char *name)
 	for (i = 0; i < ARRAY_SIZE(fixed); i++)
 		if (!strcmp(name, fixed[i]))
 			return true;
-	return !fnmatch("flame-*.svg", name, 0) || !fnmatch("diff-*.svg", name, 0);
+	return !fnmatch("flame-*.svg", name, 0) || !fnmatch("diff-*.svg", name, 0) ||
+	       !fnmatch("flow-*.svg", name, 0) || !fnmatch("flow-*.folded", name, 0);
 }
 
 /* A file made by this user (root) or handed to the sudo user, not someone else's. */
@@ -122,95 +124,145 @@ static int manifest_write(struct outdir *od, const struct names *now)
 	return outfile_commit(&of, 0);
 }
 
-enum out_kind { OUT_MD, OUT_JSON, OUT_FOLDED, OUT_SVG, OUT_SWEEP, OUT_THINK };
+/* ---- what one run writes into a directory (reports.h) ---- */
 
-/* Write one file of the directory; 0, -ENODATA (nothing to draw: no file) or -errno. */
-static int write_one(const struct comparison *cmp, struct outdir *od, struct names *now,
-		     const char *name, enum out_kind kind, int arg, unsigned view)
+struct out_set {
+	struct outdir *od;
+	struct names old, now;
+};
+
+struct out_set *out_set_begin(struct outdir *od)
+{
+	struct out_set *s = calloc(1, sizeof(*s));
+
+	if (!s) {
+		fprintf(stderr, "udsprobe: --out: out of memory\n");
+		return NULL;
+	}
+	s->od = od;
+	manifest_read(od->fd, &s->old);
+	return s;
+}
+
+int out_set_write(struct out_set *s, const char *name, out_write_fn fn, const void *ctx,
+		  int arg)
 {
 	struct outfile of;
-	int err = outfile_begin_at(&of, "--out", od->fd, od->path, name);
+	int err = outfile_begin_at(&of, "--out", s->od->fd, s->od->path, name);
 
 	if (err)
 		return err;
-	switch (kind) {
+	err = outfile_commit(&of, fn(of.f, ctx, arg));
+	if (!err)
+		names_add(&s->now, name);
+	return err == -ENODATA ? 0 : err;
+}
+
+bool out_set_has(const struct out_set *s, const char *name)
+{
+	return names_has(&s->now, name);
+}
+
+int out_set_end(struct out_set *s)
+{
+	int err;
+
+	remove_stale(s->od->fd, &s->old, &s->now);
+	err = manifest_write(s->od, &s->now);
+	free(s);
+	return err;
+}
+
+/* ---- --compare's directory ---- */
+
+enum out_kind { OUT_MD, OUT_JSON, OUT_FOLDED, OUT_SVG, OUT_SWEEP, OUT_THINK };
+
+struct cmp_file {
+	const struct comparison *cmp;
+	enum out_kind kind;
+	unsigned view;
+};
+
+/* One file of --compare's directory; -ENODATA: nothing to draw (no file). */
+static int cmp_write(FILE *f, const void *ctx, int arg)
+{
+	const struct cmp_file *c = ctx;
+
+	switch (c->kind) {
 	case OUT_MD:
-		md_write(cmp, of.f);
-		break;
+		md_write(c->cmp, f);
+		return 0;
 	case OUT_JSON:
-		json_write(cmp, of.f);
-		break;
+		json_write(c->cmp, f);
+		return 0;
 	case OUT_FOLDED:
-		folded_write(cmp, arg, cmp->n_pairs > 1, of.f);
-		break;
+		folded_write(c->cmp, arg, c->cmp->n_pairs > 1, f);
+		return 0;
 	case OUT_SVG:
-		err = svg_write(cmp, arg, view, of.f);
-		break;
+		return svg_write(c->cmp, arg, c->view, f);
 	case OUT_SWEEP:
 		/* one size is no curve: no file */
-		err = sweep_svg_write(cmp, of.f) == -EINVAL ? -ENODATA : 0;
-		break;
+		return sweep_svg_write(c->cmp, f) == -EINVAL ? -ENODATA : 0;
 	case OUT_THINK:
 		/* one think time is no curve either */
-		err = think_svg_write(cmp, of.f) == -EINVAL ? -ENODATA : 0;
-		break;
+		return think_svg_write(c->cmp, f) == -EINVAL ? -ENODATA : 0;
 	}
-	err = outfile_commit(&of, err);
-	if (!err)
-		names_add(now, name);
-	return err == -ENODATA ? 0 : err;
+	return 0;
+}
+
+static int write_one(const struct comparison *cmp, struct out_set *set, const char *name,
+		     enum out_kind kind, int arg, unsigned view)
+{
+	struct cmp_file c = { .cmp = cmp, .kind = kind, .view = view };
+
+	return out_set_write(set, name, cmp_write, &c, arg);
 }
 
 int report_out_at(const struct comparison *cmp, struct outdir *od)
 {
 	static const char *const kind[] = { "flame", "diff" };
-	struct names *old = calloc(1, sizeof(*old)), *now = calloc(1, sizeof(*now));
+	struct out_set *set = out_set_begin(od);
 	char name[NAME_LEN], tag[64];
+	bool sweep, think;
 	int err = 0, e, i, t, v;
 
-	if (!old || !now) {
-		free(old);
-		free(now);
-		fprintf(stderr, "udsprobe: --out: out of memory\n");
+	if (!set)
 		return -ENOMEM;
-	}
-	manifest_read(od->fd, old);
 #define KEEP(x) do { e = (x); err = err ? err : e; } while (0)
-	KEEP(write_one(cmp, od, now, "report.md", OUT_MD, 0, 0));
-	KEEP(write_one(cmp, od, now, "report.json", OUT_JSON, 0, 0));
-	KEEP(write_one(cmp, od, now, "sweep.svg", OUT_SWEEP, 0, 0));
-	KEEP(write_one(cmp, od, now, "think.svg", OUT_THINK, 0, 0));
+	KEEP(write_one(cmp, set, "report.md", OUT_MD, 0, 0));
+	KEEP(write_one(cmp, set, "report.json", OUT_JSON, 0, 0));
+	KEEP(write_one(cmp, set, "sweep.svg", OUT_SWEEP, 0, 0));
+	KEEP(write_one(cmp, set, "think.svg", OUT_THINK, 0, 0));
 	if (comparison_has_stages(cmp)) {
-		KEEP(write_one(cmp, od, now, "stages.folded", OUT_FOLDED, -1, 0));
+		KEEP(write_one(cmp, set, "stages.folded", OUT_FOLDED, -1, 0));
 		for (t = 0; t < TR__COUNT; t++) {
 			snprintf(name, sizeof(name), "%s.folded", transport_names[t]);
-			KEEP(write_one(cmp, od, now, name, OUT_FOLDED, t, 0));
+			KEEP(write_one(cmp, set, name, OUT_FOLDED, t, 0));
 		}
-		KEEP(write_one(cmp, od, now, "udsprobe.svg", OUT_SVG, -1, SVG_BOTH));
+		KEEP(write_one(cmp, set, "udsprobe.svg", OUT_SVG, -1, SVG_BOTH));
 		for (i = 0; i < cmp->n_pairs; i++) {
 			if (!pair_has_stages(&cmp->pairs[i]))
 				continue;
 			pair_tag(&cmp->pairs[i], true, tag, sizeof(tag));
 			for (v = 0; v < 2; v++) {
 				snprintf(name, sizeof(name), "%s-%s.svg", kind[v], tag);
-				KEEP(write_one(cmp, od, now, name, OUT_SVG, i, v ? SVG_DIFF : SVG_FLAME));
+				KEEP(write_one(cmp, set, name, OUT_SVG, i, v ? SVG_DIFF : SVG_FLAME));
 			}
 		}
 	}
-	remove_stale(od->fd, old, now);
-	KEEP(manifest_write(od, now));
+	sweep = out_set_has(set, "sweep.svg");
+	think = out_set_has(set, "think.svg");
+	KEEP(out_set_end(set));
 #undef KEEP
 	if (!comparison_has_stages(cmp))
 		fprintf(stderr, "udsprobe: wrote %s/report.md and report.json%s%s; no stage SVG or "
-			"folded stacks: %s\n", od->path, names_has(now, "sweep.svg") ? ", sweep.svg" : "",
-			names_has(now, "think.svg") ? ", think.svg" : "", no_stages_reason(cmp));
+			"folded stacks: %s\n", od->path, sweep ? ", sweep.svg" : "",
+			think ? ", think.svg" : "", no_stages_reason(cmp));
 	else if (!err)
 		fprintf(stderr, "udsprobe: wrote %s/: report.md, report.json, %s%sstages.folded, "
 			"unix.folded, tcp.folded, udsprobe.svg and per-run flame-*.svg, diff-*.svg\n",
-			od->path, names_has(now, "sweep.svg") ? "sweep.svg (the size curve), " : "",
-			names_has(now, "think.svg") ? "think.svg (across think times), " : "");
-	free(old);
-	free(now);
+			od->path, sweep ? "sweep.svg (the size curve), " : "",
+			think ? "think.svg (across think times), " : "");
 	return err;
 }
 
