@@ -90,10 +90,13 @@ const volatile __u32 filter_procs;		/* 1: only messages with an end in tgids, co
 const volatile __u32 filter_cgroup;		/* 1: --cgroup, in cgroup_filter[0] */
 const volatile __u32 n_comms;
 const volatile char comms[FL_MAX_COMMS][FL_COMM_LEN];
+/* --slower-than: a message slower than this goes to the outliers ring buffer (0: none) */
+const volatile __u64 slower_than_ns;
 
 /* Counters read at exit. */
 __u64 misses[8];		/* enum fl_miss */
 __u64 msgs_done;
+__u64 outliers_dropped;		/* the ring buffer was full */
 
 struct task_st {
 	__u64 sys_ts;		/* entry of the current send/recv-family syscall */
@@ -112,12 +115,15 @@ struct msg_ent {
 	__u32 tgid;
 	__u32 bytes;
 	__u32 in_cg;		/* --cgroup: the sender's task was in it */
+	__u32 tid;
+	__u32 pad;
 	char comm[FL_COMM_LEN];
 };
 
 struct rcv_info {
 	__u64 ret_ts, entry_ts, poll_entry, poll_exit;
 	__u32 tgid, in_cg;	/* in_cg: --cgroup: the receiver's task was in it */
+	__u32 tid, pad;
 	char comm[FL_COMM_LEN];
 };
 
@@ -194,9 +200,15 @@ struct {
 	__type(value, __u8);
 } tgids SEC(".maps");
 
+/* --slower-than: one record per outlier (sized from user space). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);	/* set from user space */
+} outliers SEC(".maps");
+
 /* Per-CPU scratch: the message being recorded, too large for the stack. */
 struct scratch {
-	struct fl_key fk;
+	struct fl_outlier o;	/* its flow key, boundaries and stages */
 	struct msg_ent e;
 	struct rcv_info r;
 };
@@ -425,17 +437,85 @@ static __always_inline void add_stage(struct fl_stats *s, int st, __u64 ns)
 	hist_add(s->st_hist[st & 7], ns);
 }
 
-/* One message done: its stages partition t0 (send entry) → r->ret_ts. */
-static __always_inline void record(struct dir_st *d, const struct msg_ent *e,
-				   const struct rcv_info *r, __u64 dropped, struct fl_key *fkp)
+/*
+ * The stages of one message into o: they partition t0 (send entry) → t3 (the
+ * recv() return that brought its last byte). o->bound gets the boundaries on one
+ * monotonic path, o->stage_ns the time of each stage and o->stages a bit per
+ * stage the message passed through.
+ */
+static __always_inline void cut_stages(const struct msg_ent *e, const struct rcv_info *r,
+				       struct fl_outlier *o)
 {
+	__u64 t3 = r->ret_ts, t0 = e->t0, t1 = e->t1, re, pe, px;
+
+	o->unseen = (e->t0 == e->t1 ? FU_SEND_ENTRY : 0) | (r->entry_ts ? 0 : FU_RECV_ENTRY);
+	if (t0 > t3)	/* clocks of two CPUs: keep the path monotonic */
+		t0 = t3;
+	if (t1 < t0)
+		t1 = t0;
+	if (t1 > t3)	/* the receiver finished before the sender's tracepoint */
+		t1 = t3;
+	o->bound[FB_SEND_ENTRY] = t0;
+	o->bound[FB_HANDOVER] = t1;
+	o->bound[FB_RECV_RETURN] = t3;
+	o->latency_ns = t3 - t0;
+	o->stage_ns[FS_SEND] = t1 - t0;
+	o->stages = 1 << FS_SEND;
+	re = r->entry_ts;
+	if (!re || re <= t1) {	/* already in recv(), or entry unknown */
+		o->bound[FB_RECV_ENTRY] = re;
+		o->stage_ns[FS_RECV_BLOCKED] = t3 - t1;
+		o->stages |= 1 << FS_RECV_BLOCKED;
+		return;
+	}
+	if (re > t3)
+		re = t3;
+	o->bound[FB_RECV_ENTRY] = re;
+	px = r->poll_exit;
+	pe = r->poll_entry;
+	if (px > t1 && px <= re) {	/* an epoll/poll/select returned in between */
+		if (pe < t1)
+			pe = t1;
+		if (pe > px)
+			pe = px;
+		o->bound[FB_POLL_ENTRY] = pe;
+		o->bound[FB_POLL_EXIT] = px;
+		o->stage_ns[FS_EPOLL] = px - pe;
+		o->stage_ns[FS_BUSY] = (pe - t1) + (re - px);
+		o->stages |= 1 << FS_EPOLL | 1 << FS_BUSY;
+	} else {
+		o->stage_ns[FS_BUSY] = re - t1;
+		o->stages |= 1 << FS_BUSY;
+	}
+	o->stage_ns[FS_RECV] = t3 - re;
+	o->stages |= 1 << FS_RECV;
+}
+
+/* --slower-than: the whole record to user space; a full ring buffer is counted. */
+static __always_inline void emit_outlier(const struct fl_outlier *o)
+{
+	struct fl_outlier *rec = bpf_ringbuf_reserve(&outliers, sizeof(*rec), 0);
+
+	if (!rec) {
+		__sync_fetch_and_add(&outliers_dropped, 1);
+		return;
+	}
+	__builtin_memcpy(rec, o, sizeof(*rec));
+	bpf_ringbuf_submit(rec, 0);
+}
+
+/* One message done: into its flow's stats, and to user space when slower than asked. */
+static __always_inline void record(struct dir_st *d, const struct msg_ent *e,
+				   const struct rcv_info *r, __u64 dropped, struct fl_outlier *o)
+{
+	struct fl_key *fkp = &o->key;
 	struct fl_stats *s;
-	__u64 t3 = r->ret_ts, t0 = e->t0, t1 = e->t1, re, pe, px, lat;
+	int st;
 
 	if (filter_procs && !proc_match(e->tgid, e->comm, e->in_cg) &&
 	    !proc_match(r->tgid, r->comm, r->in_cg))
 		return;
-	__builtin_memset(fkp, 0, sizeof(*fkp));
+	__builtin_memset(o, 0, sizeof(*o));
 	fkp->transport = d->transport;
 	fkp->v6 = d->v6;
 	fkp->port = d->port;
@@ -450,39 +530,21 @@ static __always_inline void record(struct dir_st *d, const struct msg_ent *e,
 		miss(FM_FLOW_FULL);
 		return;
 	}
-	if (t0 > t3)	/* clocks of two CPUs: keep the path monotonic */
-		t0 = t3;
-	if (t1 < t0)
-		t1 = t0;
-	if (t1 > t3)	/* the receiver finished before the sender's tracepoint */
-		t1 = t3;
-	lat = t3 - t0;
+	cut_stages(e, r, o);
 	s->msgs++;
 	s->bytes += e->bytes;
-	s->lat_sum += lat;
+	s->lat_sum += o->latency_ns;
 	s->misses += dropped;
-	hist_add(s->lat_hist, lat);
-	add_stage(s, FS_SEND, t1 - t0);
-	re = r->entry_ts;
-	if (!re || re <= t1) {	/* already in recv(), or entry unknown */
-		add_stage(s, FS_RECV_BLOCKED, t3 - t1);
-		return;
+	hist_add(s->lat_hist, o->latency_ns);
+	for (st = 0; st < FS__COUNT; st++)
+		if (o->stages & (1 << st))
+			add_stage(s, st, o->stage_ns[st]);
+	if (slower_than_ns && o->latency_ns > slower_than_ns) {
+		o->bytes = e->bytes;
+		o->s_tid = e->tid;
+		o->r_tid = r->tid;
+		emit_outlier(o);
 	}
-	if (re > t3)
-		re = t3;
-	px = r->poll_exit;
-	pe = r->poll_entry;
-	if (px > t1 && px <= re) {	/* an epoll/poll/select returned in between */
-		if (pe < t1)
-			pe = t1;
-		if (pe > px)
-			pe = px;
-		add_stage(s, FS_EPOLL, px - pe);
-		add_stage(s, FS_BUSY, (pe - t1) + (re - px));
-	} else {
-		add_stage(s, FS_BUSY, re - t1);
-	}
-	add_stage(s, FS_RECV, t3 - re);
 }
 
 /* Complete every queued send whose end the receiver's position has passed. */
@@ -504,16 +566,19 @@ static __always_inline void complete(struct dir_st *d, struct scratch *x)
 		dropped = d->dropped;
 		if (dropped)
 			__sync_fetch_and_sub(&d->dropped, dropped);
-		record(d, e, &x->r, dropped, &x->fk);
+		record(d, e, &x->r, dropped, &x->o);
 		__sync_fetch_and_add(&msgs_done, 1);
 	}
 }
 
-/* Who runs this end: comm, tgid, and (--cgroup) whether its task is in the cgroup. */
-static __always_inline void fill_comm_tgid(char *comm, __u32 *tgid, __u32 *in_cg)
+/* Who runs this end: comm, tgid, tid, and (--cgroup) whether its task is in the cgroup. */
+static __always_inline void fill_task(char *comm, __u32 *tgid, __u32 *tid, __u32 *in_cg)
 {
+	__u64 id = bpf_get_current_pid_tgid();
+
 	bpf_get_current_comm(comm, FL_COMM_LEN);
-	*tgid = bpf_get_current_pid_tgid() >> 32;
+	*tgid = id >> 32;
+	*tid = (__u32)id;
 	*in_cg = filter_cgroup && bpf_current_task_under_cgroup(&cgroup_filter, 0) == 1;
 }
 
@@ -593,7 +658,7 @@ static __always_inline int on_send(struct sock *sk, int ret)
 	e->t1 = now;
 	e->end = end;
 	e->bytes = ret;
-	fill_comm_tgid(e->comm, &e->tgid, &e->in_cg);
+	fill_task(e->comm, &e->tgid, &e->tid, &e->in_cg);
 	__sync_fetch_and_add(&d->tail, 1);
 	/* the receiver may have returned the last byte before this tracepoint ran */
 	if ((int)(d->rpos - end) >= 0 && d->last.ret_ts) {
@@ -638,7 +703,7 @@ static __always_inline int on_recv(struct sock *sk, int ret, int flags)
 	r->entry_ts = cur_entry(t);
 	r->poll_entry = t ? t->poll_entry : 0;
 	r->poll_exit = t ? t->poll_exit : 0;
-	fill_comm_tgid(r->comm, &r->tgid, &r->in_cg);
+	fill_task(r->comm, &r->tgid, &r->tid, &r->in_cg);
 	__builtin_memcpy(&d->last, r, sizeof(*r));
 	complete(d, x);
 	return 0;

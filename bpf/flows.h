@@ -62,6 +62,36 @@ struct fl_stats {
 	__u32 st_hist[FS__COUNT][FL_NBUCKETS];
 };
 
+/* Boundaries of one message (ns, bpf_ktime_get_ns): what its stages are cut from. */
+enum fl_bound {
+	FB_SEND_ENTRY,	/* t0: the sender's send() entry */
+	FB_HANDOVER,	/* t1: the data handed over (sock_send_length) */
+	FB_POLL_ENTRY,	/* the receiver's last epoll/poll/select entry (0: none) */
+	FB_POLL_EXIT,	/* its return */
+	FB_RECV_ENTRY,	/* the receiver's entry into the recv() that returned the last byte */
+	FB_RECV_RETURN,	/* t3: that recv()'s return */
+	FB__COUNT,
+};
+
+/* Boundaries not seen (struct fl_outlier.unseen bits). */
+enum fl_unseen {
+	FU_SEND_ENTRY = 1,	/* send outside a traced syscall: send;call starts at the handover */
+	FU_RECV_ENTRY = 2,	/* recv() entry unknown: its time counts in recv;blocked */
+};
+
+/* --slower-than: one message slower than the threshold, from the ring buffer. */
+struct fl_outlier {
+	struct fl_key key;	/* transport, endpoint, sender and receiver tgid + comm */
+	__u64 bound[FB__COUNT];	/* enum fl_bound, clamped to one monotonic path */
+	__u64 stage_ns[FS__COUNT];	/* enum fl_stage: they add up to latency_ns */
+	__u64 latency_ns;
+	__u32 stages;		/* bit per enum fl_stage the message passed through */
+	__u32 unseen;		/* enum fl_unseen bits */
+	__u32 bytes;
+	__u32 s_tid, r_tid;
+	__u32 pad;
+};
+
 struct fl_uaddr {
 	__u32 len;		/* bytes of path (abstract: leading NUL included) */
 	char path[FL_PATH_LEN];

@@ -72,6 +72,7 @@ static const char doc[] =
 "  sudo ./udsprobe --trace --cgroup /sys/fs/cgroup/system.slice/nginx.service\n"
 "  sudo ./udsprobe --trace --unix /run/php/php-fpm.sock --port 6379 --duration 30\n"
 "  sudo ./udsprobe --trace -- ./run-my-tests.sh   # the command and its children\n"
+"  sudo ./udsprobe --trace --slower-than 2ms --out rep/  # slow messages, SVGs\n"
 "\n"
 "Exit status: 0 ok, 1 runtime failure, 2 bad usage.\n"
 "\n"
@@ -145,7 +146,8 @@ static const struct argp_option opts[] = {
 	{ "svg", OPT_SVG, "PATH", 0,
 	  "Draw the stages of both transports on one scale, and their difference, as an SVG" },
 	{ "out", OPT_OUT, "DIR", 0,
-	  "Write a report directory: report.md, SVGs, folded stacks, JSON (see docs/REPORTS.md)" },
+	  "Write a report directory: report.md, SVGs, folded stacks, JSON (--compare and "
+	  "--trace; see docs/REPORTS.md)" },
 	{ "verbose", 'v', NULL, 0, "Verbose output (libbpf debug messages)" },
 	{ NULL, 'h', NULL, OPTION_HIDDEN, "Show this help" },
 	{},
@@ -226,7 +228,7 @@ static const struct { int key; const char *name; unsigned actions; } scoped_opts
 	{ OPT_THINK, "--think", FOR_COMPARE },
 	{ OPT_FOLDED, "--folded", FOR_COMPARE },
 	{ OPT_SVG, "--svg", FOR_COMPARE },
-	{ OPT_OUT, "--out", FOR_COMPARE },
+	{ OPT_OUT, "--out", FOR_COMPARE | FOR_TRACE },
 	{ OPT_DURATION, "--duration", FOR_COMPARE | FOR_BACKLOG | FOR_TRACE },
 	{ OPT_JSON, "--json", FOR_COMPARE | FOR_BACKLOG | FOR_TRACE },
 	{ OPT_ATTACH, "--attach", FOR_COMPARE | FOR_BACKLOG | FOR_CHECK | FOR_TRACE },

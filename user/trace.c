@@ -26,6 +26,7 @@
 #include "trace.h"
 #include "trace_bpf.h"
 #include "trace_collect.h"
+#include "trace_outliers.h"
 #include "util.h"
 
 /* ------------------------------------------------------------------ options */
@@ -34,10 +35,11 @@ static struct {
 	bool enabled;
 	const char *comms[FL_MAX_COMMS];
 	int n_comms;
+	uint64_t slower_than_ns;
 	char **argv;
 } topts;
 
-enum { OPT_TRACE = 1200, OPT_COMM };
+enum { OPT_TRACE = 1200, OPT_COMM, OPT_SLOWER_THAN };
 
 static const struct argp_option tr_options[] = {
 	{ "trace", OPT_TRACE, NULL, 0,
@@ -46,6 +48,10 @@ static const struct argp_option tr_options[] = {
 	{ NULL, 0, NULL, 0, "Trace (--trace; --pid, --port, --unix, --duration, --json apply):", 5 },
 	{ "comm", OPT_COMM, "NAME", 0,
 	  "Only messages one of whose ends is a process named NAME (repeatable, up to 8)" },
+	{ "slower-than", OPT_SLOWER_THAN, "DUR", 0,
+	  "Also report each message slower than DUR (e.g. 500us, 2ms; at most 60s) with its "
+	  "stage timeline: in the text report, in --json's \"outliers\" and in --out DIR's "
+	  "slow.jsonl" },
 	{},
 };
 
@@ -63,6 +69,14 @@ static error_t tr_parse(int key, char *arg, struct argp_state *state)
 		}
 		topts.comms[topts.n_comms++] = arg;
 		break;
+	case OPT_SLOWER_THAN:
+		if (parse_duration_ns(arg, 60000000000ull, &topts.slower_than_ns)) {
+			fprintf(stderr, "udsprobe: --slower-than: '%s' is not a duration with a unit "
+				"(ns, us, ms, s) in (0, 60s], e.g. 2ms\n"
+				"Try 'udsprobe --help' for more information.\n", arg);
+			exit(2);
+		}
+		break;
 	case ARGP_KEY_ARG:
 		if (!topts.enabled)
 			return ARGP_ERR_UNKNOWN;
@@ -71,9 +85,10 @@ static error_t tr_parse(int key, char *arg, struct argp_state *state)
 		state->next = state->argc;
 		break;
 	case ARGP_KEY_END:
-		if (!topts.enabled && topts.n_comms) {
-			fprintf(stderr, "udsprobe: --comm needs --trace\n"
-				"Try 'udsprobe --help' for more information.\n");
+		if (!topts.enabled && (topts.n_comms || topts.slower_than_ns)) {
+			fprintf(stderr, "udsprobe: %s needs --trace\n"
+				"Try 'udsprobe --help' for more information.\n",
+				topts.n_comms ? "--comm" : "--slower-than");
 			exit(2);
 		}
 		break;
@@ -102,6 +117,11 @@ int trace_comms(const char **out, int max)
 char **trace_command(void)
 {
 	return topts.argv;
+}
+
+uint64_t trace_slower_than(void)
+{
+	return topts.slower_than_ns;
 }
 
 /* ------------------------------------------------------------------ run */
@@ -192,10 +212,12 @@ static pid_t spawn(char **argv, int *go_fd)
 	return pid;
 }
 
-static int wait_loop(const struct trace_opts *o, pid_t child, struct trace_run *run)
+/* Until --duration, Ctrl-C or the command's end, taking in outliers (ol) as they come. */
+static int wait_loop(const struct trace_opts *o, pid_t child, struct trace_outliers *ol,
+		     struct trace_run *run)
 {
 	uint64_t t0 = now_ns(), end = o->duration_s ? t0 + (uint64_t)(o->duration_s * 1e9) : 0;
-	int status;
+	int status, err = 0;
 
 	run->exit_status = -1;
 	while (!udsprobe_stop) {
@@ -211,7 +233,13 @@ static int wait_loop(const struct trace_opts *o, pid_t child, struct trace_run *
 				break;
 			}
 		}
-		usleep(20000);
+		if (!ol)
+			usleep(20000);
+		else if ((err = trace_outliers_poll(ol, 20))) {
+			fprintf(stderr, "udsprobe: --slower-than: reading the ring buffer failed: %s\n",
+				strerror(-err));
+			break;
+		}
 	}
 	run->interrupted = udsprobe_stop;
 	run->duration_ns = now_ns() - t0;
@@ -221,12 +249,13 @@ static int wait_loop(const struct trace_opts *o, pid_t child, struct trace_run *
 			run->exit_status = WIFEXITED(status) ? WEXITSTATUS(status) :
 					   128 + WTERMSIG(status);
 	}
-	return 0;
+	return err;
 }
 
 int trace_run(const struct trace_opts *o, struct trace_run *run)
 {
 	struct flows_bpf *skel = NULL;
+	struct trace_outliers *ol = NULL;
 	enum attach_mode mode;
 	pid_t child = 0;
 	int i, err, go = -1;
@@ -246,6 +275,9 @@ int trace_run(const struct trace_opts *o, struct trace_run *run)
 	if (err)
 		goto out;
 	seed_listen_ports(skel);
+	err = trace_outliers_open(skel, o, run, &ol);
+	if (err)
+		goto out;
 	if (o->argv) {
 		child = spawn(o->argv, &go);
 		if (child < 0) {
@@ -265,9 +297,12 @@ int trace_run(const struct trace_opts *o, struct trace_run *run)
 		fprintf(stderr, "udsprobe: tracing%s; Ctrl-C to stop\n",
 			o->duration_s ? " for --duration" : "");
 	}
-	wait_loop(o, child, run);
+	err = wait_loop(o, child, ol, run);
 	child = 0;
-	err = trace_collect(skel, o, run);
+	trace_outliers_close(ol);
+	ol = NULL;
+	if (!err)
+		err = trace_collect(skel, o, run);
 out:
 	if (go >= 0)
 		close(go);
@@ -275,6 +310,7 @@ out:
 		kill(child, SIGKILL);
 		waitpid(child, NULL, 0);
 	}
+	trace_outliers_close(ol);
 	flows_bpf__destroy(skel);
 	return err;
 }
@@ -284,4 +320,7 @@ void trace_run_free(struct trace_run *run)
 	free(run->flows);
 	run->flows = NULL;
 	run->n_flows = 0;
+	free(run->outliers);
+	run->outliers = NULL;
+	run->n_outliers = 0;
 }

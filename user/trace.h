@@ -27,6 +27,7 @@ struct trace_opts {
 	int n_comms;
 	const char *cgroup;	/* --cgroup PATH (a cgroup v2 directory), or NULL */
 	double duration_s;
+	uint64_t slower_than_ns;	/* --slower-than (0: no outliers) */
 	enum attach_mode attach;	/* --attach (ATTACH_AUTO: the best that works) */
 	char **argv;		/* -- COMMAND [ARG...], NULL-terminated, or NULL */
 	int verbose;
@@ -59,6 +60,21 @@ struct flow {
 	uint64_t lat_hist[FL_NBUCKETS], st_hist[FS__COUNT][FL_NBUCKETS];
 };
 
+/* --slower-than: one message slower than the threshold, with its stage timeline. */
+struct trace_outlier {
+	uint64_t time_ns;	/* its send() entry, wall clock (ns since the epoch) */
+	int transport;		/* enum fl_transport */
+	char endpoint[160];
+	char s_comm[FL_COMM_LEN], r_comm[FL_COMM_LEN];
+	uint32_t s_pid, s_tid, r_pid, r_tid;
+	uint64_t bytes, latency_ns;
+	uint32_t stages;	/* bit per enum fl_stage the message passed through */
+	uint32_t unseen;	/* enum fl_unseen: boundaries not seen */
+	uint64_t stage_ns[FS__COUNT];
+};
+
+#define TR_MAX_OUTLIERS	100000	/* kept in memory; more are counted, not kept */
+
 struct trace_run {
 	uint64_t duration_ns;
 	struct flow *flows;	/* busiest first */
@@ -69,6 +85,11 @@ struct trace_run {
 	char **argv;		/* the command, or NULL */
 	int exit_status;	/* the command's: exit code, or 128 + signal; -1 if still running */
 	bool interrupted;
+	uint64_t slower_than_ns;	/* --slower-than, 0: not asked */
+	struct trace_outlier *outliers;	/* in the order they completed */
+	int n_outliers;
+	uint64_t outliers_dropped;	/* the ring buffer was full */
+	uint64_t outliers_not_kept;	/* beyond TR_MAX_OUTLIERS */
 };
 
 extern const char *const fl_stage_names[FS__COUNT];
@@ -85,5 +106,7 @@ void trace_run_free(struct trace_run *run);
 /* --comm values and the command given with --trace (the options of trace_argp). */
 int trace_comms(const char **out, int max);
 char **trace_command(void);
+/* --slower-than in ns, 0 when not given. */
+uint64_t trace_slower_than(void);
 
 #endif

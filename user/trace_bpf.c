@@ -11,12 +11,14 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <bpf/libbpf.h>
 
 #include "capability.h"
 #include "flows.skel.h"
 #include "trace_bpf.h"
+#include "trace_outliers.h"
 #include "util.h"
 
 /* The socket-layer functions the function modes probe (what sock_send_length /
@@ -96,6 +98,10 @@ static void configure(struct flows_bpf *skel, const struct trace_opts *o)
 	bpf_map__set_max_entries(skel->maps.dirs, 16384);
 	bpf_map__set_max_entries(skel->maps.flows, 4096);
 	bpf_map__set_max_entries(skel->maps.tgids, 16384);
+	/* one page when no outliers are asked for: the map exists either way */
+	skel->rodata->slower_than_ns = o->slower_than_ns;
+	bpf_map__set_max_entries(skel->maps.outliers, o->slower_than_ns ? TR_OUTLIER_RING :
+				 (__u32)sysconf(_SC_PAGESIZE));
 }
 
 struct mode_try {

@@ -71,7 +71,7 @@ uint64_t fl_hist_quantile(const uint64_t *hist, int n, double q)
 	return fl_bucket_value(n - 1);
 }
 
-static void endpoint_name(struct flows_bpf *skel, const struct fl_key *k, char *out, size_t len)
+void trace_endpoint_name(struct flows_bpf *skel, const struct fl_key *k, char *out, size_t len)
 {
 	char ip[INET6_ADDRSTRLEN];
 	struct fl_uaddr ua;
@@ -97,7 +97,7 @@ static void endpoint_name(struct flows_bpf *skel, const struct fl_key *k, char *
 	fmt_unix_addr(ua.path, n, out, len);
 }
 
-static bool endpoint_selected(const struct trace_opts *o, const struct fl_key *k, const char *ep)
+bool trace_endpoint_selected(const struct trace_opts *o, const struct fl_key *k, const char *ep)
 {
 	int i;
 
@@ -224,8 +224,8 @@ int trace_collect(struct flows_bpf *skel, const struct trace_opts *o, struct tra
 		if (bpf_map__lookup_elem(skel->maps.flows, &key, sizeof(key), vals,
 					 ncpu * sizeof(*vals), 0))
 			continue;
-		endpoint_name(skel, &key, ep, sizeof(ep));
-		if (!endpoint_selected(o, &key, ep))
+		trace_endpoint_name(skel, &key, ep, sizeof(ep));
+		if (!trace_endpoint_selected(o, &key, ep))
 			continue;
 		f = flow_for(run, &cap, &key, ep);
 		if (!f) {

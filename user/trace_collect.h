@@ -2,6 +2,9 @@
 #ifndef UDSPROBE_TRACE_COLLECT_H
 #define UDSPROBE_TRACE_COLLECT_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
 #include "trace.h"
 
 struct flows_bpf;
@@ -9,5 +12,9 @@ struct flows_bpf;
 /* Sum the per-CPU flow stats, merge by (transport, endpoint, comms), keep what
  * the endpoint filters (--unix, --port) select, busiest first. */
 int trace_collect(struct flows_bpf *skel, const struct trace_opts *o, struct trace_run *run);
+/* A flow key's endpoint as the reports name it ("/run/x.sock", "@name", "socketpair",
+ * "127.0.0.1:6379"), and whether --unix/--port select it. */
+void trace_endpoint_name(struct flows_bpf *skel, const struct fl_key *k, char *out, size_t len);
+bool trace_endpoint_selected(const struct trace_opts *o, const struct fl_key *k, const char *ep);
 
 #endif

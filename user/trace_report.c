@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "backlog.h"
@@ -13,7 +14,7 @@
 #include "trace_report.h"
 #include "util.h"
 
-static const char *transport_name(int t)
+const char *trace_transport_name(int t)
 {
 	return t == FL_UNIX ? "unix" : "tcp";
 }
@@ -35,7 +36,7 @@ static void flow_text(const struct flow *fl, FILE *f)
 
 	pids_text(&fl->sender, sp, sizeof(sp));
 	pids_text(&fl->receiver, rp, sizeof(rp));
-	fprintf(f, "\n%s %s: %s [%s] -> %s [%s]\n", transport_name(fl->transport), fl->endpoint,
+	fprintf(f, "\n%s %s: %s [%s] -> %s [%s]\n", trace_transport_name(fl->transport), fl->endpoint,
 		fl->sender.comm, sp, fl->receiver.comm, rp);
 	fprintf(f, "  %llu messages, %llu bytes, %llu lost (misses)\n",
 		(unsigned long long)fl->messages, (unsigned long long)fl->bytes,
@@ -59,7 +60,7 @@ static void flow_text(const struct flow *fl, FILE *f)
 }
 
 /* One line per (sender, receiver) pair that talks over both transports. */
-static void compare_text(const struct trace_run *run, FILE *f)
+void trace_compare_text(const struct trace_run *run, FILE *f)
 {
 	char a[32], b[32];
 	int i, j;
@@ -96,6 +97,157 @@ static void compare_text(const struct trace_run *run, FILE *f)
 	}
 }
 
+/* ---- --slower-than: the outliers ---- */
+
+static const char *const unseen_names[] = { "send_entry", "recv_entry" };
+static const char *const unseen_words[] = {
+	"the send() entry (sent outside a traced syscall: send;call starts at the handover)",
+	"the receiver's recv() entry (its time counts in recv;blocked)",
+};
+
+/* ISO 8601 UTC with microseconds: "2026-11-23T19:30:01.123456Z". */
+static void iso_time(uint64_t ns, char *buf, size_t len)
+{
+	time_t sec = ns / 1000000000;
+	struct tm tm;
+	size_t n;
+
+	gmtime_r(&sec, &tm);
+	n = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf + n, len - n, ".%06uZ", (unsigned)(ns % 1000000000 / 1000));
+}
+
+static int by_latency(const void *a, const void *b)
+{
+	const struct trace_outlier *x = *(const struct trace_outlier *const *)a;
+	const struct trace_outlier *y = *(const struct trace_outlier *const *)b;
+
+	if (x->latency_ns != y->latency_ns)
+		return x->latency_ns < y->latency_ns ? 1 : -1;
+	return x->time_ns < y->time_ns ? -1 : x->time_ns > y->time_ns;
+}
+
+const struct trace_outlier **trace_outliers_slowest(const struct trace_run *run)
+{
+	const struct trace_outlier **v = malloc((run->n_outliers + 1) * sizeof(*v));
+	int i;
+
+	if (!v)
+		return NULL;
+	for (i = 0; i < run->n_outliers; i++)
+		v[i] = &run->outliers[i];
+	qsort(v, run->n_outliers, sizeof(*v), by_latency);
+	return v;
+}
+
+void trace_outlier_stages(const struct trace_outlier *x, const char *sep, FILE *f)
+{
+	char a[32];
+	int st, n = 0;
+
+	for (st = 0; st < FS__COUNT; st++)
+		if (x->stages & (1u << st))
+			fprintf(f, "%s%s %s", n++ ? sep : "", fl_stage_names[st],
+				fmt_dur(x->stage_ns[st], false, a, sizeof(a)));
+}
+
+static void outliers_text(const struct trace_run *run, FILE *f)
+{
+	const struct trace_outlier **v;
+	char a[32], when[40];
+	size_t u;
+	int i;
+
+	if (!run->slower_than_ns)
+		return;
+	fprintf(f, "\nMessages slower than %s: %d%s\n",
+		fmt_dur(run->slower_than_ns, false, a, sizeof(a)), run->n_outliers,
+		run->n_outliers > 1 ? " (the slowest first)" : "");
+	v = run->n_outliers ? trace_outliers_slowest(run) : NULL;
+	for (i = 0; v && i < run->n_outliers && i < TR_TEXT_OUTLIERS; i++) {
+		const struct trace_outlier *x = v[i];
+
+		iso_time(x->time_ns, when, sizeof(when));
+		fprintf(f, "  %10s  %s %s: %s [%u/%u] -> %s [%u/%u], %llu bytes, sent %s\n",
+			fmt_dur(x->latency_ns, false, a, sizeof(a)), trace_transport_name(x->transport),
+			x->endpoint, x->s_comm, x->s_pid, x->s_tid, x->r_comm, x->r_pid, x->r_tid,
+			(unsigned long long)x->bytes, when);
+		fprintf(f, "  %10s  ", "");
+		trace_outlier_stages(x, " + ", f);
+		fputc('\n', f);
+		for (u = 0; u < ARRAY_SIZE(unseen_words); u++)
+			if (x->unseen & (1u << u))
+				fprintf(f, "  %10s  not seen: %s\n", "", unseen_words[u]);
+	}
+	if (run->n_outliers > TR_TEXT_OUTLIERS)
+		fprintf(f, "  and %d more (all of them in --json's \"outliers\" and --out's "
+			"slow.jsonl)\n", run->n_outliers - TR_TEXT_OUTLIERS);
+	if (!v && run->n_outliers)
+		fprintf(f, "  (out of memory sorting them: see --json)\n");
+	free(v);
+	if (run->outliers_dropped)
+		fprintf(f, "  %llu outliers dropped (ring buffer full)\n",
+			(unsigned long long)run->outliers_dropped);
+	if (run->outliers_not_kept)
+		fprintf(f, "  %llu outliers not kept (more than %d)\n",
+			(unsigned long long)run->outliers_not_kept, TR_MAX_OUTLIERS);
+}
+
+static void outlier_end_json(struct jw *w, const char *key, const char *comm, uint32_t pid,
+			     uint32_t tid)
+{
+	jw_obj_begin(w, key);
+	jw_str(w, "comm", comm);
+	jw_u64(w, "pid", pid);
+	jw_u64(w, "tid", tid);
+	jw_obj_end(w);
+}
+
+void trace_outlier_json(struct jw *w, const struct trace_outlier *x)
+{
+	char when[40];
+	size_t u;
+	int st;
+
+	iso_time(x->time_ns, when, sizeof(when));
+	jw_obj_begin(w, NULL);
+	jw_str(w, "time", when);
+	jw_u64(w, "time_ns", x->time_ns);
+	jw_str(w, "transport", trace_transport_name(x->transport));
+	jw_str(w, "endpoint", x->endpoint);
+	outlier_end_json(w, "sender", x->s_comm, x->s_pid, x->s_tid);
+	outlier_end_json(w, "receiver", x->r_comm, x->r_pid, x->r_tid);
+	jw_u64(w, "bytes", x->bytes);
+	jw_u64(w, "latency_ns", x->latency_ns);
+	jw_arr_begin(w, "stages");
+	for (st = 0; st < FS__COUNT; st++) {
+		if (!(x->stages & (1u << st)))
+			continue;
+		jw_obj_begin(w, NULL);
+		jw_str(w, "name", fl_stage_names[st]);
+		jw_u64(w, "ns", x->stage_ns[st]);
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+	jw_arr_begin(w, "not_seen");
+	for (u = 0; u < ARRAY_SIZE(unseen_names); u++)
+		if (x->unseen & (1u << u))
+			jw_str(w, NULL, unseen_names[u]);
+	jw_arr_end(w);
+	jw_obj_end(w);
+}
+
+void trace_outliers_jsonl(const struct trace_run *run, FILE *f)
+{
+	struct jw w;
+	int i;
+
+	for (i = 0; i < run->n_outliers; i++) {
+		jw_init(&w, f, false);	/* the object's end closes the line */
+		trace_outlier_json(&w, &run->outliers[i]);
+	}
+}
+
 void trace_report_text(const struct trace_run *run, const struct trace_opts *o, FILE *f)
 {
 	char d[32];
@@ -117,7 +269,8 @@ void trace_report_text(const struct trace_run *run, const struct trace_opts *o, 
 		flow_text(&run->flows[i], f);
 		total += run->flows[i].messages;
 	}
-	compare_text(run, f);
+	trace_compare_text(run, f);
+	outliers_text(run, f);
 	fprintf(f, "\n%llu messages in %d flow%s; not matched:", (unsigned long long)total,
 		run->n_flows, run->n_flows == 1 ? "" : "s");
 	for (i = 0; i < FM__COUNT; i++)
@@ -143,7 +296,7 @@ void trace_flow_json(struct jw *w, const struct flow *fl)
 	int st;
 
 	jw_obj_begin(w, NULL);
-	jw_str(w, "transport", transport_name(fl->transport));
+	jw_str(w, "transport", trace_transport_name(fl->transport));
 	jw_str(w, "endpoint", fl->endpoint);
 	end_json(w, "sender", &fl->sender);
 	end_json(w, "receiver", &fl->receiver);
@@ -168,7 +321,7 @@ void trace_flow_json(struct jw *w, const struct flow *fl)
 	jw_obj_end(w);
 }
 
-static void run_json(const struct trace_run *run, FILE *f)
+void trace_json_write(const struct trace_run *run, FILE *f)
 {
 	struct jw w;
 	int i;
@@ -189,6 +342,15 @@ static void run_json(const struct trace_run *run, FILE *f)
 		jw_u64(&w, fl_miss_names[i], run->misses[i]);
 	jw_obj_end(&w);
 	jw_bool(&w, "interrupted", run->interrupted);
+	if (run->slower_than_ns) {
+		jw_u64(&w, "slower_than_ns", run->slower_than_ns);
+		jw_arr_begin(&w, "outliers");
+		for (i = 0; i < run->n_outliers; i++)
+			trace_outlier_json(&w, &run->outliers[i]);
+		jw_arr_end(&w);
+		jw_u64(&w, "outliers_dropped", run->outliers_dropped);
+		jw_u64(&w, "outliers_not_kept", run->outliers_not_kept);
+	}
 	if (run->argv) {
 		jw_obj_begin(&w, "command");
 		jw_arr_begin(&w, "argv");
@@ -209,11 +371,12 @@ int trace_report_json(const struct trace_run *run, const char *path)
 
 	if (err)
 		return err;
-	run_json(run, of.f);
+	trace_json_write(run, of.f);
 	return outfile_commit(&of, 0);
 }
 
-int trace_main(const char *json_path, double duration_s, enum attach_mode attach, int verbose)
+int trace_main(const char *json_path, const char *out_dir, double duration_s,
+	       enum attach_mode attach, int verbose)
 {
 	const struct bl_filters *f = backlog_filters();
 	struct trace_opts o = {
@@ -221,10 +384,12 @@ int trace_main(const char *json_path, double duration_s, enum attach_mode attach
 		.ports = f->ports, .n_ports = f->n_ports,
 		.unix_paths = f->unix_paths, .n_unix = f->n_unix,
 		.cgroup = f->cgroup,
-		.duration_s = duration_s, .attach = attach, .argv = trace_command(),
+		.duration_s = duration_s, .slower_than_ns = trace_slower_than(),
+		.attach = attach, .argv = trace_command(),
 		.verbose = verbose,
 	};
-	struct trace_run run;
+	struct outdir od = { .fd = -1 };
+	struct trace_run run = {};
 	int err, status = 0;
 
 	o.n_comms = trace_comms(o.comms, FL_MAX_COMMS);
@@ -232,15 +397,23 @@ int trace_main(const char *json_path, double duration_s, enum attach_mode attach
 		fprintf(stderr, "udsprobe: --trace needs root (CAP_BPF and CAP_PERFMON): run it with sudo\n");
 		return 1;
 	}
+	if (out_dir && outdir_open(&od, "--out", out_dir))
+		return 1;
 	err = trace_run(&o, &run);
 	if (err) {
-		trace_run_free(&run);
-		return 1;
+		status = 1;
+		goto out;
 	}
 	if (!json_path || strcmp(json_path, "-"))
 		trace_report_text(&run, &o, stdout);
 	if (json_path && trace_report_json(&run, json_path))
 		status = 1;
+	if (od.fd >= 0 && trace_out_at(&run, &od))
+		status = 1;
+out:
+	/* a directory udsprobe created for --out but never wrote into goes again */
+	if (od.fd >= 0)
+		outdir_close(&od, true);
 	trace_run_free(&run);
 	return status;
 }

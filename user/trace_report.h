@@ -7,14 +7,41 @@
 #include "trace.h"
 
 struct jw;
+struct outdir;
 
+#define TR_TEXT_OUTLIERS 20	/* outliers the text report and report.md show */
+#define TR_OUT_FLOWS	8	/* flows --out draws (the busiest) */
+
+const char *trace_transport_name(int transport);	/* "unix", "tcp" */
 /* One flow as an object of the "flows" array (docs/TRACE.md), for other documents too. */
 void trace_flow_json(struct jw *w, const struct flow *fl);
 void trace_report_text(const struct trace_run *run, const struct trace_opts *o, FILE *f);
-/* JSON to path ('-' = stdout); 0 or -errno (said on stderr). */
+/* The "UDS vs TCP" lines of pairs of programs that talk over both transports. */
+void trace_compare_text(const struct trace_run *run, FILE *f);
+/* The JSON document (docs/TRACE.md), and the same to path ('-' = stdout); 0 or -errno. */
+void trace_json_write(const struct trace_run *run, FILE *f);
 int trace_report_json(const struct trace_run *run, const char *path);
-/* The whole --trace action in mode attach (--attach): run, then the reports; returns the
- * exit status 0/1/2. */
-int trace_main(const char *json_path, double duration_s, enum attach_mode attach, int verbose);
+
+/* --slower-than: one outlier as a JSON object; all of them as JSON lines (slow.jsonl);
+ * its stages as "name DUR" joined by sep; the outliers slowest first (free() it; NULL when
+ * out of memory). */
+void trace_outlier_json(struct jw *w, const struct trace_outlier *x);
+void trace_outliers_jsonl(const struct trace_run *run, FILE *f);
+void trace_outlier_stages(const struct trace_outlier *x, const char *sep, FILE *f);
+const struct trace_outlier **trace_outliers_slowest(const struct trace_run *run);
+
+/* --out DIR (trace_out.c): report.md, trace.json, per-flow flame SVGs on one scale and
+ * folded stacks, slow.jsonl; through report_out.c's manifest. 0 or -errno. */
+int trace_out_at(const struct trace_run *run, struct outdir *od);
+/* A flow's flame graph (trace_svg.c), drawn at px_per_ns (one scale for every flow). */
+void trace_svg_write(const struct trace_run *run, const struct flow *fl, double px_per_ns,
+		     FILE *f);
+/* The px/ns that fits the slowest of the first n flows' mean latency in the plot. */
+double trace_svg_scale(const struct trace_run *run, int n);
+
+/* The whole --trace action in mode attach (--attach): run, then the reports (text, --json
+ * PATH, --out DIR); returns the exit status 0/1/2. */
+int trace_main(const char *json_path, const char *out_dir, double duration_s,
+	       enum attach_mode attach, int verbose);
 
 #endif

@@ -257,7 +257,8 @@ static int do_trace(void)
 
 	if (env.json_path && outfile_check("--json", env.json_path))
 		return -EIO;
-	status = trace_main(env.json_path, env.cmp.duration_s, env.cmp.attach, env.verbose);
+	status = trace_main(env.json_path, env.out_dir, env.cmp.duration_s, env.cmp.attach,
+			    env.verbose);
 	return status == 0 ? 0 : status == 2 ? -EINVAL : -EIO;
 }
 

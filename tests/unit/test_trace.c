@@ -1,8 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
-/* --trace: the linear-log histogram (flows.bpf.c bucket(), trace_collect.c) and percentiles. */
+/* --trace: the linear-log histogram (flows.bpf.c bucket(), trace_collect.c) and percentiles;
+ * --slower-than's outliers in text and JSON lines (trace_report.c). */
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "trace.h"
+#include "trace_report.h"
 #include "unit.h"
 
 /* flows.bpf.c's bucket(), written for user space (log2_slot = floor(log2)). */
@@ -52,4 +57,83 @@ TEST(trace_quantiles_of_a_known_histogram)
 	CHECK_INT(fl_hist_quantile(h, FL_NBUCKETS, 0.90), fl_bucket_value(bucket(10000)));
 	CHECK_INT(fl_hist_quantile(h, FL_NBUCKETS, 0.99), fl_bucket_value(bucket(100000)));
 	CHECK_INT(fl_hist_quantile(h, FL_NBUCKETS, 1.00), fl_bucket_value(bucket(5000000)));
+}
+
+/* ---- --slower-than: the outliers' text and JSON (trace_report.c) ---- */
+
+static struct trace_outlier outlier(uint64_t lat_ms, uint32_t bytes)
+{
+	struct trace_outlier x = {
+		.time_ns = 1795462348464089114ull, .transport = FL_UNIX, .endpoint = "/run/a.sock",
+		.s_comm = "client", .r_comm = "server", .s_pid = 10, .s_tid = 11, .r_pid = 20,
+		.r_tid = 21, .bytes = bytes, .latency_ns = lat_ms * 1000000,
+		.stages = 1 << FS_SEND | 1 << FS_BUSY | 1 << FS_RECV,
+	};
+
+	x.stage_ns[FS_SEND] = 1000;
+	x.stage_ns[FS_RECV] = 2000;
+	x.stage_ns[FS_BUSY] = x.latency_ns - 3000;
+	return x;
+}
+
+static char *render(void (*fn)(const struct trace_run *, FILE *), const struct trace_run *run)
+{
+	static size_t len;
+	char *buf = NULL;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return strdup("");
+	fn(run, f);
+	fclose(f);
+	return buf;
+}
+
+static void text_of(const struct trace_run *run, FILE *f)
+{
+	struct trace_opts o = {};
+
+	trace_report_text(run, &o, f);
+}
+
+TEST(trace_outlier_json_line)
+{
+	struct trace_outlier x = outlier(30, 3005);
+	struct trace_run run = { .outliers = &x, .n_outliers = 1, .slower_than_ns = 10000000,
+				 .attach_mode = "tracepoint" };
+	char *s;
+
+	x.unseen = FU_RECV_ENTRY;
+	s = render(trace_outliers_jsonl, &run);
+	CHECK_STR(s, "{\"time\":\"2026-11-23T19:32:28.464089Z\",\"time_ns\":1795462348464089114,"
+		  "\"transport\":\"unix\",\"endpoint\":\"/run/a.sock\","
+		  "\"sender\":{\"comm\":\"client\",\"pid\":10,\"tid\":11},"
+		  "\"receiver\":{\"comm\":\"server\",\"pid\":20,\"tid\":21},\"bytes\":3005,"
+		  "\"latency_ns\":30000000,\"stages\":[{\"name\":\"send;call\",\"ns\":1000},"
+		  "{\"name\":\"wait;busy\",\"ns\":29997000},{\"name\":\"recv;copy+return\",\"ns\":2000}],"
+		  "\"not_seen\":[\"recv_entry\"]}\n");
+	free(s);
+}
+
+TEST(trace_outliers_text_slowest_first_capped)
+{
+	struct trace_outlier xs[TR_TEXT_OUTLIERS + 5];
+	struct trace_run run = { .outliers = xs, .n_outliers = TR_TEXT_OUTLIERS + 5,
+				 .slower_than_ns = 10000000, .outliers_dropped = 7,
+				 .attach_mode = "tracepoint" };
+	char *s, *a, *b;
+	int i;
+
+	for (i = 0; i < run.n_outliers; i++)
+		xs[i] = outlier(11 + i, 100 + i);	/* the last one is the slowest */
+	s = render(text_of, &run);
+	CHECK(strstr(s, "Messages slower than 10.00 ms: 25 (the slowest first)\n") != NULL);
+	a = strstr(s, "35.00 ms  unix /run/a.sock: client [10/11] -> server [20/21], 124 bytes");
+	b = strstr(s, "34.00 ms  unix");
+	CHECK(a && b && a < b);
+	CHECK(strstr(s, "send;call 1.00 us + wait;busy 35.00 ms + recv;copy+return 2.00 us") != NULL);
+	CHECK(strstr(s, "  and 5 more (all of them in --json's \"outliers\"") != NULL);
+	CHECK(strstr(s, "15.00 ms  unix") == NULL);	/* the 21st slowest: not shown */
+	CHECK(strstr(s, "7 outliers dropped (ring buffer full)") != NULL);
+	free(s);
 }

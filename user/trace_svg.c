@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * --trace --out: one flame graph (icicle: root on top) per flow. Row 1 is the mean latency
+ * of a message, row 2 its phases (send, wait, recv), row 3 the stages of docs/TRACE.md,
+ * each as wide as its mean time per message. Every flow of a run is drawn at ONE px/ns
+ * scale (trace_svg_scale), with the same axis, so widths compare across the files. Colours
+ * and text come from svg_draw.c, as in --compare's pictures; hovering shows the numbers.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "svg_draw.h"
+#include "trace_report.h"
+#include "util.h"
+
+#define W	1600		/* canvas width, px */
+#define ML	40		/* left margin */
+#define MR	60
+#define PW	(W - ML - MR)	/* plot width: the slowest drawn flow's mean latency */
+#define ROW	40		/* row height */
+#define FS	21		/* frame label font size */
+
+/* The phases of the stages (enum fl_stage), in the order they happen. */
+static const struct { const char *name; int first, last; } phases[] = {
+	{ "send", FS_SEND, FS_SEND },
+	{ "wait", FS_EPOLL, FS_BUSY },
+	{ "recv", FS_RECV_BLOCKED, FS_RECV },
+};
+
+double trace_svg_scale(const struct trace_run *run, int n)
+{
+	double max = 0;
+	int i;
+
+	for (i = 0; i < run->n_flows && i < n; i++)
+		max = MAX(max, run->flows[i].mean);
+	return max > 0 ? PW / max : 0;
+}
+
+/* One frame: a bar with its hover title, its label inside when it fits, else after it. */
+static void frame(FILE *f, double x, double y, double w, const char *fill, const char *ink,
+		  const char *label, const char *title)
+{
+	char fitted[160];
+
+	fputs("<g class=\"f\"><title>", f);
+	esc(f, title);
+	fputs("</title>", f);
+	fprintf(f, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" rx=\"3\" fill=\"%s\"/>",
+		x, y, w > 0.5 ? w : 0.5, ROW - 3, fill);
+	fit(label, w, FS, fitted, sizeof(fitted));
+	if (fitted[0])
+		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"%d\" fill=\"%s\">", x + 6,
+			y + ROW / 2.0 + FS * 0.32, FS, ink);
+	else if (x + w + 16 + utf8_len(label) * FS * CHAR_W < W)	/* narrow: beside it */
+		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"%d\" fill=\"#000\">", x + w + 6,
+			y + ROW / 2.0 + FS * 0.32, FS);
+	else {	/* the title has it */
+		fputs("</g>\n", f);
+		return;
+	}
+	esc(f, fitted[0] ? fitted : label);
+	fputs("</text></g>\n", f);
+}
+
+static void stage_title(const struct flow *fl, const char *path, double ns, const char *what,
+			char *buf, size_t len)
+{
+	char a[32], b[32];
+
+	snprintf(buf, len, "%s: %s per message (%.1f%% of %s)%s", path,
+		 fmt_dur(ns, true, a, sizeof(a)), fl->mean > 0 ? 100 * ns / fl->mean : 0,
+		 fmt_dur(fl->mean, true, b, sizeof(b)), what);
+}
+
+void trace_svg_write(const struct trace_run *run, const struct flow *fl, double scale, FILE *f)
+{
+	char a[32], b[32], c[32], lab[200], title[400], fill[8], sub[400];
+	double max = scale > 0 ? PW / scale : 0, step = nice_step(max), v, x, y = 150, h;
+	size_t p;
+	int st;
+
+	h = y + 40 + 3 * ROW + 150;
+	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%.0f\" "
+		"viewBox=\"0 0 %d %.0f\" font-family=\"%s\">\n", W, h, W, h, FONTS);
+	fputs("<style>.f:hover rect{stroke:#000;stroke-width:2}</style>\n", f);
+	fputs("<rect width=\"100%\" height=\"100%\" fill=\"#fff\"/>\n", f);
+	snprintf(lab, sizeof(lab), "%s %s: %s \u2192 %s", trace_transport_name(fl->transport),
+		 fl->endpoint, fl->sender.comm, fl->receiver.comm);
+	fit(lab, W - 48, 32, sub, sizeof(sub));
+	text(f, 24, 46, 32, NULL, "font-weight=\"bold\"", sub);
+	snprintf(lab, sizeof(lab), "%llu messages, %llu bytes \u00b7 latency p50 %s, p99 %s, "
+		 "mean %s", (unsigned long long)fl->messages, (unsigned long long)fl->bytes,
+		 fmt_dur(fl->p50, true, a, sizeof(a)), fmt_dur(fl->p99, true, b, sizeof(b)),
+		 fmt_dur(fl->mean, true, c, sizeof(c)));
+	text(f, 24, 80, 20, NULL, "fill=\"#333\"", lab);
+	snprintf(sub, sizeof(sub), "udsprobe %s --trace \u00b7 Linux %s \u00b7 attach: %s \u00b7 "
+		 "one scale for every flow-*.svg of this run: the full width is %s", UDSPROBE_VERSION,
+		 kernel_release(), run->attach_mode, fmt_dur(max, true, a, sizeof(a)));
+	text(f, 24, 108, 17, NULL, "fill=\"#555\"", sub);
+	/* the axis, the same in every flow's picture */
+	for (v = 0; max > 0 && v <= max * 1.0001; v += step) {
+		x = ML + v * scale;
+		text(f, x, y, 17, v == 0 ? "start" : "middle", "fill=\"#444\"",
+		     fmt_dur(v, true, a, sizeof(a)));
+		fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#c8c8c8\" "
+			"stroke-width=\"1.5\"/>\n", x, y + 8, x, y + 14 + 3 * ROW);
+	}
+	y += 14;
+	snprintf(lab, sizeof(lab), "message %s (mean)", fmt_dur(fl->mean, true, a, sizeof(a)));
+	snprintf(title, sizeof(title), "send() entry \u2192 recv() return: mean %s, p50 %s, p99 %s",
+		 fmt_dur(fl->mean, true, a, sizeof(a)), fmt_dur(fl->p50, true, b, sizeof(b)),
+		 fmt_dur(fl->p99, true, c, sizeof(c)));
+	frame(f, ML, y, fl->mean * scale, "#3b3b3b", "#fff", lab, title);
+	for (x = ML, p = 0; p < ARRAY_SIZE(phases); p++) {
+		double pw = 0, sx = x;
+
+		for (st = phases[p].first; st <= phases[p].last; st++)
+			pw += fl->stages[st].ns_per_msg;
+		if (pw * scale < 0.5)
+			continue;
+		snprintf(lab, sizeof(lab), "%s %s", phases[p].name, fmt_dur(pw, true, a, sizeof(a)));
+		stage_title(fl, phases[p].name, pw, "", title, sizeof(title));
+		frame(f, x, y + ROW, pw * scale, css(phase_color(phases[p].name, 1), fill), "#000", lab,
+		      title);
+		for (st = phases[p].first; st <= phases[p].last; st++) {
+			const struct flow_stage *g = &fl->stages[st];
+			char what[160];
+
+			if (g->ns_per_msg * scale < 0.5)
+				continue;
+			snprintf(lab, sizeof(lab), "%s %s", strchr(g->name, ';') + 1,
+				 fmt_dur(g->ns_per_msg, true, a, sizeof(a)));
+			snprintf(what, sizeof(what), "\n%llu messages passed it: p50 %s, p99 %s",
+				 (unsigned long long)g->count, fmt_dur(g->p50_ns, true, b, sizeof(b)),
+				 fmt_dur(g->p99_ns, true, c, sizeof(c)));
+			stage_title(fl, g->name, g->ns_per_msg, what, title, sizeof(title));
+			frame(f, sx, y + 2 * ROW, g->ns_per_msg * scale,
+			      css(phase_color(g->name, 2), fill), "#000", lab, title);
+			sx += g->ns_per_msg * scale;
+		}
+		x += pw * scale;
+	}
+	y += 3 * ROW + 40;
+	text(f, 24, y, 18, NULL, "fill=\"#333\"",
+	     "send: the sender's send() until the data is handed over \u00b7 wait: the receiver in "
+	     "epoll/poll/select, or busy elsewhere \u00b7 recv: its recv() until the last byte");
+	text(f, 24, y + 30, 18, NULL, "fill=\"#555\"",
+	     "widths are mean ns per message (the stages add up to the mean latency) \u00b7 hover "
+	     "for p50/p99 \u00b7 stages: docs/TRACE.md");
+	fputs("</svg>\n", f);
+}
