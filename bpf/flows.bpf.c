@@ -350,6 +350,20 @@ static __always_inline int dir_key_of(struct sock *sk, bool sending, struct dir_
 	return 1;
 }
 
+/* FNV-1a of a unix address's name; never 0 (0 is a socketpair's endpoint). */
+static __always_inline __u64 name_hash(const struct fl_uaddr *ua)
+{
+	__u64 h = 0xcbf29ce484222325ull;
+	int i;
+
+	for (i = 0; i < FL_PATH_LEN; i++) {
+		if (i >= ua->len)
+			break;
+		h = (h ^ (__u8)ua->path[i]) * 0x100000001b3ull;
+	}
+	return h | 1;
+}
+
 /* The endpoint of a new direction: the listener's unix address or TCP port. */
 static __always_inline void endpoint_of(struct sock *sk, const struct dir_key *k,
 					struct dir_st *d)
@@ -367,16 +381,18 @@ static __always_inline void endpoint_of(struct sock *sk, const struct dir_key *k
 		if (!a || (pa && BPF_CORE_READ(a, name[0].sun_path[0]) == 0 &&
 			   BPF_CORE_READ(pa, name[0].sun_path[0]) != 0))
 			a = pa;
-		id = (__u64)a;
-		d->ep_id = id;
-		if (!a || bpf_map_lookup_elem(&uaddrs, &id))
+		d->ep_id = 0;	/* socketpair */
+		if (!a)
 			return;
+		/* keyed by the name, not by the unix_address: a freed one's memory is reused
+		 * for another socket's address, which must not inherit the old name */
 		len = BPF_CORE_READ(a, len) - 2;	/* minus sun_family */
-		if (len <= 0)
-			return;
-		ua.len = len < FL_PATH_LEN ? len : FL_PATH_LEN;
+		ua.len = len <= 0 ? 0 : len < FL_PATH_LEN ? len : FL_PATH_LEN;
 		BPF_CORE_READ_INTO(&ua.path, a, name[0].sun_path);
-		bpf_map_update_elem(&uaddrs, &id, &ua, BPF_NOEXIST);
+		id = name_hash(&ua);
+		d->ep_id = id;
+		if (ua.len)
+			bpf_map_update_elem(&uaddrs, &id, &ua, BPF_NOEXIST);
 		return;
 	}
 	{

@@ -45,7 +45,7 @@ struct fl_key {
 	__u32 r_tgid;
 	__u32 addr[4];		/* TCP: server address (IPv4 in addr[0], network order) */
 	__u32 pad;
-	__u64 ep_id;		/* unix: the listener's unix_address (0: socketpair) */
+	__u64 ep_id;		/* unix: hash of the listener's address (0: socketpair) */
 	char s_comm[FL_COMM_LEN];
 	char r_comm[FL_COMM_LEN];
 };
