@@ -57,7 +57,6 @@ static void md_flow(const struct trace_run *run, int i, FILE *f)
 {
 	const struct flow *fl = &run->flows[i];
 	char a[32], b[32], c[32], d[32], name[128];
-	int st;
 
 	fprintf(f, "\n### %d. %s `%s`: %s \u2192 %s\n\n", i + 1, trace_transport_name(fl->transport),
 		fl->endpoint, fl->sender.comm, fl->receiver.comm);
@@ -71,19 +70,7 @@ static void md_flow(const struct trace_run *run, int i, FILE *f)
 		(unsigned long long)fl->misses, fmt_dur(fl->p50, true, a, sizeof(a)),
 		fmt_dur(fl->p90, true, b, sizeof(b)), fmt_dur(fl->p99, true, c, sizeof(c)),
 		fmt_dur(fl->mean, true, d, sizeof(d)));
-	fprintf(f, "| stage | per message | share | messages | p50 | p99 |\n"
-		"|---|---:|---:|---:|---:|---:|\n");
-	for (st = 0; st < FS__COUNT; st++) {
-		const struct flow_stage *g = &fl->stages[st];
-
-		if (!g->count)
-			continue;
-		fprintf(f, "| `%s` | %s | %.1f%% | %llu | %s | %s |\n", g->name,
-			fmt_dur(g->ns_per_msg, true, a, sizeof(a)),
-			fl->mean > 0 ? 100.0 * g->ns_per_msg / fl->mean : 0.0,
-			(unsigned long long)g->count, fmt_dur(g->p50_ns, true, b, sizeof(b)),
-			fmt_dur(g->p99_ns, true, c, sizeof(c)));
-	}
+	trace_stage_table(fl, true, f);
 	if (i < TR_OUT_FLOWS) {
 		flow_file(i, fl, "svg", name, sizeof(name));
 		fprintf(f, "\n![flow %d](%s)\n\n", i + 1, name);
@@ -119,12 +106,7 @@ static void md_outliers(const struct trace_run *run, FILE *f)
 	if (run->n_outliers > TR_TEXT_OUTLIERS)
 		fprintf(f, "\nand %d more in `slow.jsonl`.\n", run->n_outliers - TR_TEXT_OUTLIERS);
 	free(v);
-	if (run->outliers_dropped)
-		fprintf(f, "\n%llu outliers dropped (ring buffer full).\n",
-			(unsigned long long)run->outliers_dropped);
-	if (run->outliers_not_kept)
-		fprintf(f, "\n%llu outliers not kept (more than %d).\n",
-			(unsigned long long)run->outliers_not_kept, TR_MAX_OUTLIERS);
+	trace_outliers_lost(run, "\n", ".", f);
 }
 
 static void md_write_trace(const struct trace_run *run, FILE *f)

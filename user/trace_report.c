@@ -32,7 +32,6 @@ static void pids_text(const struct flow_end *e, char *buf, size_t len)
 static void flow_text(const struct flow *fl, FILE *f)
 {
 	char a[32], b[32], c[32], d[32], sp[200], rp[200];
-	int st;
 
 	pids_text(&fl->sender, sp, sizeof(sp));
 	pids_text(&fl->receiver, rp, sizeof(rp));
@@ -44,18 +43,35 @@ static void flow_text(const struct flow *fl, FILE *f)
 	fprintf(f, "  latency send() entry -> recv() return: p50 %s  p90 %s  p99 %s  mean %s\n",
 		fmt_dur(fl->p50, false, a, sizeof(a)), fmt_dur(fl->p90, false, b, sizeof(b)),
 		fmt_dur(fl->p99, false, c, sizeof(c)), fmt_dur(fl->mean, false, d, sizeof(d)));
-	fprintf(f, "  %-18s %12s %6s %10s %10s %10s\n", "stage", "per message", "share", "messages",
-		"p50", "p99");
+	trace_stage_table(fl, false, f);
+}
+
+void trace_stage_table(const struct flow *fl, bool md, FILE *f)
+{
+	char a[32], b[32], c[32];
+	int st;
+
+	if (md)
+		fprintf(f, "| stage | per message | share | messages | p50 | p99 |\n"
+			"|---|---:|---:|---:|---:|---:|\n");
+	else
+		fprintf(f, "  %-18s %12s %6s %10s %10s %10s\n", "stage", "per message", "share",
+			"messages", "p50", "p99");
 	for (st = 0; st < FS__COUNT; st++) {
 		const struct flow_stage *g = &fl->stages[st];
+		double share = fl->mean > 0 ? 100.0 * g->ns_per_msg / fl->mean : 0.0;
 
 		if (!g->count)
 			continue;
-		fprintf(f, "  %-18s %12s %5.1f%% %10llu %10s %10s\n", g->name,
-			fmt_dur(g->ns_per_msg, false, a, sizeof(a)),
-			fl->mean > 0 ? 100.0 * g->ns_per_msg / fl->mean : 0.0,
-			(unsigned long long)g->count, fmt_dur(g->p50_ns, false, b, sizeof(b)),
-			fmt_dur(g->p99_ns, false, c, sizeof(c)));
+		fmt_dur(g->ns_per_msg, md, a, sizeof(a));
+		fmt_dur(g->p50_ns, md, b, sizeof(b));
+		fmt_dur(g->p99_ns, md, c, sizeof(c));
+		if (md)
+			fprintf(f, "| `%s` | %s | %.1f%% | %llu | %s | %s |\n", g->name, a, share,
+				(unsigned long long)g->count, b, c);
+		else
+			fprintf(f, "  %-18s %12s %5.1f%% %10llu %10s %10s\n", g->name, a, share,
+				(unsigned long long)g->count, b, c);
 	}
 }
 
@@ -185,12 +201,17 @@ static void outliers_text(const struct trace_run *run, FILE *f)
 	if (!v && run->n_outliers)
 		fprintf(f, "  (out of memory sorting them: see --json)\n");
 	free(v);
+	trace_outliers_lost(run, "  ", "", f);
+}
+
+void trace_outliers_lost(const struct trace_run *run, const char *lead, const char *end, FILE *f)
+{
 	if (run->outliers_dropped)
-		fprintf(f, "  %llu outliers dropped (ring buffer full)\n",
-			(unsigned long long)run->outliers_dropped);
+		fprintf(f, "%s%llu outliers dropped (ring buffer full)%s\n", lead,
+			(unsigned long long)run->outliers_dropped, end);
 	if (run->outliers_not_kept)
-		fprintf(f, "  %llu outliers not kept (more than %d)\n",
-			(unsigned long long)run->outliers_not_kept, TR_MAX_OUTLIERS);
+		fprintf(f, "%s%llu outliers not kept (more than %d)%s\n", lead,
+			(unsigned long long)run->outliers_not_kept, TR_MAX_OUTLIERS, end);
 }
 
 static void outlier_end_json(struct jw *w, const char *key, const char *comm, uint32_t pid,

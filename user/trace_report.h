@@ -2,6 +2,7 @@
 #ifndef UDSPROBE_TRACE_REPORT_H
 #define UDSPROBE_TRACE_REPORT_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "trace.h"
@@ -16,6 +17,8 @@ const char *trace_transport_name(int transport);	/* "unix", "tcp" */
 /* One flow as an object of the "flows" array (docs/TRACE.md), for other documents too. */
 void trace_flow_json(struct jw *w, const struct flow *fl);
 void trace_report_text(const struct trace_run *run, const struct trace_opts *o, FILE *f);
+/* A flow's stage table: text columns, or a markdown table (md). */
+void trace_stage_table(const struct flow *fl, bool md, FILE *f);
 /* The "UDS vs TCP" lines of pairs of programs that talk over both transports. */
 void trace_compare_text(const struct trace_run *run, FILE *f);
 /* The JSON document (docs/TRACE.md), and the same to path ('-' = stdout); 0 or -errno. */
@@ -29,6 +32,8 @@ void trace_outlier_json(struct jw *w, const struct trace_outlier *x);
 void trace_outliers_jsonl(const struct trace_run *run, FILE *f);
 void trace_outlier_stages(const struct trace_outlier *x, const char *sep, FILE *f);
 const struct trace_outlier **trace_outliers_slowest(const struct trace_run *run);
+/* The outliers lost (ring buffer full, more than kept), a line each between lead and end. */
+void trace_outliers_lost(const struct trace_run *run, const char *lead, const char *end, FILE *f);
 
 /* --out DIR (trace_out.c): report.md, trace.json, per-flow flame SVGs on one scale and
  * folded stacks, slow.jsonl; through report_out.c's manifest. 0 or -errno. */
