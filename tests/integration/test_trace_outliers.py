@@ -21,12 +21,15 @@ PAIR = str(REPO / "tests" / "trace" / "slow_pair.py")
 STAGES = ["send;call", "wait;epoll", "wait;busy", "recv;blocked", "recv;copy+return"]
 SVG_NS = "{http://www.w3.org/2000/svg}"
 M, DELAYED = 40, (5, 17, 31)
-# the server sleeps DELAY_MS before reading a delayed message; the threshold is a third of it.
-# In a qemu TCG guest of the VM matrix (UDSVM=1) an ordinary message can take 30 ms: 10x there.
+# the server sleeps DELAY_MS before reading a delayed message; the threshold is a third of it,
+# far above an ordinary message even on a loaded 2-vCPU host (where one took 10 ms, waiting for
+# a CPU). In a qemu TCG guest of the VM matrix (UDSVM=1) one took 35 ms: 10x there.
 SCALE = 10 if os.environ.get("UDSVM") else 1
-DELAY_MS, THRESH_MS = 30 * SCALE, 10 * SCALE
+DELAY_MS, THRESH_MS = 300 * SCALE, 100 * SCALE
 THRESH = f"{THRESH_MS}ms"
 THRESH_NS = THRESH_MS * 1_000_000
+# as udsprobe prints it (fmt_dur)
+THRESH_TEXT = "%.2f ms" % THRESH_MS if THRESH_MS < 1000 else "%.2f s" % (THRESH_MS / 1000)
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="--trace loads BPF: needs root")
 
@@ -85,12 +88,13 @@ def test_exactly_the_delayed_messages(trace, tmp_path, transport):
     assert doc["outliers_dropped"] == 0
     # the text report: the section, the slowest first, each timeline on its own line
     text = res.stdout
-    assert f"Messages slower than {THRESH_MS:.2f} ms: {len(doc['outliers'])}" in text
+    assert f"Messages slower than {THRESH_TEXT}: {len(doc['outliers'])}" in text
     lines = [l for l in text.split("Messages slower than")[1].splitlines()
              if f"{transport} {info['endpoint']}: python3 [" in l]
     assert len(lines) == len(DELAYED)
     lat = sorted((o["latency_ns"] for o in mine), reverse=True)
-    assert lines[0].split()[0] == "%.2f" % (lat[0] / 1e6)
+    assert lines[0].split()[0] == ("%.2f" % (lat[0] / 1e6) if lat[0] < 999995000 else
+                                   "%.2f" % (lat[0] / 1e9))
     assert "wait;busy" in text.split("Messages slower than")[1]
 
 
@@ -194,7 +198,7 @@ def test_out_writes_every_file(out_run):
     for n in svgs:
         assert f"]({n})" in md
     assert "| stage | per message | share | messages | p50 | p99 |" in md
-    assert f"## Messages slower than {THRESH_MS:.2f} ms" in md and "slow.jsonl" in md
+    assert f"## Messages slower than {THRESH_TEXT}" in md and "slow.jsonl" in md
     assert "UDS vs TCP, python3 -> python3" in md
 
 
