@@ -41,7 +41,7 @@ static bool names_has(const struct names *ns, const char *name)
 static void names_add(struct names *ns, const char *name)
 {
 	if (ns->n < MAX_NAMES && !names_has(ns, name))
-		snprintf(ns->name[ns->n++], NAME_LEN, "%s", name);
+		snprintf(ns->name[ns->n++], NAME_LEN, "%.*s", NAME_LEN - 1, name);
 }
 
 /* Only names udsprobe itself gives its files: a doctored manifest cannot name others. */
