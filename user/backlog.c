@@ -44,6 +44,8 @@ static struct bl_opts {
 	const char *prom_path;
 	const char *metrics_addr;
 	const char *attach;
+	enum bl_source source;
+	bool source_given;
 	bool quiet;
 } opts;
 
@@ -59,6 +61,7 @@ enum {
 	OPT_METRICS,
 	OPT_NETNS,
 	OPT_CGROUP,
+	OPT_SOURCE,
 };
 
 static const struct argp_option bl_options[] = {
@@ -82,6 +85,10 @@ static const struct argp_option bl_options[] = {
 	  "http://ADDR:PORT/metrics while running (e.g. 127.0.0.1:9464; :9464 = all addresses)" },
 	{ "backlog-attach", OPT_BL_ATTACH, "MODE", 0,
 	  "auto (default), fentry, kprobe or tracepoint" },
+	{ "backlog-source", OPT_SOURCE, "SRC", 0,
+	  "Where AF_UNIX listeners and queue depths come from: auto (default: iter/unix on "
+	  "Linux 5.17+, else sock_diag), iter or diag (sock_diag even where iter/unix exists; "
+	  "e.g. --backlog --backlog-source diag)" },
 	{ "quiet", OPT_QUIET, NULL, 0, "No live view; only the summary at exit" },
 	{},
 };
@@ -162,6 +169,17 @@ static error_t bl_parse(int key, char *arg, struct argp_state *state)
 		opts.metrics_addr = arg;
 		break;
 	}
+	case OPT_SOURCE:
+		if (!strcmp(arg, "auto"))
+			opts.source = BL_SOURCE_AUTO;
+		else if (!strcmp(arg, "iter"))
+			opts.source = BL_SOURCE_ITER;
+		else if (!strcmp(arg, "diag"))
+			opts.source = BL_SOURCE_DIAG;
+		else
+			bad_usage("--backlog-source: '%s' is not auto, iter or diag", arg);
+		opts.source_given = true;
+		break;
 	case OPT_BL_ATTACH:
 		opts.attach = arg;
 		break;
@@ -170,13 +188,16 @@ static error_t bl_parse(int key, char *arg, struct argp_state *state)
 		break;
 	case ARGP_KEY_END:
 		if (!opts.enabled && trace_requested() && !(opts.interval_s || opts.prom_path ||
-							     opts.attach || opts.quiet || opts.f.netns))
+							     opts.attach || opts.quiet || opts.f.netns ||
+							     opts.source_given))
 			break;	/* --trace shares --unix, --port, --pid and --cgroup */
 		if (!opts.enabled && (opts.f.n_unix || opts.f.n_ports || opts.f.n_pids ||
 				      opts.interval_s || opts.prom_path || opts.metrics_addr ||
-				      opts.attach || opts.quiet || opts.f.netns || opts.f.cgroup))
+				      opts.attach || opts.quiet || opts.f.netns || opts.f.cgroup ||
+				      opts.source_given))
 			bad_usage("--unix, --port, --pid, --netns, --cgroup, --interval, --prom, "
-				  "--metrics, --backlog-attach and --quiet need --backlog", NULL);
+				  "--metrics, --backlog-attach, --backlog-source and --quiet need "
+				  "--backlog", NULL);
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -300,12 +321,15 @@ static int start(struct bl_loop *r, enum attach_mode want)
 	int i, n = 0, err;
 
 	s->somaxconn = bl_read_somaxconn();
+	r->b.source = opts.source;
 	err = bl_bpf_setup(&r->b, want);
 	if (err)
 		return err;
 	s->run.attach_mode = attach_mode_names[r->b.mode];
 	s->run.attach_reason = r->b.why;
 	s->run.listen_overflow_reason = r->b.reason > 0;
+	s->run.unix_source = r->b.unix_diag ? "sock_diag" : "iter/unix";
+	s->run.unix_source_reason = r->b.unix_diag ? r->b.source_why : NULL;
 	bl_read_netstat(s, s->netstat0);
 	memcpy(s->netstat, s->netstat0, sizeof(s->netstat));
 	bl_netns_scan(s, true);
@@ -325,6 +349,9 @@ static int start(struct bl_loop *r, enum attach_mode want)
 	fprintf(r->out, "udsprobe --backlog: attach mode %s (%s); kernel %s; watching %d "
 		"listener%s; %s\n", s->run.attach_mode, s->run.attach_reason, kernel_release(), n,
 		n == 1 ? "" : "s", r->end_ns ? "until --duration" : "Ctrl-C to stop");
+	if (r->b.unix_diag)
+		fprintf(r->out, "note: AF_UNIX queue depth from sock_diag: %s (listeners of "
+			"udsprobe's network namespace only; docs/BACKLOG.md)\n", r->b.source_why);
 	if (!(effective_caps() & CAP_BIT(CAP_SYS_PTRACE)))
 		fprintf(r->out, "note: no CAP_SYS_PTRACE: other users' processes cannot be read in "
 			"/proc, so owners and pathname listeners they hold stay unresolved and "

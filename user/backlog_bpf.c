@@ -16,6 +16,7 @@
 #include "attach.h"
 #include "capability.h"
 #include "backlog_bpf.h"
+#include "backlog_diag.h"
 #include "backlog.skel.h"
 #include "util.h"
 
@@ -171,6 +172,8 @@ static int bl_bpf_open(struct bl_bpf *b, enum attach_mode mode, char *err_msg, s
 	bl_mode_programs(b->skel, mode, b->v6, progs, &n);
 	for (i = 0; i < n; i++)
 		bpf_program__set_autoload(progs[i], true);
+	if (b->unix_diag)	/* before 5.17 iter/unix has no target: it would not load */
+		bpf_program__set_autoload(b->skel->progs.iter_unix, false);
 	err = backlog_bpf__load(b->skel);
 	if (err) {
 		snprintf(err_msg, len, "cannot load the %s programs: %s", attach_mode_names[mode],
@@ -187,12 +190,14 @@ static int bl_bpf_open(struct bl_bpf *b, enum attach_mode mode, char *err_msg, s
 		}
 		b->n_links++;
 	}
-	b->iter_unix = bpf_program__attach_iter(b->skel->progs.iter_unix, NULL);
+	if (!b->unix_diag)
+		b->iter_unix = bpf_program__attach_iter(b->skel->progs.iter_unix, NULL);
 	b->iter_tcp = bpf_program__attach_iter(b->skel->progs.iter_tcp, NULL);
-	if (!b->iter_unix || !b->iter_tcp) {
+	if ((!b->unix_diag && !b->iter_unix) || !b->iter_tcp) {
 		err = -errno;
-		snprintf(err_msg, len, "cannot attach the iter/unix and iter/tcp programs: %s "
-			 "(needs Linux 5.17+)", strerror(-err));
+		snprintf(err_msg, len, "cannot attach the %s program%s: %s (iter/tcp needs "
+			 "Linux 5.9+, iter/unix 5.17+)", b->unix_diag ? "iter/tcp" :
+			 "iter/unix and iter/tcp", b->unix_diag ? "" : "s", strerror(-err));
 		goto fail;
 	}
 	b->iter_len = BL_MAX_LISTENERS * sizeof(struct bl_listener);
@@ -232,6 +237,49 @@ static int mode_try(enum attach_mode mode, void *ctx, char *why, size_t len)
 	return err;
 }
 
+static void diag_discard(void *ctx, const struct bl_listener *r)
+{
+	(void)ctx;
+	(void)r;
+}
+
+/*
+ * Where the listeners come from: iter/tcp (5.9+) for TCP in every case; for AF_UNIX
+ * iter/unix (5.17+), or sock_diag where the kernel lacks it or b->source says so
+ * (then one dump now, so that a missing unix_diag fails here, clearly). 0 or -ENOTSUP.
+ */
+static int choose_source(struct bl_bpf *b)
+{
+	bool iter_unix = btf_has_func("bpf_iter_unix");
+	int err;
+
+	if (!btf_has_func("bpf_iter_tcp")) {
+		fprintf(stderr, "udsprobe: --backlog needs the BPF iterator iter/tcp (Linux 5.9+) to "
+			"find TCP listeners; kernel %s lacks it\n", kernel_release());
+		return -ENOTSUP;
+	}
+	if (b->source == BL_SOURCE_ITER && !iter_unix) {
+		fprintf(stderr, "udsprobe: --backlog-source iter: kernel %s has no iter/unix (Linux "
+			"5.17+); use --backlog-source auto, which reads AF_UNIX queues through "
+			"sock_diag here\n", kernel_release());
+		return -ENOTSUP;
+	}
+	b->unix_diag = b->source == BL_SOURCE_DIAG || !iter_unix;
+	b->source_why[0] = 0;
+	if (!b->unix_diag)
+		return 0;
+	snprintf(b->source_why, sizeof(b->source_why), "%s", iter_unix ?
+		 "forced with --backlog-source diag" : "this kernel has no iter/unix (before 5.17)");
+	err = bl_diag_unix_listeners(0, diag_discard, NULL);
+	if (err) {
+		fprintf(stderr, "udsprobe: --backlog: %s, and sock_diag cannot list AF_UNIX sockets: "
+			"%s; load the unix_diag module (modprobe unix_diag; CONFIG_UNIX_DIAG)\n",
+			b->source_why, strerror(-err));
+		return -ENOTSUP;
+	}
+	return 0;
+}
+
 /* auto: fentry -> kprobe -> tracepoint; a forced mode fails with the reason. */
 int bl_bpf_setup(struct bl_bpf *b, enum attach_mode want)
 {
@@ -240,13 +288,9 @@ int bl_bpf_setup(struct bl_bpf *b, enum attach_mode want)
 	long long v;
 	int err;
 
-	/* listeners are enumerated by iter/unix (5.17) and iter/tcp (5.9) in every mode */
-	if (!btf_has_func("bpf_iter_unix") || !btf_has_func("bpf_iter_tcp")) {
-		fprintf(stderr, "udsprobe: --backlog needs the BPF iterators iter/unix (Linux 5.17+) and "
-			"iter/tcp (5.9+) to find listeners; kernel %s lacks %s\n", kernel_release(),
-			btf_has_func("bpf_iter_tcp") ? "iter/unix" : "them");
-		return -ENOTSUP;
-	}
+	err = choose_source(b);
+	if (err)
+		return err;
 	b->reason = btf_enum_value("SKB_DROP_REASON_TCP_LISTEN_OVERFLOW", &v) ? -1 : (int)v;
 	b->v6 = ksym_resolve("tcp_v6_syn_recv_sock", reason, sizeof(reason));
 	if (want != ATTACH_AUTO) {	/* say which of the two went wrong */

@@ -14,6 +14,13 @@ struct bpf_link;
 
 #define BL_MAX_PROGS	24	/* programs one mode attaches, at most */
 
+/* Where the AF_UNIX listeners and their queue depth come from (--backlog-source). */
+enum bl_source {
+	BL_SOURCE_AUTO,		/* iter/unix where the kernel has it (5.17+), else sock_diag */
+	BL_SOURCE_ITER,		/* iter/unix, or fail */
+	BL_SOURCE_DIAG,		/* NETLINK_SOCK_DIAG (backlog_diag.c) even with iter/unix */
+};
+
 struct bl_bpf {
 	struct backlog_bpf *skel;
 	struct bpf_link *links[BL_MAX_PROGS];
@@ -23,12 +30,15 @@ struct bl_bpf {
 	int reason;		/* TCP_LISTEN_OVERFLOW value, or -1 */
 	bool v6;		/* tcp_v6_syn_recv_sock exists (IPv6 built in or loaded) */
 	char why[512];		/* how the mode was chosen */
+	enum bl_source source;	/* asked for (set before bl_bpf_setup) */
+	bool unix_diag;		/* chosen: AF_UNIX listeners from sock_diag, no iter_unix */
+	char source_why[96];	/* why sock_diag (empty with iter/unix) */
 	const struct bl_listener *iter_out;	/* the listeners array map, mmapped */
 	size_t iter_len;
 };
 
-/* Choose the mode (auto: fentry -> kprobe -> tracepoint), load and attach its
- * programs and the iterators. 0, or -errno after saying why on stderr. */
+/* Choose the mode (auto: fentry -> kprobe -> tracepoint) and the AF_UNIX source (b->source),
+ * load and attach its programs and the iterators. 0, or -errno after saying why on stderr. */
 int bl_bpf_setup(struct bl_bpf *b, enum attach_mode want);
 void bl_bpf_close(struct bl_bpf *b);
 /* The programs of one mode, by skeleton field, into p[] (room for BL_MAX_PROGS); *n of them.

@@ -288,6 +288,10 @@ void bl_json_summary(struct bl_state *s, FILE *f, double t)
 	jw_str(&w, "kernel", kernel_release());
 	jw_double(&w, "duration_s", t);
 	jw_bool(&w, "tcp_listen_overflow_reason", s->run.listen_overflow_reason);
+	if (s->run.unix_source) {
+		jw_str(&w, "unix_queue_source", s->run.unix_source);
+		jw_str(&w, "unix_queue_source_reason", s->run.unix_source_reason);
+	}
 	if (s->netstat_ok) {
 		jw_u64(&w, "netstat_listen_overflows", s->netstat[0] - s->netstat0[0]);
 		jw_u64(&w, "netstat_listen_drops", s->netstat[1] - s->netstat0[1]);

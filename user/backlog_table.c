@@ -15,6 +15,7 @@
 #include <bpf/libbpf.h>
 
 #include "backlog_bpf.h"
+#include "backlog_diag.h"
 #include "backlog_table.h"
 #include "backlog.skel.h"
 #include "util.h"
@@ -353,11 +354,23 @@ static void port_unwatch(struct bl_bpf *b, struct listener *l)
 		bpf_map__delete_elem(m, &l->port, sizeof(l->port), 0);
 }
 
-/* Both iterators, in the network namespace this thread is in. */
+static void on_diag_listener(void *s, const struct bl_listener *r)
+{
+	on_listener(s, r);
+}
+
+/* Both iterators (AF_UNIX from sock_diag without iter/unix), in the network namespace this
+ * thread is in. */
 static int run_iters(struct bl_state *s, struct bl_bpf *b)
 {
-	int err = run_iter(s, b, b->iter_unix, on_listener);
+	struct stat sb;
+	int err;
 
+	if (b->unix_diag)
+		err = bl_diag_unix_listeners(stat("/proc/thread-self/ns/net", &sb) ? s->netns :
+					     (uint32_t)sb.st_ino, on_diag_listener, s);
+	else
+		err = run_iter(s, b, b->iter_unix, on_listener);
 	return err ? err : run_iter(s, b, b->iter_tcp, on_listener);
 }
 

@@ -100,6 +100,8 @@ struct bl_run {
 	const char *attach_mode;
 	const char *attach_reason;
 	bool listen_overflow_reason;	/* the kernel has SKB_DROP_REASON_TCP_LISTEN_OVERFLOW */
+	const char *unix_source;	/* "iter/unix" or "sock_diag": AF_UNIX listeners, depths */
+	const char *unix_source_reason;	/* why sock_diag; NULL with iter/unix */
 };
 
 /* Another network namespace whose listeners are read (backlog_ns.c). */
@@ -157,7 +159,8 @@ bool bl_same_name(const struct listener *l, const char *path, uint32_t len);
 bool bl_match_filters(struct bl_state *s, struct listener *l);
 /* l->addr from its name (unix) or from the iterator's record r (tcp; NULL: "*:port"). */
 void bl_set_addr(struct listener *l, const struct bl_listener *r);
-/* One queue sample: both iterators, then bookkeeping. 0 or -errno. */
+/* One queue sample: both iterators (AF_UNIX from sock_diag without iter/unix), then
+ * bookkeeping. 0 or -errno. */
 int bl_sample(struct bl_state *s, struct bl_bpf *b);
 
 /* backlog_counts.c */

@@ -69,6 +69,19 @@ def attach_args(udsprobe, mode):
     return ["--backlog-attach", mode]
 
 
+def read_line(pipe, timeout):
+    """One line from pipe, read byte by byte from its fd: a buffered readline() would also take
+    the lines after it, which communicate() (reading the fd) then never sees."""
+    fd, data, end = pipe.fileno(), b"", time.time() + timeout
+    while not data.endswith(b"\n"):
+        ready, _, _ = select.select([fd], [], [], max(0, end - time.time()))
+        byte = os.read(fd, 1) if ready else b""
+        if not byte:
+            break
+        data += byte
+    return data.decode(errors="replace")
+
+
 class Watch:
     """udsprobe --backlog running in the background; .result() waits and parses."""
 
@@ -76,8 +89,7 @@ class Watch:
         self.json = tmp / "backlog.jsonl"
         argv = [udsprobe, "--backlog", "--json", str(self.json), *attach, *args]
         self.p = procs(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        ready, _, _ = select.select([self.p.stdout], [], [], 90)  # slow in emulated guests
-        line = self.p.stdout.readline() if ready else ""
+        line = read_line(self.p.stdout, 90)  # slow in emulated guests
         if not line.startswith("udsprobe --backlog: attach mode"):
             try:
                 self.p.wait(timeout=5)
@@ -174,6 +186,78 @@ def test_unix_blocking_connect_waits(udsprobe, attach_mode, procs, bl_bins, worl
     assert 0.25 <= last["connect_wait_s"] <= waited + 0.05
     assert summary_of(events, path)["overflows"] == 1
     assert "blocking connects waited" in out
+
+
+# ---- where AF_UNIX queue depths come from: iter/unix or sock_diag -------------------------
+
+def kernel_has_iter_unix():
+    """iter/unix's target function is in /proc/kallsyms (Linux 5.17+)."""
+    with open("/proc/kallsyms") as f:
+        return any(line.rstrip().endswith(" bpf_iter_unix") for line in f)
+
+
+def test_unix_sock_diag_matches_iter(udsprobe, attach_mode, procs, bl_bins, world_dir):
+    """--backlog-source diag (NETLINK_SOCK_DIAG) shows the listeners iter/unix shows: the same
+    address, netns, owner (found through the socket inode), limit, and the known depth of
+    connects queued and never accepted: a pathname listener with backlog 7 and 3 queued, an
+    abstract one with backlog 2 and 3 queued (AF_UNIX queues one beyond the backlog). Where
+    the kernel has no iter/unix (before 5.17) diag is what auto picks, and iter fails."""
+    path = str(world_dir / "d.sock")
+    srv = procs([bl_bins["listen_noaccept"], "unix", path, "7"], stdout=subprocess.PIPE, text=True)
+    assert srv.stdout.readline().startswith("ready")
+    burst = procs([bl_bins["connect_burst"], "unix", path, "3"], stdin=subprocess.PIPE,
+                  stdout=subprocess.PIPE, text=True)
+    assert burst.stdout.readline().strip() == "ok=3 eagain=0 inprogress=0 other=0"
+    name = f"udsprobe-diag-{os.getpid()}"
+    lsn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    lsn.bind("\0" + name)
+    lsn.listen(2)
+    queued = []
+    for _ in range(3):
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        c.setblocking(False)
+        c.connect("\0" + name)
+        queued.append(c)
+    want = {path: (7, 3, srv.pid), "@" + name: (2, 3, os.getpid())}
+    has_iter = kernel_has_iter_unix()
+    seen = {}
+    try:
+        for src in (["auto", "iter", "diag"] if has_iter else ["auto", "diag"]):
+            w = Watch(udsprobe, procs, world_dir,
+                      ["--backlog-source", src, "--unix", path, "--unix", "@" + name,
+                       "--duration", "1.5", "--interval", "0.5"], attach_args(udsprobe, attach_mode))
+            out, err, events = w.result()
+            run = run_line(events)
+            diag = src == "diag" or not has_iter
+            assert run["unix_queue_source"] == ("sock_diag" if diag else "iter/unix"), run
+            notes = [l for l in out.splitlines() if "AF_UNIX queue depth from sock_diag" in l]
+            if diag:
+                why = ("forced with --backlog-source diag" if has_iter
+                       else "this kernel has no iter/unix (before 5.17)")
+                assert run["unix_queue_source_reason"] == why
+                assert len(notes) == 1 and why in notes[0], out
+            else:
+                assert run["unix_queue_source_reason"] is None and not notes, out
+            rows = {}
+            for addr, (limit, depth, owner) in want.items():
+                s = summary_of(events, addr)
+                assert (s["limit"], s["peak_queue"], s["owner_pid"]) == (limit, depth, owner), s
+                ivals = [e["queue"] for e in events if e["event"] == "interval" and e["address"] == addr]
+                assert ivals and set(ivals) == {depth}, ivals
+                rows[addr] = {k: s[k] for k in ("family", "netns", "owner_pid", "owner_comm",
+                                                "limit", "peak_queue")}
+            seen[src] = rows
+        assert len({json.dumps(r, sort_keys=True) for r in seen.values()}) == 1, seen
+        if not has_iter:
+            r = subprocess.run([udsprobe, "--backlog", "--backlog-source", "iter", "--duration", "1"],
+                               capture_output=True, text=True, timeout=60)
+            assert r.returncode == 1, r.stderr
+            assert "--backlog-source iter" in r.stderr and "no iter/unix (Linux 5.17+)" in r.stderr
+    finally:
+        burst.stdin.close()
+        for c in queued:
+            c.close()
+        lsn.close()
 
 
 # ---- accept waits: how long connects wait, and how deep the queue was ------------------
@@ -381,6 +465,8 @@ def test_nginx_php_fpm_tcp_attributed_to_listener(udsprobe, attach_mode, procs, 
     (["--unix", "/tmp/x.sock"], "need --backlog"),
     (["--backlog", "--compare"], "--backlog and --compare exclude each other"),
     (["--backlog", "--backlog-attach", "magic"], "unknown mode 'magic'"),
+    (["--backlog", "--backlog-source", "proc"], "--backlog-source: 'proc' is not auto, iter or diag"),
+    (["--backlog-source", "diag"], "need --backlog"),
 ])
 def test_usage_errors(udsprobe, args, msg):
     r = subprocess.run([udsprobe, *args], capture_output=True, text=True, timeout=30)

@@ -1,10 +1,13 @@
-"""What udsprobe does on a kernel that lacks a feature: one clear line, exit 1, never a fake.
+"""What udsprobe does on a kernel that lacks a feature: degrade and say so once, or one clear
+line and exit 1, never a fake.
 
---backlog finds listeners with the BPF iterators iter/unix (Linux 5.17+) and iter/tcp (5.9+).
-On older kernels (Debian 11's 5.10 in the VM matrix) it must refuse with one line naming what
-is missing; on newer ones that line must never appear. Which case applies is read from the
-kernel's own BTF (the iterator targets are the functions bpf_iter_unix and bpf_iter_tcp).
+--backlog finds TCP listeners with the BPF iterator iter/tcp (Linux 5.9+) and AF_UNIX ones with
+iter/unix (5.17+). Without iter/unix (Debian 11's 5.10 in the VM matrix) it reads AF_UNIX
+listeners and queue depths from sock_diag and says so in one line (and in the JSON run line);
+without iter/tcp it refuses in one line. Which case applies is read from the kernel's own BTF
+(the iterator targets are the functions bpf_iter_unix and bpf_iter_tcp).
 """
+import json
 import os
 import subprocess
 
@@ -28,14 +31,25 @@ def iterators():
     return kernel_btf_funcs("bpf_iter_unix", "bpf_iter_tcp")
 
 
-def test_backlog_without_iterators_says_so(udsprobe, iterators):
-    res = subprocess.run([udsprobe, "--backlog", "--duration", "1", "--interval", "0.5"],
+def test_backlog_without_iterators_says_so(udsprobe, iterators, tmp_path):
+    out_json = tmp_path / "bl.jsonl"
+    res = subprocess.run([udsprobe, "--backlog", "--duration", "1", "--interval", "0.5",
+                          "--json", str(out_json)],
                          capture_output=True, text=True, timeout=TIMEOUT)
-    lines = [l for l in res.stderr.splitlines() if "needs the BPF iterators" in l]
-    if iterators == {"bpf_iter_unix", "bpf_iter_tcp"}:
-        assert not lines, res.stderr
-        assert res.returncode == 0, res.stderr
-    else:
+    refused = [l for l in res.stderr.splitlines() if "needs the BPF iterator" in l]
+    notes = [l for l in res.stdout.splitlines() if "AF_UNIX queue depth from sock_diag" in l]
+    if "bpf_iter_tcp" not in iterators:
         assert res.returncode == 1, (res.returncode, res.stdout, res.stderr)
-        assert len(lines) == 1, res.stderr
-        assert "iter/unix (Linux 5.17+)" in lines[0] and os.uname().release in lines[0]
+        assert len(refused) == 1, res.stderr
+        assert "iter/tcp (Linux 5.9+)" in refused[0] and os.uname().release in refused[0]
+        return
+    assert not refused, res.stderr
+    assert res.returncode == 0, res.stderr
+    run = [e for e in map(json.loads, out_json.read_text().splitlines()) if e["event"] == "run"][-1]
+    if "bpf_iter_unix" in iterators:
+        assert not notes, res.stdout
+        assert run["unix_queue_source"] == "iter/unix" and run["unix_queue_source_reason"] is None
+    else:
+        why = "this kernel has no iter/unix (before 5.17)"
+        assert len(notes) == 1 and why in notes[0], res.stdout
+        assert run["unix_queue_source"] == "sock_diag" and run["unix_queue_source_reason"] == why
