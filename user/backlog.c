@@ -350,8 +350,8 @@ static int start(struct bl_loop *r, enum attach_mode want)
 		"listener%s; %s\n", s->run.attach_mode, s->run.attach_reason, kernel_release(), n,
 		n == 1 ? "" : "s", r->end_ns ? "until --duration" : "Ctrl-C to stop");
 	if (r->b.unix_diag)
-		fprintf(r->out, "note: AF_UNIX queue depth from sock_diag: %s (listeners of "
-			"udsprobe's network namespace only; docs/BACKLOG.md)\n", r->b.source_why);
+		fprintf(r->out, "note: AF_UNIX queue depth from sock_diag: %s (docs/BACKLOG.md, "
+			"\"Where listeners come from\")\n", r->b.source_why);
 	if (!(effective_caps() & CAP_BIT(CAP_SYS_PTRACE)))
 		fprintf(r->out, "note: no CAP_SYS_PTRACE: other users' processes cannot be read in "
 			"/proc, so owners and pathname listeners they hold stay unresolved and "

@@ -20,9 +20,10 @@
 #   UDSPROBE_VM_EXPECT_MODES  modes every kernel must support (default: all three for debian-*,
 #                             none for other kernels); a missing one counts as a failure
 #   UDSPROBE_VM_BACKLOG       where test_backlog*.py runs: "SPEC=MODE[,MODE] ..." or "all" or
-#                             "none" (default "debian-5.10=none debian-6.1=kprobe
-#                             debian-6.12=fentry": 5.10 lacks iter/unix; kernels not
-#                             named: every mode). ~60 s per mode under TCG.
+#                             "none" (default "debian-5.10=kprobe debian-6.1=kprobe
+#                             debian-6.12=fentry"; kernels not named: every mode; on 5.10,
+#                             which lacks iter/unix, AF_UNIX queues come from sock_diag).
+#                             ~60-200 s per mode under TCG.
 #   UDSPROBE_VM_TRACE         where test_trace.py's redis test (-c 1) runs: "SPEC=MODE[,MODE] ..."
 #                             or "all" or "none" (default "debian-6.1=kprobe debian-6.12=fentry";
 #                             kernels not named: none; 5.10 lacks bpf_task_pt_regs, which --trace
@@ -57,8 +58,9 @@ VM_TIMEOUT=${UDSPROBE_VM_TIMEOUT:-}
 PER_FILE=${PYTEST_TIMEOUT_PER_FILE:-240}
 JOBS=${UDSPROBE_VM_JOBS:-2}
 [ "$JOBS" -le "$(nproc)" ] 2>/dev/null || JOBS=$(nproc)
-# 5.10 has no iter/unix: --backlog refuses there (test_kernel_limits.py asserts how)
-BACKLOG=${UDSPROBE_VM_BACKLOG:-debian-5.10=none debian-6.1=kprobe debian-6.12=fentry}
+# 5.10 has no iter/unix: --backlog reads AF_UNIX queues through sock_diag there
+# (test_kernel_limits.py asserts it says so, test_backlog.py that it works)
+BACKLOG=${UDSPROBE_VM_BACKLOG:-debian-5.10=kprobe debian-6.1=kprobe debian-6.12=fentry}
 TRACE=${UDSPROBE_VM_TRACE:-debian-6.1=kprobe debian-6.12=fentry}
 TRACE_TEST=$IT/test_trace.py::test_redis_both_transports[1]
 SINGLE_TCG=${UDSPROBE_VM_SINGLE_TCG:-all}
