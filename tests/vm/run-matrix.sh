@@ -41,9 +41,10 @@
 #                             guest keeps one host CPU busy, so two halve the matrix time on 2 vCPUs
 #   UDSPROBE_VM_RESULTS       results dir (default .output/vm/matrix): check.txt, junit XML per mode
 #   UDSPROBE_VM_ARM64         arm64 kernels for tests/vm/static-guest.sh --arch arm64 (the arm64
-#                             static binary alone in an initramfs: --check and one traced run per
-#                             mode; default "debian-6.12-arm64 debian-5.10-arm64", a job each),
-#                             "none" to skip them
+#                             static binary alone in an initramfs: --check, and per mode a traced
+#                             pingpong run checked by test_stages.py on the host and a backlog
+#                             overflow count; default "debian-6.12-arm64 debian-5.10-arm64", a
+#                             job each), "none" to skip them
 #   UDSPROBE_VM_STATIC        kernel for the static-binary guest (tests/vm/static-guest.sh: `make
 #                             static`'s file alone in an initramfs; default: the first kernel),
 #                             "none" to skip it
@@ -284,8 +285,9 @@ run_static() {	# the static binary alone in an initramfs
 		"$sp" "$sf" 0 "$(secs "$t0" "$(now)")" "tests/vm/static-guest.sh: --check + traced --compare, no shared library in the guest"
 }
 
-# arm64: the reduced set (an arm64 guest cannot run the host's python): static binary, --check,
-# one traced run per mode --check accepts, the reason for each it rejects
+# arm64 (an arm64 guest cannot run the host's python): static binary, --check, per mode --check
+# accepts a traced pingpong run (test_stages.py's checks on its output, on the host) and a backlog
+# overflow count, the reason for each mode it rejects
 run_arm64() {	# run_arm64 KERNEL
 	local k=$1 t0 log src took krel kl mp mf m counts sp sf
 	ROW_ARCH=aarch64
@@ -304,11 +306,13 @@ run_arm64() {	# run_arm64 KERNEL
 	krel=$(sed -n 's/^-- \([^:]*\): initramfs.*/\1/p' "$log")
 	kl="${krel:-?} ($k)"
 	mp=0 mf=0
-	for m in $ALL_MODES; do
-		if grep -q "^  PASS  traced --compare --attach $m " "$log"; then
-			row "$kl" "$m" 1 0 0 - "$(sed -n "s/^  PASS  traced --compare --attach $m .*: //p" "$log")"; mp=$((mp + 1))
-		elif grep -q "^  FAIL  traced --compare --attach $m " "$log"; then
-			row "$kl" "$m" 0 1 0 - "traced run failed (see $log)"; mf=$((mf + 1))
+	for m in $ALL_MODES; do	# per mode: the traced run, the stage tests, the backlog check
+		local alt="(traced --compare --attach $m |stage tests $m |backlog $m:)" p f
+		p=$(grep -cE "^  PASS  $alt" "$log") f=$(grep -cE "^  FAIL  $alt" "$log")
+		if [ $((p + f)) -gt 0 ]; then
+			row "$kl" "$m" "$p" "$f" 0 - "$( [ "$f" -eq 0 ] && echo "traced pingpong; stage tests" \
+				"$(sed -n "s/^  PASS  stage tests $m .*: //p" "$log"); backlog" || echo "failed: see $log")"
+			mp=$((mp + p)) mf=$((mf + f))
 		elif grep -q "^  PASS  $m: not supported" "$log"; then
 			row "$kl" "$m" 1 0 0 - "$(sed -n "s/^  PASS  $m: //p" "$log")"; mp=$((mp + 1))
 		fi
