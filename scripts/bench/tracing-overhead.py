@@ -145,6 +145,10 @@ def summarize(runs):
             "untraced": med(lambda r: r["latency_ns"]["mean"]),
             "traced": med(lambda r: r["traced_latency_ns"]["mean"]),
             "ratio": med(lambda r: r["traced_latency_ns"]["mean"] / r["latency_ns"]["mean"]),
+            "ratio_range": (min(r["traced_latency_ns"]["mean"] / r["latency_ns"]["mean"] for r in rows),
+                            max(r["traced_latency_ns"]["mean"] / r["latency_ns"]["mean"] for r in rows)),
+            "untraced_range": (min(r["latency_ns"]["mean"] for r in rows),
+                               max(r["latency_ns"]["mean"] for r in rows)),
             "overhead": med(lambda r: r["overhead_ns"]),
             "hits": med(lambda r: r["probe_hits_per_msg"]),
             "per_hit": med(lambda r: r["overhead_ns"] / max(r["probe_hits_per_msg"], 1e-9)),
@@ -167,8 +171,11 @@ def table(rows):
     for where, mode, s in rows:
         for tr in ("unix", "tcp"):
             x = s[tr]
-            print(f"| {where} | {mode} | {tr} | {x['untraced']:.0f} ns | {x['traced']:.0f} ns | "
-                  f"**{x['ratio']:.2f}** | {x['overhead']:.0f} ns | {x['hits']:.1f} | "
+            lo, hi = x["ratio_range"]
+            ulo, uhi = x["untraced_range"]
+            print(f"| {where} | {mode} | {tr} | {x['untraced']:.0f} ns ({ulo:.0f}–{uhi:.0f}) | "
+                  f"{x['traced']:.0f} ns | **{x['ratio']:.2f}** ({lo:.2f}–{hi:.2f}) | "
+                  f"{x['overhead']:.0f} ns | {x['hits']:.1f} | "
                   f"{x['per_hit']:.0f} ns | {s['cost']:.0f} ns | {x['coverage']:.3f} | "
                   f"{100 * x['corrected']:+.0f} % | {s['attach_ms'] + s['detach_ms']:.0f} ms |")
 
@@ -213,7 +220,8 @@ def main():
           "both untraced and traced runs and widens the spread), "
           f"`make bench`; same-CPU 64 B pingpong, `--count {COUNT}` round trips per run, median of "
           f"{REPS} runs on the host (2 in guests). Each run pairs an untraced and a traced run of "
-          "the same workload, so overhead = traced − untraced one-way mean. *overhead/hit* is that "
+          "the same workload, so overhead = traced − untraced one-way mean; untraced mean and "
+          "traced/untraced are medians over the runs, with their min–max. *overhead/hit* is that "
           "overhead divided by the probe hits per message (every BPF program run on the "
           "message's CPU while it was in flight, including runs for other tasks that return at "
           "the tid filter); *calibrated cost/hit* is udsprobe's start-up measurement (getppid() "
@@ -223,6 +231,12 @@ def main():
           "< 1 s.\n")
     table(rows)
     print()
+    if max(float(load_start.split()[0]), float(load_end.split()[0])) > os.cpu_count():
+        print("**Loaded machine:** the load average exceeded the CPU count, so other tasks shared "
+              "the pingpong's CPU: they lengthen the untraced runs and, more so, the traced ones "
+              "(their syscalls and context switches run our filters too), and vary from run to "
+              "run. The ratios above measure that more than tracing; re-measure on a quiet machine. "
+              "The probe hits per message and the per-program costs below depend less on it.\n")
     ok = all(r["misses"] == 0 and r["out_of_order"] == 0 and r["messages"] == 2 * MILLION_RT
              for r in big["results"])
     print(f"**{2 * MILLION_RT:,} messages per transport** ({MILLION_RT:,} round trips, "
