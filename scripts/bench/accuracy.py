@@ -22,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 
-from machine import cpu_model
+from benchlib import cpu_name
 
 UDSPROBE = os.environ.get("UDSPROBE", "./udsprobe")
 QUICK = os.environ.get("BENCH_QUICK") == "1"
@@ -65,7 +65,7 @@ def main():
             rows.setdefault(key, []).append(r)
     first = docs[0]
     print("## Accuracy\n")
-    print(f"{cpu_model()}, {os.cpu_count()} CPUs, kernel {first['kernel']}, attach mode "
+    print(f"{cpu_name()}, {os.cpu_count()} CPUs, kernel {first['kernel']}, attach mode "
           f"{first['attach_mode']}, probe cost {first['probe_cost_ns']:.0f} ns per hit in the first "
           f"run. {REPEATS} repeats of `udsprobe --compare --size {SIZES} --mode {MODES} --cpu "
           f"{PLACES} --duration {DURATION}`; each cell is the median (min–max) over the repeats. "

@@ -20,10 +20,9 @@ import platform
 import statistics
 import struct
 import subprocess
-import sys
 import time
 
-from machine import cpu_model, loadavg
+from benchlib import bpf_progs_held, cpu_name, load1, log
 
 UDSPROBE = os.environ.get("UDSPROBE", "./udsprobe")
 QUICK = os.environ.get("BENCH_QUICK") == "1"
@@ -33,10 +32,6 @@ MILLION_RT = 50000 if QUICK else 500000      # round trips: two messages each
 VM = os.environ.get("BENCH_VM", "1") == "1" and not QUICK
 VM_KERNEL = os.environ.get("BENCH_VM_KERNEL", "debian-6.12")
 NR_BPF = 321 if platform.machine() == "x86_64" else 280    # bpf(2): x86-64, arm64
-
-
-def log(*a):
-    print(*a, file=sys.stderr, flush=True)
 
 
 def run_json(cmd, timeout=1200):
@@ -181,7 +176,7 @@ def table(rows):
 
 
 def main():
-    load_start = loadavg()
+    load_start, others_start = load1(), bpf_progs_held()
     modes, check = host_modes()
     log(f"tracing-overhead: host modes {modes}")
     rows = []
@@ -200,7 +195,7 @@ def main():
             progs = per_program(COUNT)
         except (OSError, SystemExit) as e:
             log(f"tracing-overhead: no per-program statistics: {e}")
-    load_end = loadavg()
+    load_end, others_end = load1(), bpf_progs_held()
     vm_rows, vm_note = [], ""
     if VM:
         prefix = ["scripts/vm-run.sh", "-k", VM_KERNEL, "-t", "900", "--"]
@@ -214,9 +209,10 @@ def main():
             rows.append((f"guest {VM_KERNEL} (TCG)", mode, summarize(runs)))
 
     print("## Tracing overhead\n")
-    print(f"Measured {datetime.date.today()} on {platform.release()}, {cpu_model()} "
-          f"({os.cpu_count()} CPUs), load average {load_start} at the start and {load_end} at "
-          "the end of the host runs (1/5/15 min; the machine is shared: other work on it lengthens "
+    print(f"Measured {datetime.date.today()} on {platform.release()}, {cpu_name()} "
+          f"({os.cpu_count()} CPUs), 1-minute load average {load_start:.2f} at the start and "
+          f"{load_end:.2f} at the end of the host runs, BPF programs held by other processes "
+          f"{others_start} and {others_end} (the machine is shared: other work on it lengthens "
           "both untraced and traced runs and widens the spread), "
           f"`make bench`; same-CPU 64 B pingpong, `--count {COUNT}` round trips per run, median of "
           f"{REPS} runs on the host (2 in guests). Each run pairs an untraced and a traced run of "
@@ -231,7 +227,7 @@ def main():
           "< 1 s.\n")
     table(rows)
     print()
-    if max(float(load_start.split()[0]), float(load_end.split()[0])) > os.cpu_count():
+    if max(load_start, load_end) > os.cpu_count():
         print("**Loaded machine:** the load average exceeded the CPU count, so other tasks shared "
               "the pingpong's CPU: they lengthen the untraced runs and, more so, the traced ones "
               "(their syscalls and context switches run our filters too), and vary from run to "
