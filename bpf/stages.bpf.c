@@ -26,22 +26,31 @@ char LICENSE[] SEC("license") = "GPL";
  * replaces a hash lookup on every hit, which keeps the probe cost per hit low.
  * User space (and the client child, for `tracing`) writes it through the mmap.
  */
-__u32 tracing;			/* 1 while the measured loop runs */
+/*
+ * Cache lines: the run's settings, read by every hit on every CPU, share no line with anything
+ * written during a run, and each CPU's hit counter has a line of its own; otherwise every
+ * syscall of another task on the other CPU pulls lines the message's CPU writes (measured on a
+ * 2-vCPU AMD EPYC, docs/BENCHMARKS.md).
+ */
+#define CACHE_LINE 64
+#define HITS_STRIDE (CACHE_LINE / sizeof(__u64))
+__u32 tracing __attribute__((aligned(CACHE_LINE)));	/* 1 while the measured loop runs */
 __u32 attribution;		/* enum attribution */
 __u32 transport;		/* TRANSPORT_* of this run */
 __u32 task_tid[NR_SLOTS];	/* client, server */
-/* Counters reported at exit. */
-__u64 msgs_done;		/* messages attributed end to end */
-__u64 msgs_unmatched;		/* recv returned data with no message in flight */
-__u64 msgs_overwritten;		/* a send started before the previous message was received */
-__u64 msgs_wrong_sock;		/* data-ready socket != the socket that received it */
-__u64 calib_hits;
 /* No data-ready boundary for this transport in this mode (6.1 tracepoints): slice from send entry */
 __u32 slice_from_send;
 /* Boundaries this mode sees for this run's transport (bit per enum boundary), set per run */
 __u64 avail_mask;
+/* Counters reported at exit. */
+__u64 msgs_done __attribute__((aligned(CACHE_LINE)));	/* messages attributed end to end */
+__u64 msgs_unmatched;		/* recv returned data with no message in flight */
+__u64 msgs_overwritten;		/* a send started before the previous message was received */
+__u64 msgs_wrong_sock;		/* data-ready socket != the socket that received it */
+__u64 calib_hits;
 const volatile long calib_nr;	/* the syscall the calibration loop makes (set before load) */
-__u64 cpu_hits[MAX_CPUS];	/* every program run, per CPU: probe-cost correction */
+/* Every program run, per CPU (CPU c's at cpu_hits[c * HITS_STRIDE]): probe-cost correction */
+__u64 cpu_hits[MAX_CPUS * HITS_STRIDE] __attribute__((aligned(CACHE_LINE)));
 
 struct task_info tasks[NR_SLOTS];
 /* One message in flight per receiver, indexed by the receiver's slot. */
@@ -53,7 +62,7 @@ static __always_inline __u32 count_hits(__u64 weight)
 {
 	__u32 cpu = bpf_get_smp_processor_id();
 
-	cpu_hits[cpu & (MAX_CPUS - 1)] += weight;
+	cpu_hits[(cpu & (MAX_CPUS - 1)) * HITS_STRIDE] += weight;
 	return cpu;
 }
 
@@ -85,7 +94,7 @@ static __always_inline void stamp_at(struct msg_state *m, __u32 b, __u64 now, __
 		return;		/* first crossing wins */
 	m->t[b] = now;
 	m->cpu[b] = cpu;
-	m->hits[b] = cpu_hits[cpu & (MAX_CPUS - 1)];
+	m->hits[b] = cpu_hits[(cpu & (MAX_CPUS - 1)) * HITS_STRIDE];
 }
 
 static __always_inline void stamp(struct msg_state *m, __u32 b, __u32 cpu)
@@ -460,11 +469,14 @@ static __always_inline void on_switch_in(__u32 next_tid, __u32 cpu)
 		return;
 	m->t[B_RUN] = ti->switch_in;
 	m->cpu[B_RUN] = cpu;
-	m->hits[B_RUN] = cpu_hits[cpu & (MAX_CPUS - 1)];
+	m->hits[B_RUN] = cpu_hits[(cpu & (MAX_CPUS - 1)) * HITS_STRIDE];
 }
 
-/* transport: only for that transport (TRANSPORT__COUNT: any) */
-static __always_inline void on_copy(__u32 b, bool last_wins, __u32 for_transport)
+/*
+ * A copy boundary of the receiver's recv(). transport: only for that transport
+ * (TRANSPORT__COUNT: any). Returns the message when the boundary belongs to it (NULL when not).
+ */
+static __always_inline struct msg_state *on_copy(__u32 b, bool last_wins, __u32 for_transport)
 {
 	__u32 cpu = count_hit();
 	int s = current_slot();
@@ -473,33 +485,31 @@ static __always_inline void on_copy(__u32 b, bool last_wins, __u32 for_transport
 	__u64 now;
 
 	if (s < 0 || (for_transport != TRANSPORT__COUNT && transport != for_transport))
-		return;
+		return NULL;
 	ti = &tasks[s & 1];
 	if (!ti->in_recv)
-		return;
+		return NULL;
 	now = bpf_ktime_get_ns();
 	if (b == B_COPY_DONE)
 		ti->copy_done = now;
 	m = &msgs[s & 1];
 	if (!m->t[B_SEND_ENTER] || m->t[B_RECV_EXIT])
-		return;
+		return NULL;
 	if (b == B_COPY_DONE)
 		m->copies++;
 	if (last_wins)
 		m->t[b] = 0;
 	stamp_at(m, b, now, cpu);
+	return m;
 }
 
-static __always_inline void on_recv_sock(const struct sock *sk)
+/*
+ * The socket a copy read from (rsk, 0 if unknown) must be the one data-ready signalled
+ * (msgs_wrong_sock): checked in the copy's own probe, without a probe hit of its own.
+ */
+static __always_inline void check_copy_sock(const struct msg_state *m, __u64 rsk)
 {
-	int s = current_slot();
-	struct msg_state *m;
-
-	count_hit();
-	if (s < 0 || !tasks[s & 1].in_recv)
-		return;
-	m = &msgs[s & 1];
-	if (m->rsk && m->rsk != (__u64)sk && m->t[B_SEND_ENTER] && !m->t[B_RECV_EXIT])
+	if (m && rsk && m->rsk && m->rsk != rsk)
 		__sync_fetch_and_add(&msgs_wrong_sock, 1);
 }
 
@@ -695,7 +705,7 @@ static __always_inline void on_sys_enter(long nr)
 		ti->in_recv = 1;
 		ti->recv_enter = bpf_ktime_get_ns();
 		ti->recv_enter_cpu = cpu;
-		ti->recv_enter_hits = cpu_hits[cpu & (MAX_CPUS - 1)];
+		ti->recv_enter_hits = cpu_hits[(cpu & (MAX_CPUS - 1)) * HITS_STRIDE];
 		ti->switch_in = 0;
 		ti->copy_done = 0;
 	} else if (nr == NR_connect && tracing) {
@@ -884,25 +894,32 @@ int BPF_PROG(tp_softirq_exit, unsigned int vec)
 	return 0;
 }
 
+/* The receiving socket of a unix skb: its owner is the sender (skb_set_owner_w), whose peer
+ * receives; 0 for any other skb. Read only once the skb is known to be our receiver's. */
+static __always_inline __u64 unix_skb_receiver(const struct sk_buff *skb)
+{
+	struct sock *snd = BPF_CORE_READ(skb, sk);
+
+	if (!snd || BPF_CORE_READ(snd, __sk_common.skc_family) != AF_UNIX)
+		return 0;
+	return (__u64)BPF_CORE_READ((struct unix_sock *)snd, peer);
+}
+
 SEC("?tp_btf/consume_skb")
 int BPF_PROG(tp_consume_skb, struct sk_buff *skb)
 {
 	/* UDS: the receiver consumes the message's skb right after copying it */
-	on_copy(B_COPY_DONE, false, TRANSPORT_UNIX);
+	struct msg_state *m = on_copy(B_COPY_DONE, false, TRANSPORT_UNIX);
+
+	if (m)
+		check_copy_sock(m, unix_skb_receiver(skb));
 	return 0;
 }
 
 SEC("?tp_btf/tcp_rcv_space_adjust")
 int BPF_PROG(tp_tcp_rcv_space_adjust, struct sock *sk)
 {
-	on_copy(B_COPY_DONE, false, TRANSPORT_TCP);
-	return 0;
-}
-
-SEC("?tp_btf/sock_recv_length")
-int BPF_PROG(tp_sock_recv_length, struct sock *sk, int ret, int flags)
-{
-	on_recv_sock(sk);
+	check_copy_sock(on_copy(B_COPY_DONE, false, TRANSPORT_TCP), (__u64)sk);
 	return 0;
 }
 

@@ -56,7 +56,6 @@ static const struct func_target {
 static const struct tp_target {
 	const char *tp;		/* as the stage table's markers name it */
 	size_t prog;
-	bool every_path;	/* needed on both paths though it marks no boundary */
 } tp_targets[] = {
 #define TP(t) { #t, PROG(tp_##t) }
 	TP(tcp_sendmsg_locked),
@@ -68,7 +67,6 @@ static const struct tp_target {
 	TP(softirq_exit),
 	TP(consume_skb),
 	TP(tcp_rcv_space_adjust),
-	{ "sock_recv_length", PROG(tp_sock_recv_length), true },
 #undef TP
 };
 
@@ -106,7 +104,7 @@ int tracer_mode_programs(struct stages_bpf *skel, enum attach_mode mode, bool ow
 	if (mode == ATTACH_TRACEPOINT) {
 		for (i = 0; i < ARRAY_SIZE(tp_targets); i++)
 			add(out, &n, max, skel_prog(skel, tp_targets[i].prog), tp_targets[i].tp, PA_SECTION,
-			    tp_targets[i].every_path);
+			    false);
 		return n;
 	}
 	if (mode != ATTACH_FENTRY && !kprobe)

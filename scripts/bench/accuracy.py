@@ -17,11 +17,12 @@ Markdown on stdout, progress on stderr.
 """
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
 import tempfile
+
+from benchlib import cpu_name
 
 UDSPROBE = os.environ.get("UDSPROBE", "./udsprobe")
 QUICK = os.environ.get("BENCH_QUICK") == "1"
@@ -30,14 +31,6 @@ DURATION = "0.2" if QUICK else os.environ.get("ACCURACY_DURATION", "0.5")
 SIZES = "1,64,4K,64K,1M,16M"
 MODES = "pingpong,stream,connect"
 PLACES = "same,split,none"
-
-
-def cpu_model():
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown CPU"
 
 
 def run_once(i):
@@ -72,7 +65,7 @@ def main():
             rows.setdefault(key, []).append(r)
     first = docs[0]
     print("## Accuracy\n")
-    print(f"{cpu_model()}, {os.cpu_count()} CPUs, kernel {first['kernel']}, attach mode "
+    print(f"{cpu_name()}, {os.cpu_count()} CPUs, kernel {first['kernel']}, attach mode "
           f"{first['attach_mode']}, probe cost {first['probe_cost_ns']:.0f} ns per hit in the first "
           f"run. {REPEATS} repeats of `udsprobe --compare --size {SIZES} --mode {MODES} --cpu "
           f"{PLACES} --duration {DURATION}`; each cell is the median (min–max) over the repeats. "

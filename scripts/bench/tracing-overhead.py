@@ -6,15 +6,23 @@ same-CPU 64 B pingpong, REPS runs each pairing an untraced and a traced run; med
 Also one 1,000,000-message traced run (misses must be zero). Guests (BENCH_VM=1, default):
 the same in fentry/kprobe/tracepoint inside Debian's 6.12 under qemu TCG (software
 emulation: absolute numbers are ~10-50x a real CPU's; only the ratios mean something).
+Per program: one more traced run (unix, then tcp, one --compare) with the kernel's BPF run-time
+statistics on (BPF_ENABLE_STATS, held by a file descriptor, so they go off when we exit): how
+often each of udsprobe's programs ran per message and what one run cost (run_time_ns / run_cnt,
+the program body only: not the tracepoint's dispatch nor the syscall slow path).
 Markdown on stdout, progress on stderr. Env: UDSPROBE, BENCH_REPS, BENCH_QUICK=1, BENCH_VM=0.
 """
+import ctypes
 import datetime
 import json
 import os
 import platform
 import statistics
+import struct
 import subprocess
-import sys
+import time
+
+from benchlib import bpf_progs_held, cpu_name, load1, log
 
 UDSPROBE = os.environ.get("UDSPROBE", "./udsprobe")
 QUICK = os.environ.get("BENCH_QUICK") == "1"
@@ -23,10 +31,7 @@ COUNT = 20000 if QUICK else 200000
 MILLION_RT = 50000 if QUICK else 500000      # round trips: two messages each
 VM = os.environ.get("BENCH_VM", "1") == "1" and not QUICK
 VM_KERNEL = os.environ.get("BENCH_VM_KERNEL", "debian-6.12")
-
-
-def log(*a):
-    print(*a, file=sys.stderr, flush=True)
+NR_BPF = 321 if platform.machine() == "x86_64" else 280    # bpf(2): x86-64, arm64
 
 
 def run_json(cmd, timeout=1200):
@@ -52,6 +57,76 @@ def one(mode, count, prefix=()):
     return run_json(cmd)
 
 
+def enable_bpf_stats():
+    """BPF_ENABLE_STATS (cmd 32, BPF_STATS_RUN_TIME): on while the returned fd is open."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    attr = ctypes.create_string_buffer(struct.pack("I", 0) + b"\0" * 124)
+    fd = libc.syscall(NR_BPF, 32, attr, len(attr))
+    if fd < 0:
+        raise OSError(ctypes.get_errno(), "BPF_ENABLE_STATS")
+    return fd
+
+
+def prog_ids(pid):
+    ids = set()
+    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
+        try:
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                ids.update(int(l.split()[1]) for l in f if l.startswith("prog_id:"))
+        except OSError:
+            pass
+    return ids
+
+
+def has_children(pid):
+    try:
+        return any(open(f"/proc/{pid}/task/{t}/children").read().strip()
+                   for t in os.listdir(f"/proc/{pid}/task"))
+    except OSError:
+        return False
+
+
+def prog_stats(ids):
+    """id -> (name, run_cnt, run_time_ns) of the programs ids, from bpftool."""
+    show = subprocess.run(["bpftool", "prog", "show", "-j"], capture_output=True, text=True).stdout
+    return {pr["id"]: (pr.get("name"), pr.get("run_cnt", 0), pr.get("run_time_ns", 0))
+            for pr in json.loads(show) if pr["id"] in ids}
+
+
+def per_program(count):
+    """One traced --compare with BPF run-time stats on: per program, runs per message and ns per
+    run, from the end of the calibration (when the first workload child appears) to the end of
+    the run; each program is held open by id (BPF_PROG_GET_FD_BY_ID) to be read after udsprobe
+    exits."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    stats_fd = enable_bpf_stats()
+    held = {}
+    try:
+        p = subprocess.Popen([UDSPROBE, "--compare", "--attach", "tracepoint", "--mode", "pingpong",
+                              "--cpu", "same", "--size", "64", "--count", str(count), "--json", "-"],
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        base = None
+        while p.poll() is None and base is None:
+            if has_children(p.pid):
+                for i in prog_ids(p.pid) - held.keys():
+                    attr = ctypes.create_string_buffer(struct.pack("I", i) + b"\0" * 124)
+                    fd = libc.syscall(NR_BPF, 13, attr, len(attr))  # BPF_PROG_GET_FD_BY_ID
+                    if fd >= 0:
+                        held[i] = fd
+                base = prog_stats(held.keys())
+            time.sleep(0.02)
+        d = json.loads(p.communicate()[0])
+        end = prog_stats(held.keys())
+    finally:
+        for fd in held.values():
+            os.close(fd)
+        os.close(stats_fd)
+    msgs = sum(r["messages"] for r in d["results"])
+    rows = [(name, cnt - base.get(i, (0, 0, 0))[1], ns - base.get(i, (0, 0, 0))[2])
+            for i, (name, cnt, ns) in end.items()]
+    return sorted(rows, key=lambda x: -x[2]), msgs
+
+
 def summarize(runs):
     """Per transport: medians over runs of the numbers the table shows."""
     out = {}
@@ -65,6 +140,10 @@ def summarize(runs):
             "untraced": med(lambda r: r["latency_ns"]["mean"]),
             "traced": med(lambda r: r["traced_latency_ns"]["mean"]),
             "ratio": med(lambda r: r["traced_latency_ns"]["mean"] / r["latency_ns"]["mean"]),
+            "ratio_range": (min(r["traced_latency_ns"]["mean"] / r["latency_ns"]["mean"] for r in rows),
+                            max(r["traced_latency_ns"]["mean"] / r["latency_ns"]["mean"] for r in rows)),
+            "untraced_range": (min(r["latency_ns"]["mean"] for r in rows),
+                               max(r["latency_ns"]["mean"] for r in rows)),
             "overhead": med(lambda r: r["overhead_ns"]),
             "hits": med(lambda r: r["probe_hits_per_msg"]),
             "per_hit": med(lambda r: r["overhead_ns"] / max(r["probe_hits_per_msg"], 1e-9)),
@@ -87,13 +166,17 @@ def table(rows):
     for where, mode, s in rows:
         for tr in ("unix", "tcp"):
             x = s[tr]
-            print(f"| {where} | {mode} | {tr} | {x['untraced']:.0f} ns | {x['traced']:.0f} ns | "
-                  f"**{x['ratio']:.2f}** | {x['overhead']:.0f} ns | {x['hits']:.1f} | "
+            lo, hi = x["ratio_range"]
+            ulo, uhi = x["untraced_range"]
+            print(f"| {where} | {mode} | {tr} | {x['untraced']:.0f} ns ({ulo:.0f}–{uhi:.0f}) | "
+                  f"{x['traced']:.0f} ns | **{x['ratio']:.2f}** ({lo:.2f}–{hi:.2f}) | "
+                  f"{x['overhead']:.0f} ns | {x['hits']:.1f} | "
                   f"{x['per_hit']:.0f} ns | {s['cost']:.0f} ns | {x['coverage']:.3f} | "
                   f"{100 * x['corrected']:+.0f} % | {s['attach_ms'] + s['detach_ms']:.0f} ms |")
 
 
 def main():
+    load_start, others_start = load1(), bpf_progs_held()
     modes, check = host_modes()
     log(f"tracing-overhead: host modes {modes}")
     rows = []
@@ -105,6 +188,14 @@ def main():
         rows.append((f"host {platform.release()}", mode, summarize(runs)))
     log("tracing-overhead: 1,000,000-message run")
     big = one(modes[0], MILLION_RT)
+    progs = None
+    if "tracepoint" in modes:
+        log("tracing-overhead: per-program run-time statistics")
+        try:
+            progs = per_program(COUNT)
+        except (OSError, SystemExit) as e:
+            log(f"tracing-overhead: no per-program statistics: {e}")
+    load_end, others_end = load1(), bpf_progs_held()
     vm_rows, vm_note = [], ""
     if VM:
         prefix = ["scripts/vm-run.sh", "-k", VM_KERNEL, "-t", "900", "--"]
@@ -118,10 +209,15 @@ def main():
             rows.append((f"guest {VM_KERNEL} (TCG)", mode, summarize(runs)))
 
     print("## Tracing overhead\n")
-    print(f"Measured {datetime.date.today()} on {platform.release()} ({os.cpu_count()} CPUs), "
+    print(f"Measured {datetime.date.today()} on {platform.release()}, {cpu_name()} "
+          f"({os.cpu_count()} CPUs), 1-minute load average {load_start:.2f} at the start and "
+          f"{load_end:.2f} at the end of the host runs, BPF programs held by other processes "
+          f"{others_start} and {others_end} (the machine is shared: other work on it lengthens "
+          "both untraced and traced runs and widens the spread), "
           f"`make bench`; same-CPU 64 B pingpong, `--count {COUNT}` round trips per run, median of "
           f"{REPS} runs on the host (2 in guests). Each run pairs an untraced and a traced run of "
-          "the same workload, so overhead = traced − untraced one-way mean. *overhead/hit* is that "
+          "the same workload, so overhead = traced − untraced one-way mean; untraced mean and "
+          "traced/untraced are medians over the runs, with their min–max. *overhead/hit* is that "
           "overhead divided by the probe hits per message (every BPF program run on the "
           "message's CPU while it was in flight, including runs for other tasks that return at "
           "the tid filter); *calibrated cost/hit* is udsprobe's start-up measurement (getppid() "
@@ -131,6 +227,12 @@ def main():
           "< 1 s.\n")
     table(rows)
     print()
+    if max(load_start, load_end) > os.cpu_count():
+        print("**Loaded machine:** the load average exceeded the CPU count, so other tasks shared "
+              "the pingpong's CPU: they lengthen the untraced runs and, more so, the traced ones "
+              "(their syscalls and context switches run our filters too), and vary from run to "
+              "run. The ratios above measure that more than tracing; re-measure on a quiet machine. "
+              "The probe hits per message and the per-program costs below depend less on it.\n")
     ok = all(r["misses"] == 0 and r["out_of_order"] == 0 and r["messages"] == 2 * MILLION_RT
              for r in big["results"])
     print(f"**{2 * MILLION_RT:,} messages per transport** ({MILLION_RT:,} round trips, "
@@ -138,6 +240,20 @@ def main():
               f"{r['transport']} attributed {r['messages']:,}, misses {r['misses']}, out of order "
               f"{r['out_of_order']}, coverage {r['coverage']:.3f}" for r in big["results"]) +
           (" — no unexplained misses." if ok else " — **MISSES: see above**."))
+    if progs:
+        rows_p, msgs = progs
+        print(f"\nPer program, tracepoint mode (one more traced run, {msgs:,} messages of both "
+              "transports, BPF run-time statistics on): runs per message, and the program "
+              "body's cost per run (run_time_ns / run_cnt: without the tracepoint's dispatch "
+              "and the syscall slow path, with the statistics' own clock reads). Counted from "
+              "the end of the start-up calibration to the end of the run: warm-up included "
+              "(the programs are detached in the untraced runs), and other tasks' hits that "
+              "return at the tid filter, on both CPUs.\n")
+        print("| program | runs | runs/message | ns/run |")
+        print("|---|---|---|---|")
+        for name, cnt, ns in rows_p:
+            if cnt:
+                print(f"| {name} | {cnt:,} | {cnt / max(msgs, 1):.2f} | {ns / cnt:.0f} |")
     if vm_note:
         print("\nNot measured:" + vm_note)
     print("\nWhat `udsprobe --check` said on the host:\n\n```\n" + check.strip() + "\n```")
