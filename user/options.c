@@ -402,7 +402,7 @@ static int compare_validate(struct options *o, bool sweep)
 		cmp->n_sizes = ARRAY_SIZE(curve);
 	}
 	if (sweep && !cmp->count && !cmp->duration_s)
-		cmp->duration_s = 0.3;	/* 10 sizes x 2 modes x 4 runs: about a minute */
+		cmp->duration_s = 0.3;	/* 10 sizes x 2 modes x 4 runs: under two minutes */
 	for (any = false, i = 0; i < CPU__COUNT; i++)
 		any |= cmp->places[i];
 	if (!any)
