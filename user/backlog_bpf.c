@@ -176,8 +176,11 @@ static int bl_bpf_open(struct bl_bpf *b, enum attach_mode mode, char *err_msg, s
 		bpf_program__set_autoload(b->skel->progs.iter_unix, false);
 	err = backlog_bpf__load(b->skel);
 	if (err) {
-		snprintf(err_msg, len, "cannot load the %s programs: %s", attach_mode_names[mode],
-			 strerror(-err));
+		snprintf(err_msg, len, "cannot load the %s programs: %s%s", attach_mode_names[mode],
+			 strerror(-err), mode == ATTACH_TRACEPOINT && !kernel_at_least(5, 17) ?
+			 " (tracepoint mode needs Linux 5.17 or newer: its kfree_skb tracepoint has a "
+			 "drop reason from 5.17 and BPF compare-and-exchange from 5.12; use "
+			 "--backlog-attach kprobe or fentry on this kernel)" : "");
 		goto fail;
 	}
 	for (i = 0; i < n; i++) {

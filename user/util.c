@@ -253,6 +253,15 @@ const char *kernel_release(void)
 	return uts.release;
 }
 
+bool kernel_at_least(unsigned int major, unsigned int minor)
+{
+	unsigned int ma, mi;
+
+	if (sscanf(kernel_release(), "%u.%u", &ma, &mi) != 2)
+		return true;	/* unknown: assume new, the load error speaks for itself */
+	return ma > major || (ma == major && mi >= minor);
+}
+
 int allowed_cpu_count(void)
 {
 	cpu_set_t set;

@@ -56,6 +56,8 @@ int str_unescape(const char *s, void *out, size_t len);
 
 /* Kernel release ("6.18.44-..."). */
 const char *kernel_release(void);
+/* Is the running kernel major.minor or newer (by uname's release)? */
+bool kernel_at_least(unsigned int major, unsigned int minor);
 /* Number of CPUs this process may run on, and the n-th of them (or -1). */
 int allowed_cpu_count(void);
 int allowed_cpu(int nth);

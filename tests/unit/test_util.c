@@ -369,3 +369,15 @@ TEST(util_parse_duration_ns)
 	CHECK_INT(parse_duration_ns("5usx", 100000000, &v), -EINVAL);
 	CHECK_INT(parse_duration_ns(NULL, 100000000, &v), -EINVAL);
 }
+
+TEST(util_kernel_at_least)
+{
+	unsigned int ma, mi;
+
+	CHECK_INT(sscanf(kernel_release(), "%u.%u", &ma, &mi), 2);
+	CHECK(kernel_at_least(ma, mi));
+	CHECK(kernel_at_least(ma, 0));
+	CHECK(kernel_at_least(ma - 1, mi + 100));
+	CHECK(!kernel_at_least(ma, mi + 1));
+	CHECK(!kernel_at_least(ma + 1, 0));
+}
