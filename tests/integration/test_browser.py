@@ -182,9 +182,13 @@ def test_hover_shows_each_frames_title(page, flame_svg):
     for f in frames:
         if f["w"] < 8:
             continue  # too thin to point at; its title is checked above
-        x, y = f["x"] + f["w"] / 2, f["y"] + f["h"] / 2
-        if any(abs(x - lx) < 4 for lx in lines):
-            x += 6 if x + 6 < f["x"] + f["w"] else -6
+        # the point nearest the frame's centre that is 4 px or more from every dashed line,
+        # kept 2 px inside the frame (a fixed shift off a line could land on a thin frame's
+        # edge, i.e. on its neighbour)
+        inside = [f["x"] + 2 + k * 0.5 for k in range(int((f["w"] - 4) * 2) + 1)]
+        x = max(inside, key=lambda px: (min([abs(px - lx) for lx in lines] + [4]),
+                                        -abs(px - f["x"] - f["w"] / 2)))
+        y = f["y"] + f["h"] / 2
         page.mouse("mouseMoved", x, y)
         got = page.js("(function () { var f = window.over && window.over.closest('.f');"
                       " return f ? [f.dataset.i, f.querySelector('title').textContent] : null; })()")
