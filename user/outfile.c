@@ -105,6 +105,43 @@ static int create_tmp(int dirfd, char *tmp, size_t len)
 	return -EEXIST;
 }
 
+/*
+ * SIGINT and SIGTERM held back while a temporary file exists but is not yet known to the
+ * fatal-signal path (pending[]), so that a second Ctrl-C can never leave it behind.
+ */
+static void hold_signals(sigset_t *old)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigprocmask(SIG_BLOCK, &set, old);
+}
+
+static void release_signals(const sigset_t *old)
+{
+	sigprocmask(SIG_SETMASK, old, NULL);
+}
+
+/* Can we create files in dirfd? A real create and unlink: root ignores modes, not read-only
+ * mounts. 0 or -errno. */
+static int probe_create(int dirfd)
+{
+	char tmp[TMP_LEN];
+	sigset_t old;
+	int fd;
+
+	hold_signals(&old);
+	fd = create_tmp(dirfd, tmp, sizeof(tmp));
+	if (fd >= 0) {
+		close(fd);
+		unlinkat(dirfd, tmp, 0);
+	}
+	release_signals(&old);
+	return fd < 0 ? fd : 0;
+}
+
 /* The target may be absent or a regular file; never a symlink, device, fifo or directory. */
 static int target_ok(const char *what, int dirfd, const char *name, const char *path)
 {
@@ -166,6 +203,7 @@ static int open_parent(const char *what, const char *path, const char **name)
 int outfile_begin_at(struct outfile *of, const char *what, int dirfd, const char *dirpath,
 		     const char *name)
 {
+	sigset_t old;
 	int fd, err;
 
 	memset(of, 0, sizeof(*of));
@@ -180,13 +218,16 @@ int outfile_begin_at(struct outfile *of, const char *what, int dirfd, const char
 	err = target_ok(what, dirfd, name, of->path);
 	if (err)
 		return err;
+	hold_signals(&old);
 	fd = create_tmp(dirfd, of->tmp, sizeof(of->tmp));
+	if (fd >= 0)
+		of->slot = pending_add(dirfd, of->tmp);
+	release_signals(&old);
 	if (fd < 0) {
 		fprintf(stderr, "udsprobe: %s: cannot write '%s': %s\n", what, of->path,
 			strerror(-fd));
 		return fd;
 	}
-	of->slot = pending_add(dirfd, of->tmp);
 	give_back(fd);
 	of->f = fdopen(fd, "w");
 	if (!of->f) {
@@ -272,9 +313,8 @@ int outfile_commit(struct outfile *of, int err)
 
 int outfile_check(const char *what, const char *path)
 {
-	char tmp[TMP_LEN];
 	const char *name;
-	int dirfd, fd, err;
+	int dirfd, err;
 
 	if (!strcmp(path, "-"))
 		return 0;
@@ -283,16 +323,10 @@ int outfile_check(const char *what, const char *path)
 		return dirfd;
 	err = target_ok(what, dirfd, name, path);
 	if (!err) {
-		/* a real create, not access(): root ignores modes but not read-only mounts */
-		fd = create_tmp(dirfd, tmp, sizeof(tmp));
-		if (fd < 0) {
-			err = fd;
+		err = probe_create(dirfd);
+		if (err)
 			fprintf(stderr, "udsprobe: %s: cannot write '%s': %s\n", what, path,
 				strerror(-err));
-		} else {
-			close(fd);
-			unlinkat(dirfd, tmp, 0);
-		}
 	}
 	close(dirfd);
 	return err;
@@ -300,9 +334,8 @@ int outfile_check(const char *what, const char *path)
 
 int outdir_open(struct outdir *od, const char *what, const char *dir)
 {
-	char tmp[TMP_LEN];
 	struct stat st;
-	int fd, err;
+	int err;
 
 	memset(od, 0, sizeof(*od));
 	od->fd = -1;
@@ -336,16 +369,13 @@ int outdir_open(struct outdir *od, const char *what, const char *dir)
 	/* only a directory this process made (and still owns) goes to the sudo user */
 	if (od->created && !fstat(od->fd, &st) && st.st_uid == geteuid())
 		give_back(od->fd);
-	fd = create_tmp(od->fd, tmp, sizeof(tmp));
-	if (fd < 0) {
+	err = probe_create(od->fd);
+	if (err) {
 		fprintf(stderr, "udsprobe: %s: cannot write into '%s': %s\n", what, dir,
-			strerror(-fd));
+			strerror(-err));
 		outdir_close(od, true);
-		return fd;
 	}
-	close(fd);
-	unlinkat(od->fd, tmp, 0);
-	return 0;
+	return err;
 }
 
 void outdir_close(struct outdir *od, bool remove_if_empty)
