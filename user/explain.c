@@ -183,12 +183,18 @@ static void explain_chunks(const struct pair_result *pr, const struct trace_resu
 	if (!u->bulk_messages && !t->bulk_messages)
 		return;
 	const char *per = pr->mode == WL_STREAM ? "send() call" : "message";
+	char nu[16] = "uncounted", nt[16] = "uncounted";
 
-	fprintf(f, "A %llu B message crosses in several pieces: %.1f skbs on UDS (at most ~36 KiB each) "
-		"and %.1f segments on TCP (up to 64 KiB with GSO) per %s; the sender slept %.1f "
+	/* chunks are counted at data-ready: none where the mode cannot see it */
+	if (u->chunks_per_msg > 0)
+		snprintf(nu, sizeof(nu), "%.1f", u->chunks_per_msg);
+	if (t->chunks_per_msg > 0)
+		snprintf(nt, sizeof(nt), "%.1f", t->chunks_per_msg);
+	fprintf(f, "A %llu B message crosses in several pieces: %s skbs on UDS (at most ~36 KiB each) "
+		"and %s segments on TCP (up to 64 KiB with GSO) per %s; the sender slept %.1f "
 		"(UDS) and %.1f (TCP) times per %s waiting for send-buffer space while the receiver "
 		"copied. Payload copies take UDS %s of its %s and TCP %s of its %s.\n",
-		(unsigned long long)pr->msg_size, u->chunks_per_msg, t->chunks_per_msg, per,
+		(unsigned long long)pr->msg_size, nu, nt, per,
 		u->sleeps_per_msg, t->sleeps_per_msg, per,
 		fmt_dur(copy_ns(u), false, a, sizeof(a)),
 		fmt_dur(u->stage_sum_ns - stage_ns(u, "app;gap"), false, b, sizeof(b)),

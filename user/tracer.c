@@ -444,9 +444,10 @@ int tracer_collect(struct tracer *tr, const struct wl_config *cfg, double probe_
 	read_slot(tr, C_SLEEPS, &acc);
 	res->sleeps_per_msg = acc.count ? (double)acc.sum_ns / acc.count : 0;
 
-	/* without a data-ready boundary, messages in several chunks are sliced from send() entry */
-	if (!per_call && !tr->avail[t][B_DATA_READY])
-		add_bulk_stages(tr, res, total.count, probe_cost_ns);
+	/* without a data-ready boundary, messages (stream: send() calls) in several chunks are
+	 * sliced from send() entry */
+	if (!tr->avail[t][B_DATA_READY])
+		add_bulk_stages(tr, res, per_call ? send_calls.count : total.count, probe_cost_ns);
 	for (b = B_SEND_ENTER + 1; b < B__COUNT; b++) {
 		if (!tr->avail[t][b])
 			continue;

@@ -300,8 +300,12 @@ def test_large_stream_calls_are_sliced_where_the_work_is(run_json, attach_mode, 
     for tr, r in by_transport(data, "stream").items():
         stages = {s["name"]: s for s in r["stages"]}
         assert r["messages"] == n and r["misses"] == 0, (tr, r)
-        # every call of this size is several chunks, so every call is sliced
-        assert r["bulk_messages"] == n and r["chunks_per_msg"] > 1, (tr, r)
+        # every call of this size is several chunks, so every call is sliced; chunks are
+        # counted at data-ready, which a mode without that boundary (tracepoint mode before
+        # 6.12) cannot see: it slices the call from its entry and counts none
+        blind = f"{tr} sk_data_ready" in (data.get("boundaries_missing") or "")
+        assert r["bulk_messages"] == n, (tr, r)
+        assert r["chunks_per_msg"] == 0 if blind else r["chunks_per_msg"] > 1, (tr, blind, r)
         assert "send;return" not in stages, (tr, stages)
         assert not [x for x in stages if x.startswith("deliver;")], (tr, stages)
         assert all(s["ns_per_msg"] >= 0 for s in r["stages"]), (tr, r["stages"])
