@@ -428,6 +428,7 @@ int tracer_collect(struct tracer *tr, const struct wl_config *cfg, double probe_
 	read_slot(tr, B_SEND_EXIT, &send_calls);
 	read_slot(tr, B_RECV_EXIT, &recv_calls);
 	read_slot(tr, C_BULK_SEND_COPY, &acc);
+	res->bulk_messages = acc.count;	/* stream: send() calls sliced */
 	if (per_call)	/* a sliced send() call ends in the slices, not at B_SEND_EXIT */
 		send_calls.count += acc.count;
 	res->messages = per_call ? send_calls.count : total.count;
@@ -437,8 +438,6 @@ int tracer_collect(struct tracer *tr, const struct wl_config *cfg, double probe_
 	res->misses = tr->skel->bss->msgs_unmatched;
 	res->out_of_order = tr->skel->bss->msgs_overwritten + tr->skel->bss->msgs_wrong_sock;
 	res->kernel_misses = kernel_missed(tr) - tr->missed_at_begin;
-	read_slot(tr, C_BULK_SEND_COPY, &acc);
-	res->bulk_messages = acc.count;	/* stream: send() calls sliced */
 	read_slot(tr, C_CHUNKS, &acc);
 	res->chunks_per_msg = acc.count ? (double)acc.sum_ns / acc.count : 0;
 	read_slot(tr, C_SLEEPS, &acc);

@@ -210,7 +210,7 @@ def test_filters_exclude_everything_else(udsprobe, attach_mode, procs, world_dir
 
 @pytest.mark.parametrize("args,msg", [
     (["--backlog", "--netns", "/nonexistent"], "--netns: '/nonexistent': No such file"),
-    (["--backlog", "--netns", "/proc/self/ns/mnt"], "is not a network namespace"[3:]),
+    (["--backlog", "--netns", "/proc/self/ns/mnt"], "not a network namespace"),
     (["--backlog", "--cgroup", "/tmp"], "not a directory of the cgroup v2 hierarchy"),
     (["--backlog", "--cgroup", "/nonexistent"], "--cgroup: '/nonexistent': No such file"),
     (["--netns", "/proc/self/ns/net"], "need --backlog"),
