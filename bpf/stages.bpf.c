@@ -514,21 +514,28 @@ static __always_inline void check_copy_sock(const struct msg_state *m, __u64 rsk
 }
 
 /* A message in several chunks: boundaries up to its first data-ready, then the slices. */
+/* The slices of a sliced message or send() call m, its chunks and its sender's sleeps, in slot s. */
+static __always_inline void account_slices(int s, const struct msg_state *m, __u32 chunks)
+{
+	__u32 k;
+
+#pragma unroll
+	for (k = 0; k < NR_BULK; k++)
+		account(s, C_BULK_SEND_COPY + k, m->bulk[k], 0);
+	account(s, C_CHUNKS, chunks, 0);
+	account(s, C_SLEEPS, m->sender_slept, 0);
+}
+
 static __always_inline void finish_bulk(int s, __u64 now)
 {
 	struct msg_state *m = &msgs[s & 1];
-	__u32 k;
 
 	m->t[B_RECV_EXIT] = 0;	/* still in flight for the last tick */
 	bulk_tick(s, now);
 	m->t[B_RECV_EXIT] = now;
 	if (!slice_from_send)
 		attribute_first_chunk(s);
-#pragma unroll
-	for (k = 0; k < NR_BULK; k++)
-		account(s, C_BULK_SEND_COPY + k, m->bulk[k], 0);
-	account(s, C_CHUNKS, m->chunks > 1 ? m->chunks : m->copies, 0);
-	account(s, C_SLEEPS, m->sender_slept, 0);
+	account_slices(s, m, m->chunks > 1 ? m->chunks : m->copies);
 }
 
 /* Boundary `to` takes `from`'s stamp (a zero-length stage). */
@@ -643,18 +650,13 @@ __noinline int attribute_first_chunk_of_call(int slot)
 static __always_inline void finish_send_call(int s, long sent)
 {
 	struct msg_state *m = &msgs[(s ^ 1) & 1];
-	__u32 k;
 
 	if (!m->t[B_SEND_ENTER])
 		return;
 	if (m->chunks > 1 || m->bulk[C_BULK_WAIT_SPACE - C_BULK_SEND_COPY] || sent > MAX_CHUNK_BYTES) {
 		if (m->t[B_DATA_READY])
 			attribute_first_chunk_of_call(s);
-#pragma unroll
-		for (k = 0; k < NR_BULK; k++)
-			account(s, C_BULK_SEND_COPY + k, m->bulk[k], 0);
-		account(s, C_CHUNKS, m->chunks, 0);
-		account(s, C_SLEEPS, m->sender_slept, 0);
+		account_slices(s, m, m->chunks);
 	} else {
 		attribute_send_call(s);
 	}
