@@ -38,7 +38,17 @@
 #   PYTEST_TIMEOUT_PER_FILE   a mode's pytest bound is this times its number of test files
 #                             (default 240 s: the slowest file took ~150 s under TCG on a loaded host)
 #   UDSPROBE_VM_JOBS          guests run at once (default 2, at most the host's CPUs): each TCG
-#                             guest keeps one host CPU busy, so two halve the matrix time on 2 vCPUs
+#                             guest keeps one host CPU busy, so two halve the matrix time on 2 vCPUs.
+#                             Jobs start longest first (longest-processing-time order): their
+#                             expected seconds are the last run's (RESULTS/durations), else the
+#                             defaults in est_default below (a fresh-clone CI's)
+#   UDSPROBE_VM_SPLIT         kernels whose modes run in separate guests, a job each, so that one
+#                             long kernel does not hold a slot while the other idles: "SPEC=MODES/
+#                             MODES ..." (default "debian-6.12=fentry/kprobe,tracepoint": its fentry
+#                             guest carries the backlog and trace tests); "none": one guest each
+#   UDSPROBE_VM_ONCE_MODE     the one mode per kernel in which guest tests that check nothing of the
+#                             mode run (test_stages.py's --repeat aggregation; default tracepoint,
+#                             the fastest); "" runs them in every mode
 #   UDSPROBE_VM_RESULTS       results dir (default .output/vm/matrix): check.txt, junit XML per mode
 #   UDSPROBE_VM_ARM64         arm64 kernels for tests/vm/static-guest.sh --arch arm64 (the arm64
 #                             static binary alone in an initramfs: --check, and per mode a traced
@@ -68,6 +78,8 @@ BACKLOG=${UDSPROBE_VM_BACKLOG:-debian-5.10=kprobe debian-6.1=kprobe debian-6.12=
 # bound there under TCG on a loaded host, and its as-nobody test needs a memlock limit before 5.11
 BACKLOG_ONLY=${UDSPROBE_VM_BACKLOG_ONLY:-debian-5.10=test_backlog.py}
 TRACE=${UDSPROBE_VM_TRACE:-debian-6.1=kprobe debian-6.12=fentry}
+SPLIT=${UDSPROBE_VM_SPLIT:-debian-6.12=fentry/kprobe,tracepoint}
+ONCE=${UDSPROBE_VM_ONCE_MODE-tracepoint}
 TRACE_TEST=$IT/test_trace.py::test_redis_both_transports[1]
 SINGLE_TCG=${UDSPROBE_VM_SINGLE_TCG:-all}
 RESULTS=${UDSPROBE_VM_RESULTS:-$REPO/.output/vm/matrix}
@@ -109,6 +121,13 @@ backlog_modes() { modes_for "$BACKLOG" "$1" "$ALL_MODES"; }
 backlog_only() { modes_for "$BACKLOG_ONLY" "$1" ""; }	# empty: every test_backlog*.py
 trace_modes() { modes_for "$TRACE" "$1" ""; }
 single_modes() { modes_for "$SINGLE_TCG" "$1" ""; }
+split_parts() {	# split_parts SPEC -> its guests' mode sets ("fentry kprobe,tracepoint"), empty: one guest
+	local e
+	[ "$SPLIT" = none ] && return
+	for e in $SPLIT; do
+		if [ "${e%%=*}" = "$1" ]; then echo "${e#*=}" | tr '/' ' '; return; fi
+	done
+}
 in_list() { case " $2 " in *" $1 "*) return 0 ;; esac; return 1; }
 mode_files() {	# mode_files MODE MODE_FILES... -> how many files run in MODE (as guest-suite.sh picks)
 	local m=$1 n=0 f
@@ -154,16 +173,18 @@ junit_counts() {	# junit_counts FILE -> "passed failed skipped", empty if unread
 	EOF
 }
 
-run_kernel() {	# run_kernel N SPEC: boot SPEC, run its modes, write rows
-	local i=$1 spec=$2 label res kdir krel fetch t0 expect files want single multi boot_failed
-	local boot bmodes qemu guest_timeout vrc took mode works why prc msecs nfiles counts note m
+run_kernel() {	# run_kernel N SPEC [MODES]: boot SPEC, run its modes (or MODES, "a,b"), write rows
+	local i=$1 spec=$2 part=${3:-} label res kdir krel fetch t0 expect files want single multi boot_failed
+	local boot bmodes qemu guest_timeout vrc=0 took=- mode works why prc msecs nfiles counts note m own
 	label=$spec
 	case $spec in */*) label=${spec##*/} ;; esac
-	res=$RESULTS/$i-$(tr -c 'A-Za-z0-9._-' '_' <<<"$label" | sed 's/_$//')
+	res=$RESULTS/$i-$(tr -c 'A-Za-z0-9._-' '_' <<<"$label" | sed 's/_$//')${part:+-${part//,/+}}
+	own=${part//,/ }
+	own=${own:-$ALL_MODES}	# the modes this job boots and reports
 	rm -rf "$res" && mkdir -p "$res" || { row "$label" - 0 1 0 0 "cannot create $res"; return; }
 
 	echo
-	echo "==== kernel $i/${#KERNELS[@]}: $spec ===="
+	echo "==== kernel $i/${#KERNELS[@]}: $spec${part:+ (modes $own; UDSPROBE_VM_SPLIT)} ===="
 	t0=$(now)
 	if ! kdir=$(scripts/vm-kernel.sh "$spec"); then
 		row "$label" - 0 1 0 "$(secs "$t0" "$(now)")" "could not fetch the kernel (vm-kernel.sh failed)"
@@ -197,6 +218,7 @@ run_kernel() {	# run_kernel N SPEC: boot SPEC, run its modes, write rows
 	want=${want//,/ }
 	single='' multi='' boot_failed=''
 	for m in $want; do
+		in_list "$m" "$own" || continue
 		if in_list "$m" "$(single_modes "$spec")"; then single+=" $m"; else multi+=" $m"; fi
 	done
 	for boot in multi single; do
@@ -213,6 +235,7 @@ run_kernel() {	# run_kernel N SPEC: boot SPEC, run its modes, write rows
 		"${qemu[@]}" scripts/vm-run.sh -k "$kdir" -t "$guest_timeout" \
 			-e UDSPROBE_EXPECT_MODES="$expect" -e PYTEST_TIMEOUT_PER_FILE="$PER_FILE" \
 			-e UDSPROBE_VM_MODES="${bmodes# }" -e UDSPROBE_VMLINUX="$kdir/vmlinux" \
+			-e UDSPROBE_VM_ONCE_MODE="$ONCE" \
 			-- tests/vm/guest-suite.sh "$res" "${files[@]}"
 		vrc=$?
 		took=$(secs "$t0" "$(now)")
@@ -225,12 +248,16 @@ run_kernel() {	# run_kernel N SPEC: boot SPEC, run its modes, write rows
 		*) row "$label" "${bmodes# }" 0 1 0 "$took" "guest suite failed (exit $vrc; udsprobe --check failed?)" ;;
 		esac
 	done
+	if [ -z "$single$multi" ]; then	# UDSPROBE_VM_MODES leaves none of this job's modes
+		for mode in $own; do row "$label" "$mode" 0 0 0 - "not run (UDSPROBE_VM_MODES)"; done
+		return
+	fi
 	if [ ! -s "$res/modes" ]; then
 		[ "$vrc" -eq 0 ] && row "$label" - 0 1 0 "$took" "no --check result from the guest"
 		return
 	fi
 	tcg_note() { in_list "$1" "$single" && echo "single-threaded TCG; "; }
-	for mode in $ALL_MODES; do
+	for mode in $own; do
 		works=no
 		grep -qx "$mode yes" "$res/modes" && works=yes
 		if [ $works = no ]; then
@@ -329,7 +356,17 @@ run_arm64() {	# run_arm64 KERNEL
 # job order for the table.
 mkdir -p "$RESULTS" || { echo "$PROG: cannot create $RESULTS"; echo "0 passed, 1 failed"; exit 1; }
 jobs_list=()
-for i in "${!KERNELS[@]}"; do jobs_list+=("kernel $((i + 1)) ${KERNELS[$i]}"); done
+for i in "${!KERNELS[@]}"; do
+	parts=$(split_parts "${KERNELS[$i]}")
+	if [ -z "$parts" ]; then jobs_list+=("kernel $((i + 1)) ${KERNELS[$i]}"); continue; fi
+	covered=$(tr ', ' '\n\n' <<<"$parts" | sort | paste -sd' ')
+	if [ "$covered" != "$(tr ' ' '\n' <<<"$ALL_MODES" | sort | paste -sd' ')" ]; then
+		echo "$PROG: UDSPROBE_VM_SPLIT: ${KERNELS[$i]}=${parts// //}: each of $ALL_MODES must be in exactly one guest"
+		echo "0 passed, 1 failed"
+		exit 1
+	fi
+	for p in $parts; do jobs_list+=("kernel $((i + 1)) ${KERNELS[$i]} $p"); done
+done
 for k in ${UDSPROBE_VM_ARM64:-debian-6.12-arm64 debian-5.10-arm64}; do [ "$k" = none ] || jobs_list+=("arm64 $k"); done
 [ "$STATIC" = none ] || jobs_list+=("static")
 # the static builds once, before the jobs: two makes at once in one tree would race
@@ -343,25 +380,54 @@ run_job() {	# run_job N JOB...
 	ROWS=$RESULTS/job-$n.rows
 	: >"$ROWS"
 	case $1 in
-	kernel) run_kernel "$2" "$3" ;;
+	kernel) run_kernel "$2" "$3" "${4:-}" ;;
 	arm64) run_arm64 "$2" ;;
 	static) run_static ;;
 	esac
 }
-echo "running ${#jobs_list[@]} jobs, $JOBS at a time (UDSPROBE_VM_JOBS): each job's log is printed when it ends"
-pids=() names=()
+# Longest first (LPT): with two slots the long guests overlap each other, the short ones fill
+# the end. Expected seconds: this machine's last run of the job (RESULTS/durations), else the
+# fresh-clone CI of 2026-11-23 (2 vCPU AMD EPYC, single-threaded TCG, loaded host) less the
+# per-test times of the runs since shared (test_stages.py's exit check, --repeat once per kernel).
+job_key() { set -- $1; [ "$1" = kernel ] && shift 2 && set -- kernel "$@"; echo "$*"; }
+est_default() {
+	case $1 in
+	"kernel debian-6.1") echo 900 ;;
+	"kernel debian-5.10") echo 680 ;;
+	"kernel debian-6.12") echo 1110 ;;
+	"kernel debian-6.12 fentry") echo 650 ;;
+	"kernel debian-6.12 kprobe,tracepoint") echo 480 ;;
+	"arm64 debian-6.12-arm64") echo 463 ;;
+	"arm64 debian-5.10-arm64") echo 311 ;;
+	static) echo 20 ;;
+	*) echo 600 ;;	# a kernel or split not measured yet
+	esac
+}
+est() {	# est JOB -> expected seconds
+	local k s
+	k=$(job_key "$1")
+	s=$(awk -F'\t' -v k="$k" '$1 == k {s = $2} END {print s}' "$RESULTS/durations" 2>/dev/null)
+	echo "${s:-$(est_default "$k")}"
+}
+order=()
+mapfile -t order < <(for n in "${!jobs_list[@]}"; do printf '%s\t%s\n' "$(est "${jobs_list[$n]}")" "$n"; done |
+	sort -t$'\t' -k1,1nr -k2,2n | cut -f2)
+echo "running ${#jobs_list[@]} jobs, $JOBS at a time (UDSPROBE_VM_JOBS), longest expected first: each job's log is printed when it ends"
+pids=() names=() t_job=() took_jobs=()
 print_done() {	# the logs of jobs that have ended, in the order they end
 	local d
 	for d in "${!pids[@]}"; do
 		kill -0 "${pids[$d]}" 2>/dev/null && continue
 		wait "${pids[$d]}"
-		echo; echo "[$(secs "$t_start" "$(now)")s] done: ${names[$d]}"; cat "$RESULTS/job-$d.log"
+		took_jobs[$d]=$(secs "${t_job[$d]}" "$(now)")
+		echo; echo "[$(secs "$t_start" "$(now)")s] done: ${names[$d]} (${took_jobs[$d]}s)"; cat "$RESULTS/job-$d.log"
 		unset "pids[$d]"
 	done
 }
-for n in "${!jobs_list[@]}"; do
+for n in "${order[@]}"; do
 	while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
-	echo "[$(secs "$t_start" "$(now)")s] start: ${jobs_list[$n]}"
+	echo "[$(secs "$t_start" "$(now)")s] start: ${jobs_list[$n]} (~$(est "${jobs_list[$n]}")s expected)"
+	t_job[$n]=$(now)
 	run_job "$n" ${jobs_list[$n]} >"$RESULTS/job-$n.log" 2>&1 &
 	pids[$n]=$! names[$n]=${jobs_list[$n]}
 	print_done
@@ -370,6 +436,17 @@ while [ ${#pids[@]} -gt 0 ]; do
 	wait -n
 	print_done
 done
+# this run's times of the jobs that passed (a failed one may have stopped early), the next
+# run's order
+for n in "${!took_jobs[@]}"; do
+	awk -F'\t' '$2 > 0 {f = 1} END {exit f}' "$RESULTS/job-$n.rows" || unset "took_jobs[$n]"
+done
+{
+	for n in "${!took_jobs[@]}"; do printf '%s\t%s\n' "$(job_key "${jobs_list[$n]}")" "${took_jobs[$n]}"; done
+	# the jobs not run (or failed) this time keep their last time
+	awk -F'\t' -v new="$(for n in "${!took_jobs[@]}"; do job_key "${jobs_list[$n]}"; done)" \
+		'BEGIN {split(new, k, "\n"); for (i in k) skip[k[i]]} !($1 in skip)' "$RESULTS/durations" 2>/dev/null || true
+} >"$RESULTS/durations.new" && mv "$RESULTS/durations.new" "$RESULTS/durations"
 
 total_pass=0 total_fail=0 total_skip=0 rows=()
 for n in "${!jobs_list[@]}"; do
