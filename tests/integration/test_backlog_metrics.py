@@ -272,9 +272,25 @@ def test_service_unit_verifies(udsprobe, tmp_path):
     assert set(unit_caps()) == {"bpf", "perfmon", "dac_read_search", "sys_ptrace"}
 
 
+def unit_memlock():
+    """The unit's LimitMEMLOCK as prlimit takes it (kernels before 5.11 charge BPF maps to it)."""
+    line = [l for l in UNIT.read_text().splitlines() if l.startswith("LimitMEMLOCK=")][0]
+    v = line.split("=", 1)[1].strip()
+    return "unlimited" if v == "infinity" else v
+
+
+def memlock_as_unit():
+    """prlimit setting the unit's memlock limit, as systemd does; [] where this root cannot
+    raise it (no CAP_SYS_RESOURCE, as on our 6.18 hosts, whose BPF maps are not charged to it)."""
+    lim = unit_memlock()
+    cmd = ["prlimit", f"--memlock={lim}:{lim}"]
+    return cmd if subprocess.run(cmd + ["true"], capture_output=True).returncode == 0 else []
+
+
 def run_as_nobody(binary, caps, args, timeout=30):
+    """uid/gid 65534 with these capabilities and the unit's memlock limit, as systemd starts it."""
     spec = ",".join(["-all"] + [f"+{c}" for c in caps])
-    return ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+    return [*memlock_as_unit(), "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
             f"--inh-caps={spec}", f"--ambient-caps={spec}", binary, *args]
 
 
