@@ -28,13 +28,15 @@
 #define PROG(name) offsetof(struct backlog_bpf, progs.name)
 #define ENTRY(f, v6) { #f, v6, PROG(fe_##f), 0, PROG(kp_##f), 0 }
 #define ENTRY_RET(f, v6) { #f, v6, PROG(fe_##f), PROG(fx_##f), PROG(kp_##f), PROG(kr_##f) }
+/* a return seen by fexit, and in kprobe mode at the syscall's exit (kprobe_exit_tps) */
+#define ENTRY_FEXIT(f, v6) { #f, v6, PROG(fe_##f), PROG(fx_##f), PROG(kp_##f), 0 }
 
 static const struct probe_target {
 	const char *func;
 	bool v6;		/* only when the kernel has IPv6 (tcp_v6_syn_recv_sock) */
 	size_t fe, fx, kp, kr;
 } probe_targets[] = {
-	ENTRY_RET(unix_stream_connect, false),
+	ENTRY_FEXIT(unix_stream_connect, false),
 	ENTRY_RET(unix_wait_for_peer, false),
 	ENTRY_RET(tcp_conn_request, false),
 	ENTRY_RET(tcp_v4_syn_recv_sock, false),
@@ -47,10 +49,32 @@ static const struct probe_target {
 	ENTRY_RET(inet_accept, false),
 };
 
-/* The syscall tracepoints tracepoint mode needs. */
+/* The syscall tracepoints tracepoint mode needs, and kprobe mode's (connect's result,
+ * instead of a kretprobe that misses returns: backlog.bpf.c, fx_unix_stream_connect). */
 static const char *const tp_syscalls[] = {
 	"sys_enter_connect", "sys_exit_connect", "sys_exit_accept", "sys_exit_accept4",
 };
+static const char *const kprobe_exit_tps[] = { "sys_exit_connect" };
+
+/* tracefs is there and has these syscalls:NAME events; else -EOPNOTSUPP and why. */
+static int syscall_tps_present(const char *const *names, size_t n, char *why, size_t len)
+{
+	int err = ensure_tracefs();
+	size_t i;
+
+	if (err) {
+		snprintf(why, len, "cannot mount tracefs: %s", strerror(-err));
+		return -EOPNOTSUPP;
+	}
+	for (i = 0; i < n; i++) {
+		if (!tracefs_has_event("syscalls", names[i])) {
+			snprintf(why, len, "no syscalls:%s tracepoint "
+				 "(CONFIG_FTRACE_SYSCALLS unset?)", names[i]);
+			return -EOPNOTSUPP;
+		}
+	}
+	return 0;
+}
 
 /* Can `mode` be used here for the backlog targets? 0, or -EOPNOTSUPP with the reason. */
 static int mode_usable(enum attach_mode mode, bool with_v6, char *why, size_t len)
@@ -77,25 +101,15 @@ static int mode_usable(enum attach_mode mode, bool with_v6, char *why, size_t le
 		}
 		return 0;
 	case ATTACH_KPROBE:
-		return attach_funcs_present(mode, fns, n, why, len);
+		err = attach_funcs_present(mode, fns, n, why, len);
+		return err ? err : syscall_tps_present(kprobe_exit_tps, ARRAY_SIZE(kprobe_exit_tps),
+						       why, len);
 	case ATTACH_TRACEPOINT:
 		if (!kernel_has_btf()) {
 			snprintf(why, len, "no kernel BTF (/sys/kernel/btf/vmlinux) for tp_btf");
 			return -EOPNOTSUPP;
 		}
-		err = ensure_tracefs();
-		if (err) {
-			snprintf(why, len, "cannot mount tracefs: %s", strerror(-err));
-			return -EOPNOTSUPP;
-		}
-		for (i = 0; i < (int)ARRAY_SIZE(tp_syscalls); i++) {
-			if (!tracefs_has_event("syscalls", tp_syscalls[i])) {
-				snprintf(why, len, "no syscalls:%s tracepoint "
-					 "(CONFIG_FTRACE_SYSCALLS unset?)", tp_syscalls[i]);
-				return -EOPNOTSUPP;
-			}
-		}
-		return 0;
+		return syscall_tps_present(tp_syscalls, ARRAY_SIZE(tp_syscalls), why, len);
 	default:
 		snprintf(why, len, "unknown mode");
 		return -EINVAL;
@@ -122,6 +136,8 @@ void bl_mode_programs(struct backlog_bpf *skel, enum attach_mode mode, bool v6,
 				if (off[k])
 					p[(*n)++] = skel_prog(skel, off[k]);
 		}
+		if (!fentry)
+			p[(*n)++] = skel->progs.tp_sys_exit_connect;
 		break;
 	default:
 		p[(*n)++] = skel->progs.tp_sys_enter_connect;
