@@ -42,7 +42,7 @@
 #   UDSPROBE_VM_JOBS          guests run at once (default 2, at most the host's CPUs): each TCG
 #                             guest keeps one host CPU busy, so two halve the matrix time on 2 vCPUs.
 #                             Jobs start longest first (longest-processing-time order): their
-#                             expected seconds are the last run's (RESULTS/durations), else the
+#                             expected seconds are the last full run's (RESULTS/durations), else the
 #                             defaults in est_default below (a fresh-clone CI's)
 #   UDSPROBE_VM_SPLIT         kernels whose modes run in separate guests, a job each, so that one
 #                             long kernel does not hold a slot while the other idles: "SPEC=MODES/
@@ -439,9 +439,10 @@ while [ ${#pids[@]} -gt 0 ]; do
 	print_done
 done
 # this run's times of the jobs that passed (a failed one may have stopped early), the next
-# run's order
+# run's order; none from a run of some modes only (UDSPROBE_VM_MODES)
 for n in "${!took_jobs[@]}"; do
-	awk -F'\t' '$2 > 0 {f = 1} END {exit f}' "$RESULTS/job-$n.rows" || unset "took_jobs[$n]"
+	[ -z "${UDSPROBE_VM_MODES:-}" ] && awk -F'\t' '$2 > 0 {f = 1} END {exit f}' "$RESULTS/job-$n.rows" ||
+		unset "took_jobs[$n]"
 done
 {
 	for n in "${!took_jobs[@]}"; do printf '%s\t%s\n' "$(job_key "${jobs_list[$n]}")" "${took_jobs[$n]}"; done
