@@ -129,6 +129,8 @@ struct rcv_info {
 
 struct dir_st {
 	__u64 sender_sk;	/* reuse check */
+	__u64 recv_sk;		/* TCP: reuse check at the receiver (unix: the key) */
+	__u64 first_rcv;	/* time of the first receive seen on this direction */
 	__u32 sent;		/* unix: bytes queued so far (wraps) */
 	__u32 rpos;		/* unix: bytes received; TCP: copied_seq */
 	__u64 head, tail;	/* FIFO: the receiver (or the late sender) advances head */
@@ -602,14 +604,16 @@ static __always_inline void fill_task(char *comm, __u32 *tgid, __u32 *tid, __u32
  * AF_UNIX byte positions at a direction's first traced send of ret bytes. rpos is
  * 0, or what the receiver counted if it read first (it creates the direction
  * then: it can read a message before the sender's boundary runs, even while the
- * sender is here; it writes rpos before last). This send ends where the
- * receiver is plus what is still queued (inq_len: 6.18 has it, 6.12 not); without it, at
- * the receiver's position if it read since this send began, else ret after it.
+ * sender is here; it writes first_rcv, then last, then rpos). This send ends where
+ * the receiver is plus what is still queued (inq_len: 6.18 has it, 6.12 not);
+ * without it, at ret when the receiver's first read came after this send began
+ * (its bytes are this send's first), else at the receiver's position if it read
+ * since this send began, else ret after it.
  * TCP needs nothing: its positions are sequence numbers the receiver reads.
  */
 static __always_inline void start_position(struct dir_st *d, struct sock *sk, int ret, __u64 t0)
 {
-	bool rcv_first = d->rpos || d->last.ret_ts;
+	bool rcv_first = d->rpos || d->first_rcv;
 
 	if (bpf_core_field_exists(struct unix_sock___inq, inq_len)) {
 		/* bytes queued before this send were sent before the run */
@@ -619,7 +623,11 @@ static __always_inline void start_position(struct dir_st *d, struct sock *sk, in
 		d->sent = d->rpos + (rcv_first || q > 0 ? q : 0);
 		return;
 	}
-	d->sent = d->last.ret_ts >= t0 || (rcv_first && !d->last.ret_ts) ? d->rpos - ret : d->rpos;
+	/* every byte the receiver counted came after this send began: they are its first */
+	if (rcv_first && d->first_rcv >= t0)
+		d->sent = 0;
+	else
+		d->sent = d->last.ret_ts >= t0 ? d->rpos - ret : d->rpos;
 }
 
 static __always_inline int on_send(struct sock *sk, int ret)
@@ -688,6 +696,20 @@ static __always_inline int on_send(struct sock *sk, int ret)
 	return 0;
 }
 
+/*
+ * A direction state left by an earlier connection: the receiving sock (TCP, the
+ * key being the 4-tuple) or the sending one (unix, the key being the receiving
+ * sock) is not this connection's. A receiver that reads before the sender's
+ * boundary must not work on it: the sender would then replace it and lose the
+ * bytes read.
+ */
+static __always_inline bool stale_for_receiver(const struct dir_st *d, struct sock *sk, int kind)
+{
+	if (kind == FL_UNIX)
+		return d->sender_sk && d->sender_sk != (__u64)BPF_CORE_READ((struct unix_sock *)sk, peer);
+	return d->recv_sk && d->recv_sk != (__u64)sk;
+}
+
 static __always_inline int on_recv(struct sock *sk, int ret, int flags)
 {
 	__u64 now = bpf_ktime_get_ns(), id = bpf_get_current_pid_tgid();
@@ -696,11 +718,18 @@ static __always_inline int on_recv(struct sock *sk, int ret, int flags)
 	struct rcv_info *r;
 	struct task_st *t;
 	struct dir_st *d;
+	__u32 pos;
 
 	if (!x || ret <= 0 || (flags & MSG_PEEK) || !dir_key_of(sk, false, &k))
 		return 0;
 	r = &x->r;
 	d = bpf_map_lookup_elem(&dirs, &k);
+	if (d && stale_for_receiver(d, sk, k.kind)) {
+		if (d->head != d->tail)
+			miss(FM_REUSED);
+		bpf_map_delete_elem(&dirs, &k);
+		d = NULL;
+	}
 	if (!d) {
 		/* before any traced send on it: kept, so that a late sender still matches */
 		miss(FM_NO_DIR);
@@ -710,10 +739,10 @@ static __always_inline int on_recv(struct sock *sk, int ret, int flags)
 			return 0;
 		}
 	}
-	if (k.kind == FL_UNIX)
-		d->rpos += ret;
-	else
-		d->rpos = BPF_CORE_READ((struct tcp_sock *)sk, copied_seq);
+	if (!d->first_rcv) {
+		d->recv_sk = (__u64)sk;
+		d->first_rcv = now;
+	}
 	t = bpf_map_lookup_elem(&tasks, &(__u32){ (__u32)id });
 	r->ret_ts = now;
 	r->entry_ts = cur_entry(t);
@@ -721,6 +750,12 @@ static __always_inline int on_recv(struct sock *sk, int ret, int flags)
 	r->poll_exit = t ? t->poll_exit : 0;
 	fill_task(r->comm, &r->tgid, &r->tid, &r->in_cg);
 	__builtin_memcpy(&d->last, r, sizeof(*r));
+	/* last, then rpos by a locked add (only this receiver writes it): a sender that
+	 * sees the new rpos sees this last, and the add orders both before complete()'s
+	 * read of the FIFO tail. With plain stores, the late sender's check and this
+	 * read could both miss the other (store buffering) and strand the message. */
+	pos = k.kind == FL_UNIX ? ret : BPF_CORE_READ((struct tcp_sock *)sk, copied_seq) - d->rpos;
+	__sync_fetch_and_add(&d->rpos, pos);
 	complete(d, x);
 	return 0;
 }

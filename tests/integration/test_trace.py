@@ -23,6 +23,7 @@ from test_backlog import needs_stack, start_stack, world_dir, PHP_FPM  # noqa: F
 
 REPO = Path(__file__).resolve().parents[2]
 ECHO = str(REPO / "tests" / "trace" / "echo_pair.py")
+CHURN = str(REPO / "tests" / "trace" / "churn_pair.py")
 STAGES = ["send;call", "wait;epoll", "wait;busy", "recv;blocked", "recv;copy+return"]
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="--trace loads BPF: needs root")
@@ -124,6 +125,28 @@ def test_echo_pair_exact(trace, tmp_path, transport, size):
     # the text report has the flow's table
     assert f"{transport} {info['endpoint']}: python3" in res.stdout
     assert f"{2 * n} messages, {2 * n * size} bytes" in res.stdout
+
+
+@pytest.mark.parametrize("transport", ["unix", "tcp"])
+def test_connection_churn_exact(trace, tmp_path, transport):
+    """A connection per request (tests/trace/churn_pair.py): each request is 1 MiB, so the
+    server reads its first bytes while the client is still inside send() (before the sender's
+    boundary), on sockets whose addresses the kernel reuses from one connection to the next:
+    every request and every reply counted, one flow, no misses."""
+    n, size, reply = 200, 1 << 20, 300
+    sock = [str(tmp_path / "churn.sock")] if transport == "unix" else []
+    cmd = [sys.executable, CHURN, transport] + sock + [str(n), str(size), str(reply)]
+    res, doc = run_trace(trace, tmp_path, ["--"] + cmd)
+    assert res.returncode == 0, res.stderr
+    info = next(json.loads(l) for l in res.stdout.splitlines() if '"requests"' in l)
+    check_top_contract(doc, trace)
+    assert doc["command"] == {"argv": cmd, "exit_status": 0}
+    flows = flows_at(doc, info["endpoint"])
+    assert len(flows) == 1, doc["flows"]
+    f = flows[0]
+    # both directions: python3 -> python3 at one endpoint
+    assert (f["messages"], f["bytes"]) == (2 * n, n * (size + reply)), doc["misses"]
+    assert f["misses"] == 0 and doc["misses"]["socket_reused"] == 0, doc["misses"]
 
 
 @pytest.fixture(scope="session")
