@@ -324,6 +324,28 @@ def test_redis_both_transports(trace, tmp_path, redis, clients):
 
 # ---- nginx -> php-fpm ----------------------------------------------------------------------
 
+def upstream_held(endpoint):
+    """How many of php-fpm's accepted connections on endpoint (a unix path or 127.0.0.1:PORT)
+    a process still holds: /proc/net/unix lines with the path that are not the listener, or
+    /proc/net/tcp lines with the local port that are not LISTEN; a socket no process holds any
+    more (closed, or an orphan in FIN_WAIT/TIME_WAIT) has inode 0 and does not count."""
+    n = 0
+    if ":" not in endpoint:
+        for line in Path("/proc/net/unix").read_text().splitlines()[1:]:
+            f = line.split()
+            # Num RefCount Protocol Flags Type St Inode Path; St 01 = unconnected (the listener)
+            if len(f) == 8 and f[7] == endpoint and f[5] != "01" and f[6] != "0":
+                n += 1
+        return n
+    port = int(endpoint.rsplit(":", 1)[1])
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        f = line.split()
+        # sl local rem st ... inode (f[9]); st 0A = LISTEN
+        if int(f[1].split(":")[1], 16) == port and f[3] != "0A" and f[9] != "0":
+            n += 1
+    return n
+
+
 @needs_stack
 @pytest.mark.parametrize("transport", ["unix", "tcp"])
 def test_nginx_php_fpm(trace, tmp_path, procs, world_dir, transport):
@@ -348,6 +370,14 @@ def test_nginx_php_fpm(trace, tmp_path, procs, world_dir, transport):
     for i in range(n):
         with urllib.request.urlopen(f"http://127.0.0.1:{st['port']}/?us=0&i={i}", timeout=10) as r:
             assert r.read() == b"ok\n"
+    # php-fpm writes its reply, then reads the request's last record (the empty FCGI_STDIN)
+    # and closes: nginx can pass the last reply on before php-fpm has read the last request's
+    # end, or (a loaded or emulated CPU) before php-fpm's write() has returned. Both messages
+    # complete only then: stop tracing once php-fpm holds no connection any more.
+    deadline = time.time() + 30
+    while upstream_held(endpoint):
+        assert time.time() < deadline, "php-fpm still holds a connection 30 s after the last reply"
+        time.sleep(0.05)
     tracer.send_signal(signal.SIGINT)
     _, stderr = tracer.communicate(timeout=60)
     assert tracer.returncode == 0, stderr
