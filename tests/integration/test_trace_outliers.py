@@ -48,8 +48,11 @@ def run_pair(trace, tmp_path, transport, extra, delayed=DELAYED):
     res = subprocess.run(trace + ["--json", str(out)] + extra + ["--"] + cmd,
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
+    doc = json.loads(out.read_text())
+    # the pair itself ran through (a failed pair would look like missing outliers)
+    assert doc["command"]["exit_status"] == 0, res.stderr
     info = next(json.loads(l) for l in res.stdout.splitlines() if l.startswith('{"transport"'))
-    return res, json.loads(out.read_text()), info
+    return res, doc, info
 
 
 def check_outlier(o, info):
@@ -163,7 +166,14 @@ def out_run(udsprobe, attach_mode, tmp_path_factory):
                                   str(tmp / "t.json"), "--", "sh", "-c", script],
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
-    return tmp, res, json.loads((tmp / "t.json").read_text())
+    doc = json.loads((tmp / "t.json").read_text())
+    # both pairs ran through: a pair that failed would look like missing flows or outliers
+    assert doc["command"]["exit_status"] == 0, res.stderr
+    # two transports, two flows of 2 x M messages each (both directions are python3 -> python3)
+    assert sorted((f["transport"], f["messages"]) for f in doc["flows"]
+                  if f["sender"]["comm"] == "python3") == [("tcp", 2 * M), ("unix", 2 * M)], \
+        (doc["flows"], doc["misses"])
+    return tmp, res, doc
 
 
 def test_out_writes_every_file(out_run):
