@@ -160,6 +160,15 @@ int trace_bpf_open(const struct trace_opts *o, struct flows_bpf **out, enum atta
 			"kernel with CONFIG_DEBUG_INFO_BTF=y\n");
 		return -ENOENT;
 	}
+	/* every mode: cur_entry() reads the current syscall's number through bpf_task_pt_regs
+	 * (5.15+), and complete() claims a message with BPF_CMPXCHG (5.12+), which 5.10's
+	 * verifier refuses anywhere in a program ("BPF_STX uses reserved fields") */
+	if (btf_enum_value("BPF_FUNC_task_pt_regs", &(long long){ 0 })) {
+		fprintf(stderr, "udsprobe: --trace: this kernel (%s) has no bpf_task_pt_regs helper "
+			"(Linux 5.15+), which --trace's programs need in every attach mode "
+			"(docs/TRACE.md, \"Kernels\")\n", kernel_release());
+		return -EOPNOTSUPP;
+	}
 	err = attach_choose(o->attach, mode_try, &t, mode, why, sizeof(why));
 	if (err) {
 		if (o->attach != ATTACH_AUTO)

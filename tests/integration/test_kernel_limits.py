@@ -53,3 +53,31 @@ def test_backlog_without_iterators_says_so(udsprobe, iterators, tmp_path):
         why = "this kernel has no iter/unix (before 5.17)"
         assert len(notes) == 1 and why in notes[0], res.stdout
         assert run["unix_queue_source"] == "sock_diag" and run["unix_queue_source_reason"] == why
+
+
+def kernel_btf_has_enumerator(name):
+    """The kernel's BTF has the enumerator name (bpftool's dump lists it as 'NAME' val=N)."""
+    out = subprocess.run(["bpftool", "btf", "dump", "file", "/sys/kernel/btf/vmlinux"],
+                         capture_output=True, text=True, timeout=TIMEOUT, check=True).stdout
+    return f"'{name}' val=" in out
+
+
+def test_trace_without_task_pt_regs_says_so(udsprobe, tmp_path):
+    """--trace needs bpf_task_pt_regs (5.15+) in every mode (and BPF_CMPXCHG, 5.12+): without
+    it (Debian 11's 5.10) one line naming it and exit 1, before any program is loaded; with it,
+    that line never appears (the run itself is tested in test_trace.py)."""
+    if not os.path.exists("/sys/kernel/btf/vmlinux"):
+        pytest.fail("no /sys/kernel/btf/vmlinux: cannot tell which helpers this kernel has")
+    has = kernel_btf_has_enumerator("BPF_FUNC_task_pt_regs")
+    res = subprocess.run([udsprobe, "--trace", "--duration", "1", "--json", str(tmp_path / "t.json")],
+                         capture_output=True, text=True, timeout=TIMEOUT)
+    line = (f"udsprobe: --trace: this kernel ({os.uname().release}) has no bpf_task_pt_regs "
+            "helper (Linux 5.15+), which --trace's programs need in every attach mode "
+            "(docs/TRACE.md, \"Kernels\")")
+    if has:
+        assert line not in res.stderr
+        assert "bpf_task_pt_regs" not in res.stderr
+    else:
+        assert res.returncode == 1, res.stderr
+        assert res.stderr.splitlines() == [line], res.stderr
+        assert not (tmp_path / "t.json").exists()

@@ -30,7 +30,7 @@
 #                             kernels not named: all)
 #   UDSPROBE_VM_TRACE         where test_trace.py's redis test (-c 1) runs: "SPEC=MODE[,MODE] ..."
 #                             or "all" or "none" (default "debian-6.1=kprobe debian-6.12=fentry";
-#                             kernels not named: none; 5.10 lacks bpf_task_pt_regs, which --trace
+#                             kernels not named: none; 5.10 lacks bpf_task_pt_regs and BPF cmpxchg, which --trace
 #                             needs). ~3 min per mode under TCG (the BPF load takes most of it).
 #   UDSPROBE_VM_SINGLE_TCG    which modes boot with single-threaded TCG: "all" (default), "none", or
 #                             "SPEC=MODE[,MODE] ..." (those in a second boot). Multi-threaded TCG
