@@ -14,29 +14,12 @@ import os
 import socket
 import sys
 
-
-def recv_exactly(s, n):
-    buf = b""
-    while len(buf) < n:
-        chunk = s.recv(n - len(buf))
-        if not chunk:
-            raise SystemExit("peer closed early")
-        buf += chunk
-    return buf
+from pair_common import listener, recv_exactly
 
 
 def main():
     kind, args = sys.argv[1], sys.argv[2:]
-    if kind == "unix":
-        path = args.pop(0)
-        srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        srv.bind(path)
-        addr, endpoint = path, path
-    else:
-        srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        srv.bind(("127.0.0.1", 0))
-        addr = srv.getsockname()
-        endpoint = "127.0.0.1:%d" % addr[1]
+    srv, addr, endpoint = listener(kind, args)
     n, size, reply = int(args[0]), int(args[1]), int(args[2])
     srv.listen(128)
     pid = os.fork()

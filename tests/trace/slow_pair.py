@@ -15,34 +15,17 @@ import socket
 import sys
 import time
 
+from pair_common import listener, recv_exactly
+
 
 def size_of(i, delayed):
     return 3000 + i if i in delayed else 200
 
 
-def recv_exactly(s, n):
-    buf = b""
-    while len(buf) < n:
-        chunk = s.recv(n - len(buf))
-        if not chunk:
-            raise SystemExit("peer closed early")
-        buf += chunk
-    return buf
-
-
 def main():
     kind = sys.argv[1]
     args = sys.argv[2:]
-    if kind == "unix":
-        path = args.pop(0)
-        srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        srv.bind(path)
-        addr, endpoint = path, path
-    else:
-        srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        srv.bind(("127.0.0.1", 0))
-        addr = srv.getsockname()
-        endpoint = "127.0.0.1:%d" % addr[1]
+    srv, addr, endpoint = listener(kind, args)
     m, delay = int(args[0]), int(args[2]) / 1000.0
     delayed = {int(x) for x in args[1].split(",") if x}
     srv.listen(1)
