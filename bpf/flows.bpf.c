@@ -4,8 +4,8 @@
  *
  * A message is one send()-family call of N bytes; it ends when the peer's
  * recv()-family call returns its last byte (DESIGN.md §5b). Per direction of a
- * connection (keyed by the receiving unix sock, or by the TCP 4-tuple as the
- * sender sees it) the sender appends (entry time, end offset) to a small FIFO;
+ * connection (keyed by the receiving and sending unix socks, or by the TCP
+ * 4-tuple as the sender sees it) the sender appends (entry time, end offset) to a small FIFO;
  * the receiver's position (unix: cumulative bytes, TCP: copied_seq against the
  * sender's write_seq) completes every send whose end it passed. Completed
  * messages go to per-CPU flow stats with linear-log histograms; nothing goes
@@ -129,7 +129,7 @@ struct rcv_info {
 
 struct dir_st {
 	__u64 sender_sk;	/* reuse check */
-	__u64 recv_sk;		/* TCP: reuse check at the receiver (unix: the key) */
+	__u64 recv_sk;		/* TCP: reuse check at the receiver (unix: in the key) */
 	__u64 first_rcv;	/* time of the first receive seen on this direction */
 	__u32 sent;		/* unix: bytes queued so far (wraps) */
 	__u32 rpos;		/* unix: bytes received; TCP: copied_seq */
@@ -147,6 +147,7 @@ struct dir_key {
 	__u32 kind;		/* enum fl_transport */
 	__u16 sport, dport;	/* TCP, as the sender sees them */
 	__u64 sk;		/* unix: the receiving sock */
+	__u64 peer;		/* unix: the sending sock */
 	__u32 saddr[4], daddr[4];
 };
 
@@ -313,11 +314,16 @@ static __always_inline int dir_key_of(struct sock *sk, bool sending, struct dir_
 	if (BPF_CORE_READ(sk, sk_type) != SOCK_STREAM)
 		return 0;
 	if (family == AF_UNIX) {
-		struct unix_sock *u = (struct unix_sock *)sk;
+		/* both socks: the kernel reuses a closed pair's addresses, often swapped (the
+		 * next connection's client sock where the last accepted one was); a key of the
+		 * receiving sock alone then met an earlier connection's state, which one side
+		 * replaced while the other was using it (seen in a 6.1 guest, nginx -> php-fpm) */
+		__u64 peer = (__u64)BPF_CORE_READ((struct unix_sock *)sk, peer);
 
 		k->kind = FL_UNIX;
-		k->sk = sending ? (__u64)BPF_CORE_READ(u, peer) : (__u64)sk;
-		return k->sk ? 1 : 0;
+		k->sk = sending ? peer : (__u64)sk;
+		k->peer = sending ? (__u64)sk : peer;
+		return peer ? 1 : 0;
 	}
 	if ((family != AF_INET && family != AF_INET6) || BPF_CORE_READ(sk, sk_protocol) != IPPROTO_TCP)
 		return 0;
@@ -697,16 +703,13 @@ static __always_inline int on_send(struct sock *sk, int ret)
 }
 
 /*
- * A direction state left by an earlier connection: the receiving sock (TCP, the
- * key being the 4-tuple) or the sending one (unix, the key being the receiving
- * sock) is not this connection's. A receiver that reads before the sender's
+ * TCP: a direction state left by an earlier connection on the same 4-tuple (its
+ * receiving sock is not this one). A receiver that reads before the sender's
  * boundary must not work on it: the sender would then replace it and lose the
- * bytes read.
+ * bytes read. (unix keys hold both socks.)
  */
-static __always_inline bool stale_for_receiver(const struct dir_st *d, struct sock *sk, int kind)
+static __always_inline bool stale_for_receiver(const struct dir_st *d, struct sock *sk)
 {
-	if (kind == FL_UNIX)
-		return d->sender_sk && d->sender_sk != (__u64)BPF_CORE_READ((struct unix_sock *)sk, peer);
 	return d->recv_sk && d->recv_sk != (__u64)sk;
 }
 
@@ -724,7 +727,7 @@ static __always_inline int on_recv(struct sock *sk, int ret, int flags)
 		return 0;
 	r = &x->r;
 	d = bpf_map_lookup_elem(&dirs, &k);
-	if (d && stale_for_receiver(d, sk, k.kind)) {
+	if (d && stale_for_receiver(d, sk)) {
 		if (d->head != d->tail)
 			miss(FM_REUSED);
 		bpf_map_delete_elem(&dirs, &k);
