@@ -5,11 +5,12 @@
  * A message is one send()-family call of N bytes; it ends when the peer's
  * recv()-family call returns its last byte (DESIGN.md §5b). Per direction of a
  * connection (keyed by the receiving and sending unix socks, or by the TCP
- * 4-tuple as the sender sees it) the sender appends (entry time, end offset) to a small FIFO;
- * the receiver's position (unix: cumulative bytes, TCP: copied_seq against the
- * sender's write_seq) completes every send whose end it passed. Completed
- * messages go to per-CPU flow stats with linear-log histograms; nothing goes
- * to user space per event. What cannot be matched is counted in misses[].
+ * 4-tuple as the sender sees it) the sender appends (entry time, end offset) to
+ * a small FIFO; the receiver's position (unix: cumulative bytes, TCP: copied_seq
+ * against the sender's write_seq) completes every send whose end it passed.
+ * Completed messages go to per-CPU flow stats with linear-log histograms;
+ * nothing goes to user space per event. What cannot be matched is counted in
+ * misses[].
  *
  * Every mode: tp_btf sys_enter/sys_exit, inet_sock_set_state, sched_process_fork.
  * The send and receive boundaries per mode (one body, thin wrappers): tracepoint
