@@ -7,6 +7,7 @@ prints, per row, the median and min-max over the repeats of:
 
   coverage     sum of stages / traced latency (pingpong; the two clocks agree when ~1.00)
   corr/untr    corrected total (stages minus calibrated probe cost) / untraced mean latency
+               (pingpong only: "n/a" for stream and connect)
   overhead     traced / untraced time per message
   misses       messages not matched + out of order, and program runs the kernel skipped
   bulk         share of messages sliced as several chunks (bulk;*)
@@ -69,8 +70,9 @@ def main():
           f"{first['attach_mode']}, probe cost {first['probe_cost_ns']:.0f} ns per hit in the first "
           f"run. {REPEATS} repeats of `udsprobe --compare --size {SIZES} --mode {MODES} --cpu "
           f"{PLACES} --duration {DURATION}`; each cell is the median (min–max) over the repeats. "
-          "corr/untr is the corrected total over the untraced mean (pingpong and connect only: "
-          "stream attributes per call); overhead is traced/untraced time per message; misses "
+          "corr/untr is the corrected total over the untraced mean, pingpong only (\"n/a\": "
+          "stream attributes per call, and connect's untraced time is a whole connection -- "
+          "connect, accept, close -- while its stages are the messages'); overhead is traced/untraced time per message; misses "
           "are unmatched + out of order / runs the kernel skipped.\n")
     print("| mode | size | cpu | transport | coverage | corr/untr | overhead | misses | bulk |")
     print("|---|---:|---|---|---:|---:|---:|---:|---:|")
@@ -79,7 +81,7 @@ def main():
         rs = rows[key]
         cov = [r.get("coverage") for r in rs]
         corr = [r["corrected_sum_ns"] / r["latency_ns"]["mean"]
-                if r["mode"] != "stream" and r.get("latency_ns", {}).get("mean") else None
+                if r["mode"] == "pingpong" and r.get("latency_ns", {}).get("mean") else None
                 for r in rs]
         over = [1 + r["overhead_pct"] / 100 if r.get("overhead_pct") is not None else None
                 for r in rs]
@@ -87,7 +89,7 @@ def main():
         kmiss = max(r.get("kernel_misses", 0) for r in rs)
         bulk = [r.get("bulk_messages", 0) / r["messages"] if r.get("messages") else None for r in rs]
         print(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {spread(cov, '{:.2f}')} | "
-              f"{spread(corr, '{:.2f}')} | {spread(over, '{:.2f}')} | {miss}/{kmiss} | "
+              f"{spread(corr, '{:.2f}') if key[0] == 'pingpong' else 'n/a'} | {spread(over, '{:.2f}')} | {miss}/{kmiss} | "
               f"{spread(bulk, '{:.0%}')} |")
 
 
