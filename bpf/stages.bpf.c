@@ -196,10 +196,11 @@ static __always_inline void on_send_enter(int s, __u32 cpu)
 {
 	struct msg_state *m = &msgs[(s ^ 1) & 1];
 	struct task_info *ti = &tasks[s & 1];
-	__u64 t0 = bpf_ktime_get_ns();
+	__u64 now;
 
 	if (!tracing)
 		return;
+	now = bpf_ktime_get_ns();	/* one clock read per hit: the reset below is not timed */
 	/* stream: data flows client -> server; the server's final ack is not a message */
 	if (attribution == ATTR_PER_CALL && s != 0)
 		return;
@@ -207,15 +208,15 @@ static __always_inline void on_send_enter(int s, __u32 cpu)
 		__sync_fetch_and_add(&msgs_overwritten, 1);
 	__builtin_memset(m, 0, sizeof(*m));
 	tasks[s & 1].in_send = 1;
-	stamp(m, B_SEND_ENTER, cpu);
+	stamp_at(m, B_SEND_ENTER, now, cpu);
 	/* stream: a call whose chunks all leave later (ACK-clocked) is sliced from its entry */
 	if (slice_from_send || attribution == ATTR_PER_CALL)
 		m->slice_t = m->t[B_SEND_ENTER];
 	if (ti->recv_exit && attribution == ATTR_MESSAGE) {
 		m->gap_ns = m->t[B_SEND_ENTER] - ti->recv_exit;
 		m->gap_hits = ti->recv_exit_cpu == cpu ? m->hits[B_SEND_ENTER] - ti->recv_exit_hits : 1;
-		/* our own work inside the gap, measured: last attribution + this reset */
-		m->gap_book_ns = ti->book_ns + (m->t[B_SEND_ENTER] - t0);
+		/* our own work inside the gap, measured: the last attribution */
+		m->gap_book_ns = ti->book_ns;
 	}
 	ti->recv_exit = 0;
 }
@@ -444,15 +445,17 @@ struct task_struct___pre514 {
 	long state;
 } __attribute__((preserve_access_index));
 
+/* t is tp_btf's task pointer: a direct (CO-RE relocated) load, no probe-read helper call */
 static __always_inline bool asleep(struct task_struct *t)
 {
 	if (bpf_core_field_exists(t->__state))
-		return BPF_CORE_READ(t, __state) != 0;
-	return BPF_CORE_READ((struct task_struct___pre514 *)t, state) != 0;
+		return t->__state != 0;
+	return ((struct task_struct___pre514 *)t)->state != 0;
 }
 
-/* The receiver is switched in: the latest switch before it copies is when it ran. */
-static __always_inline void on_switch_in(__u32 next_tid, __u32 cpu)
+/* The receiver is switched in at now (0: read the clock here): the latest switch before it
+ * copies is when it ran. */
+static __always_inline void on_switch_in(__u32 next_tid, __u32 cpu, __u64 now)
 {
 	int s = slot_of(next_tid);
 	struct task_info *ti;
@@ -463,7 +466,7 @@ static __always_inline void on_switch_in(__u32 next_tid, __u32 cpu)
 	ti = &tasks[s & 1];
 	if (!ti->in_recv)
 		return;
-	ti->switch_in = bpf_ktime_get_ns();
+	ti->switch_in = now ?: bpf_ktime_get_ns();
 	m = &msgs[s & 1];
 	if (!m->t[B_SEND_ENTER] || m->t[B_COPY_START] || m->t[B_COPY_DONE])
 		return;
@@ -803,7 +806,7 @@ int BPF_PROG(tp_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	if (n >= 0) {
 		tasks[n & 1].on_cpu = 1;
 		tasks[n & 1].blocked = 0;
-		on_switch_in(next->pid, cpu);
+		on_switch_in(next->pid, cpu, now);
 	}
 	return 0;
 }
@@ -829,7 +832,7 @@ int BPF_PROG(rtp_sched_switch, bool preempt, struct task_struct *prev, struct ta
 {
 	__u32 cpu = count_hit();
 
-	on_switch_in(BPF_CORE_READ(next, pid), cpu);
+	on_switch_in(BPF_CORE_READ(next, pid), cpu, 0);
 	return 0;
 }
 
@@ -897,14 +900,18 @@ int BPF_PROG(tp_softirq_exit, unsigned int vec)
 }
 
 /* The receiving socket of a unix skb: its owner is the sender (skb_set_owner_w), whose peer
- * receives; 0 for any other skb. Read only once the skb is known to be our receiver's. */
-static __always_inline __u64 unix_skb_receiver(const struct sk_buff *skb)
+ * receives; 0 for any other skb. Read only once the skb is known to be our receiver's. skb and
+ * its sk are tp_btf pointers (direct loads); unix_sock's peer lies beyond struct sock, where the
+ * verifier allows no direct load: one probe read. */
+static __always_inline __u64 unix_skb_receiver(struct sk_buff *skb)
 {
-	struct sock *snd = BPF_CORE_READ(skb, sk);
+	struct sock *snd = skb->sk;
+	struct sock *peer = NULL;
 
-	if (!snd || BPF_CORE_READ(snd, __sk_common.skc_family) != AF_UNIX)
+	if (!snd || snd->__sk_common.skc_family != AF_UNIX)
 		return 0;
-	return (__u64)BPF_CORE_READ((struct unix_sock *)snd, peer);
+	bpf_core_read(&peer, sizeof(peer), &((struct unix_sock *)snd)->peer);
+	return (__u64)peer;
 }
 
 SEC("?tp_btf/consume_skb")
