@@ -118,6 +118,7 @@ struct msg_state {
 	__u64 t[B__COUNT];	/* ns; 0 = not crossed */
 	__u64 hits[B__COUNT];	/* probe hits on that CPU so far */
 	__u32 cpu[B__COUNT];
+	/* from here to the end: reset at each send entry with t[] (hits[], cpu[] are not) */
 	__u64 skb;		/* TCP: the segment carrying this message */
 	__u64 rsk;		/* receiving socket at data-ready */
 	__u64 gap_ns;		/* C_GAP of this message, 0 if none */
