@@ -102,16 +102,17 @@ static __always_inline void stamp(struct msg_state *m, __u32 b, __u32 cpu)
 	stamp_at(m, b, bpf_ktime_get_ns(), cpu);
 }
 
-/* Global (noinline): verified once, not once per caller and path. */
-__noinline int account_book(int slot, __u32 stage, __u64 ns, __u64 hits, __u64 book_ns)
+static __always_inline int account_inline(int slot, __u32 stage, __u64 ns, __u64 hits, __u64 book_ns)
 {
 	struct stage_acc *acc;
 	__u32 idx, hist;
 
 	if (slot < 0 || stage >= SLOT__COUNT)
 		return 0;
-	idx = ((slot & 1) * SLOT_STRIDE + stage) & (NR_SLOTS * SLOT_STRIDE - 1);
-	acc = &stats[idx];
+	idx = (slot & 1) * SLOT_STRIDE + stage;
+	/* inlined with a computed stage, clang drops a mask it thinks redundant; 6.1 needs it */
+	barrier_var(idx);
+	acc = &stats[idx & (NR_SLOTS * SLOT_STRIDE - 1)];
 	acc->sum_ns += ns;
 	acc->count++;
 	acc->hits += (__u32)hits + (hits >> 32);
@@ -125,6 +126,12 @@ __noinline int account_book(int slot, __u32 stage, __u64 ns, __u64 hits, __u64 b
 	barrier_var(hist);
 	acc->hist[hist & (HIST_SLOTS - 1)]++;
 	return 0;
+}
+
+/* Global (noinline): verified once, not once per caller and path. */
+__noinline int account_book(int slot, __u32 stage, __u64 ns, __u64 hits, __u64 book_ns)
+{
+	return account_inline(slot, stage, ns, hits, book_ns);
 }
 
 static __always_inline int account(int slot, __u32 stage, __u64 ns, __u64 hits)
@@ -154,7 +161,8 @@ static __always_inline void attribute(int slot, int rslot, const __u32 first, co
 			t = prev;
 		hits = m->cpu[b] == prev_cpu && m->hits[b] >= prev_hits ? m->hits[b] - prev_hits : 1;
 		/* a deferred NET_RX softirq: the wait for it is its own stage, not the device's */
-		account(slot, b == B_SOFTIRQ && m->softirq_deferred ? C_SOFTIRQ_DEFERRED : b, t - prev, hits);
+		account_inline(slot, b == B_SOFTIRQ && m->softirq_deferred ? C_SOFTIRQ_DEFERRED : b,
+			       t - prev, hits, 0);
 		prev = t;
 		prev_hits = m->hits[b];
 		prev_cpu = m->cpu[b];
