@@ -91,12 +91,16 @@ const volatile __u32 filter_procs;		/* 1: only messages with an end in tgids, co
 const volatile __u32 filter_cgroup;		/* 1: --cgroup, in cgroup_filter[0] */
 const volatile __u32 n_comms;
 const volatile char comms[FL_MAX_COMMS][FL_COMM_LEN];
+/* The endpoint filters as far as a direction decides them (user space applies them all,
+ * exactly): --port (n_ports; in ports[] when at most FL_MAX_PORTS), --unix (n_unix). */
+const volatile __u32 n_ports;
+const volatile __u16 ports[FL_MAX_PORTS];
+const volatile __u32 n_unix;
 /* --slower-than: a message slower than this goes to the outliers ring buffer (0: none) */
 const volatile __u64 slower_than_ns;
 
 /* Counters read at exit. */
 __u64 misses[8];		/* enum fl_miss */
-__u64 msgs_done;
 __u64 outliers_dropped;		/* the ring buffer was full */
 
 struct task_st {
@@ -115,7 +119,7 @@ struct msg_ent {
 	__u32 end;		/* position of the last byte + 1 */
 	__u32 tgid;
 	__u32 bytes;
-	__u32 in_cg;		/* --cgroup: the sender's task was in it */
+	__u32 match;		/* the sender counts for the process filters */
 	__u32 tid;
 	__u32 pad;
 	char comm[FL_COMM_LEN];
@@ -123,7 +127,7 @@ struct msg_ent {
 
 struct rcv_info {
 	__u64 ret_ts, entry_ts, poll_entry, poll_exit;
-	__u32 tgid, in_cg;	/* in_cg: --cgroup: the receiver's task was in it */
+	__u32 tgid, match;	/* match: the receiver counts for the process filters */
 	__u32 tid, pad;
 	char comm[FL_COMM_LEN];
 };
@@ -132,6 +136,7 @@ struct dir_st {
 	__u64 sender_sk;	/* reuse check */
 	__u64 recv_sk;		/* TCP: reuse check at the receiver (unix: in the key) */
 	__u64 first_rcv;	/* time of the first receive seen on this direction */
+	__u64 sender_ino;	/* its inode: a new pair of sockets can get an old pair's two addresses */
 	__u32 sent;		/* unix: bytes queued so far (wraps) */
 	__u32 rpos;		/* unix: bytes received; TCP: copied_seq */
 	__u64 head, tail;	/* FIFO: the receiver (or the late sender) advances head */
@@ -140,9 +145,14 @@ struct dir_st {
 	__u16 port;
 	__u32 addr[4];
 	__u64 ep_id;
+	__u8 s_match, r_match;	/* enum end_match of the last send, the last receive */
+	__u8 ep_out;		/* the endpoint filters exclude the direction */
 	struct rcv_info last;	/* the receive that moved rpos last */
 	struct msg_ent ents[FL_FIFO];
 };
+
+/* Does an end count for the process filters (--pid, --comm, --cgroup)? */
+enum end_match { M_UNKNOWN, M_YES, M_NO };
 
 struct dir_key {
 	__u32 kind;		/* enum fl_transport */
@@ -302,48 +312,98 @@ static __always_inline bool v6_mapped(const __u32 *a)
 }
 
 /*
- * The direction key of data moving through sk: sending (sk is the sender) or
- * receiving (sk is the receiver). 0 when sk is not a connected AF_UNIX stream
- * or a loopback TCP socket.
+ * Reads of the sock on the hot path. Tracepoint mode passes direct: its sock is a
+ * BTF pointer, read with plain loads (and one bpf_skc_to_* cast for the unix or
+ * TCP part) instead of a probe-read helper call per field, a good part of a hit's
+ * cost; the function modes hold the sock as a plain address (CO-RE probe reads).
  */
-static __always_inline int dir_key_of(struct sock *sk, bool sending, struct dir_key *k)
+#define SK_RD(direct, p, field) ((direct) ? (p)->field : BPF_CORE_READ(p, field))
+#define SK_RD_INTO(direct, dst, p, field)					\
+	do {									\
+		if (direct)							\
+			__builtin_memcpy(dst, (p)->field, sizeof(*(dst)));	\
+		else								\
+			BPF_CORE_READ_INTO(dst, p, field);			\
+	} while (0)
+
+static __always_inline __u64 unix_peer(struct sock *sk, bool direct)
 {
-	__u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	struct unix_sock *u;
+
+	if (!direct)
+		return (__u64)BPF_CORE_READ((struct unix_sock *)sk, peer);
+	u = bpf_skc_to_unix_sock(sk);
+	return u ? (__u64)u->peer : 0;
+}
+
+/* The local port (network order) and the TCP position at this boundary: the sender's
+ * write_seq, the receiver's copied_seq. Not skc_num: closing zeroes it
+ * (inet_put_port) while the last bytes may still be read. */
+static __always_inline int tcp_port_seq(struct sock *sk, bool sending, bool direct,
+					__u16 *lport, __u32 *seq)
+{
+	struct tcp_sock *tp;
+
+	if (!direct) {
+		tp = (struct tcp_sock *)sk;
+		*lport = BPF_CORE_READ((struct inet_sock *)sk, inet_sport);
+		*seq = sending ? BPF_CORE_READ(tp, write_seq) : BPF_CORE_READ(tp, copied_seq);
+		return 1;
+	}
+	tp = bpf_skc_to_tcp_sock(sk);
+	if (!tp)
+		return 0;
+	*lport = tp->inet_conn.icsk_inet.inet_sport;
+	*seq = sending ? tp->write_seq : tp->copied_seq;
+	return 1;
+}
+
+/*
+ * The direction key of data moving through sk: sending (sk is the sender) or
+ * receiving (sk is the receiver), and for TCP the position in *seq. 0 when sk is
+ * not a connected AF_UNIX stream or a loopback TCP socket.
+ */
+static __always_inline int dir_key_of(struct sock *sk, bool sending, bool direct,
+				      struct dir_key *k, __u32 *seq)
+{
+	__u16 family = SK_RD(direct, sk, __sk_common.skc_family);
 	__u32 l[4] = {}, r[4] = {};
 	__u16 lport, rport;
 
-	if (BPF_CORE_READ(sk, sk_type) != SOCK_STREAM)
+	if (SK_RD(direct, sk, sk_type) != SOCK_STREAM)
 		return 0;
 	if (family == AF_UNIX) {
 		/* both socks: the kernel reuses a closed pair's addresses, often swapped (the
 		 * next connection's client sock where the last accepted one was); a key of the
 		 * receiving sock alone then met an earlier connection's state, which one side
 		 * replaced while the other was using it (seen in a 6.1 guest, nginx -> php-fpm) */
-		__u64 peer = (__u64)BPF_CORE_READ((struct unix_sock *)sk, peer);
+		__u64 peer = unix_peer(sk, direct);
 
 		k->kind = FL_UNIX;
 		k->sk = sending ? peer : (__u64)sk;
 		k->peer = sending ? (__u64)sk : peer;
 		return peer ? 1 : 0;
 	}
-	if ((family != AF_INET && family != AF_INET6) || BPF_CORE_READ(sk, sk_protocol) != IPPROTO_TCP)
+	if ((family != AF_INET && family != AF_INET6) ||
+	    SK_RD(direct, sk, sk_protocol) != IPPROTO_TCP)
 		return 0;
 	if (family == AF_INET6)
-		BPF_CORE_READ_INTO(&r, sk, __sk_common.skc_v6_daddr.in6_u.u6_addr32);
+		SK_RD_INTO(direct, &r, sk, __sk_common.skc_v6_daddr.in6_u.u6_addr32);
 	if (family == AF_INET6 && !v6_mapped(r)) {
-		BPF_CORE_READ_INTO(&l, sk, __sk_common.skc_v6_rcv_saddr.in6_u.u6_addr32);
+		SK_RD_INTO(direct, &l, sk, __sk_common.skc_v6_rcv_saddr.in6_u.u6_addr32);
 		if (!v6_loopback(r))
 			return 0;
 	} else {
-		l[0] = BPF_CORE_READ(sk, __sk_common.skc_rcv_saddr);
-		r[0] = BPF_CORE_READ(sk, __sk_common.skc_daddr);
+		l[0] = SK_RD(direct, sk, __sk_common.skc_rcv_saddr);
+		r[0] = SK_RD(direct, sk, __sk_common.skc_daddr);
 		r[1] = r[2] = r[3] = 0;
 		if (!v4_loopback(r[0]))
 			return 0;
 	}
-	/* not skc_num: closing zeroes it (inet_put_port) while the last bytes may still be read */
-	lport = bpf_ntohs(BPF_CORE_READ((struct inet_sock *)sk, inet_sport));
-	rport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
+	if (!tcp_port_seq(sk, sending, direct, &lport, seq))
+		return 0;
+	lport = bpf_ntohs(lport);
+	rport = bpf_ntohs(SK_RD(direct, sk, __sk_common.skc_dport));
 	k->kind = FL_TCP;
 	if (sending) {
 		__builtin_memcpy(k->saddr, l, 16);
@@ -537,8 +597,7 @@ static __always_inline void record(struct dir_st *d, const struct msg_ent *e,
 	struct fl_stats *s;
 	int st;
 
-	if (filter_procs && !proc_match(e->tgid, e->comm, e->in_cg) &&
-	    !proc_match(r->tgid, r->comm, r->in_cg))
+	if (!e->match && !r->match)
 		return;
 	__builtin_memset(o, 0, sizeof(*o));
 	fkp->transport = d->transport;
@@ -592,19 +651,67 @@ static __always_inline void complete(struct dir_st *d, struct scratch *x)
 		if (dropped)
 			__sync_fetch_and_sub(&d->dropped, dropped);
 		record(d, e, &x->r, dropped, &x->o);
-		__sync_fetch_and_add(&msgs_done, 1);
 	}
 }
 
-/* Who runs this end: comm, tgid, tid, and (--cgroup) whether its task is in the cgroup. */
-static __always_inline void fill_task(char *comm, __u32 *tgid, __u32 *tid, __u32 *in_cg)
+/* Who runs this end (comm, tgid, tid), and whether it counts for the process filters
+ * (always without them); --cgroup asks the kernel at that moment. */
+static __always_inline __u32 fill_task(char *comm, __u32 *tgid, __u32 *tid)
 {
 	__u64 id = bpf_get_current_pid_tgid();
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 in_cg;
 
-	bpf_get_current_comm(comm, FL_COMM_LEN);
+	/* two loads, not bpf_get_current_comm's copy loop (a good part of a hit's cost) */
+	__builtin_memcpy(comm, task->comm, FL_COMM_LEN);
 	*tgid = id >> 32;
 	*tid = (__u32)id;
-	*in_cg = filter_cgroup && bpf_current_task_under_cgroup(&cgroup_filter, 0) == 1;
+	if (!filter_procs)
+		return 1;
+	in_cg = filter_cgroup && bpf_current_task_under_cgroup(&cgroup_filter, 0) == 1;
+	return proc_match(*tgid, comm, in_cg);
+}
+
+/* Does the endpoint filter exclude a direction whose endpoint is known? Only what is
+ * certain: a transport no filter names, a port not among them. */
+static __always_inline __u8 endpoint_out(const struct dir_st *d)
+{
+	int i;
+
+	if (!n_ports && !n_unix)
+		return 0;
+	if (d->transport == FL_UNIX)
+		return !n_unix;
+	if (!n_ports)
+		return 1;
+	if (n_ports > FL_MAX_PORTS)
+		return 0;
+	for (i = 0; i < FL_MAX_PORTS; i++) {
+		if (i >= n_ports)
+			break;
+		if (d->port == ports[i])
+			return 0;
+	}
+	return 1;
+}
+
+/* The inode number of sk's socket (unique while sockets come and go, unlike addresses). */
+static __always_inline __u64 sock_ino(struct sock *sk)
+{
+	struct socket *so = BPF_CORE_READ(sk, sk_socket);
+
+	return so ? BPF_CORE_READ((struct socket_alloc *)so, vfs_inode.i_ino) : 0;
+}
+
+/* The entry of the send() call this send is in; its handover time when outside one. */
+static __always_inline __u64 send_t0(__u32 tid, __u64 now)
+{
+	__u64 t0 = cur_entry(bpf_map_lookup_elem(&tasks, &tid));
+
+	if (t0)
+		return t0;
+	miss(FM_NO_ENTRY);
+	return now;
 }
 
 /*
@@ -637,47 +744,70 @@ static __always_inline void start_position(struct dir_st *d, struct sock *sk, in
 		d->sent = d->last.ret_ts >= t0 ? d->rpos - ret : d->rpos;
 }
 
-static __always_inline int on_send(struct sock *sk, int ret)
+/*
+ * A send of ret bytes handed over on sk. With filters, a direction the endpoint filters
+ * exclude, or whose sender and last receiver both do not count, gets no per-message
+ * state: only its byte position moves (AF_UNIX), so that it is matched exactly again
+ * from the moment an end counts.
+ */
+static __always_inline int on_send(struct sock *sk, int ret, bool direct)
 {
-	__u64 now = bpf_ktime_get_ns(), id = bpf_get_current_pid_tgid();
+	__u64 now, t0 = 0, tail;
 	struct dir_key k = {};
-	struct task_st *t;
-	struct dir_st *d;
 	struct msg_ent *e;
-	__u64 t0, tail;
-	__u32 end;
+	struct dir_st *d;
+	__u32 end, seq = 0, tgid, tid, match;
+	char comm[FL_COMM_LEN];
 
-	if (ret <= 0 || !dir_key_of(sk, true, &k))
+	if (ret <= 0 || !dir_key_of(sk, true, direct, &k, &seq))
 		return 0;
-	t = bpf_map_lookup_elem(&tasks, &(__u32){ (__u32)id });
-	t0 = cur_entry(t);
-	if (!t0) {
-		miss(FM_NO_ENTRY);
-		t0 = now;
-	}
+	now = bpf_ktime_get_ns();
 	d = bpf_map_lookup_elem(&dirs, &k);
 	if (d && d->sender_sk && d->sender_sk != (__u64)sk) {	/* a closed socket's address, reused */
 		if (d->head != d->tail)
 			miss(FM_REUSED);
 		bpf_map_delete_elem(&dirs, &k);
+		d = NULL;
 	}
-	d = lookup_or_try_init(&dirs, &k, &zero_dir);
-	if (!d) {
-		miss(FM_DIR_FULL);
-		return 0;
+	if (!d) {	/* a hash lookup per send is a good part of its cost: only when new */
+		d = lookup_or_try_init(&dirs, &k, &zero_dir);
+		if (!d) {
+			miss(FM_DIR_FULL);
+			return 0;
+		}
 	}
+	match = fill_task(comm, &tgid, &tid);
 	if (d->sender_sk == 0) {	/* the direction's first traced send */
 		d->sender_sk = (__u64)sk;
+		d->sender_ino = sock_ino(sk);
 		endpoint_of(sk, &k, d);
-		if (k.kind == FL_UNIX)
+		d->ep_out = endpoint_out(d);
+		if (k.kind == FL_UNIX) {
+			t0 = send_t0(tid, now);
 			start_position(d, sk, ret, t0);
+		}
 	}
 	if (k.kind == FL_UNIX) {
 		end = d->sent + ret;
 		d->sent = end;
 	} else {
-		end = BPF_CORE_READ((struct tcp_sock *)sk, write_seq);
+		end = seq;
 	}
+	if (d->ep_out)
+		return 0;
+	d->s_match = match ? M_YES : M_NO;
+	if (!match && d->r_match == M_NO) {
+		/* the receiver's verdict is this connection's only if the sender is the same
+		 * socket, not a new one whose pair took the old pair's addresses */
+		__u64 ino = sock_ino(sk);
+
+		if (ino == d->sender_ino)
+			return 0;
+		d->sender_ino = ino;
+		d->r_match = M_UNKNOWN;
+	}
+	if (!t0)
+		t0 = send_t0(tid, now);
 	tail = d->tail;
 	if (tail - d->head >= FL_FIFO) {
 		miss(FM_FIFO_FULL);
@@ -689,7 +819,10 @@ static __always_inline int on_send(struct sock *sk, int ret)
 	e->t1 = now;
 	e->end = end;
 	e->bytes = ret;
-	fill_task(e->comm, &e->tgid, &e->tid, &e->in_cg);
+	e->tgid = tgid;
+	e->tid = tid;
+	e->match = match;
+	__builtin_memcpy(e->comm, comm, FL_COMM_LEN);
 	__sync_fetch_and_add(&d->tail, 1);
 	/* the receiver may have returned the last byte before this tracepoint ran */
 	if ((int)(d->rpos - end) >= 0 && d->last.ret_ts) {
@@ -714,17 +847,22 @@ static __always_inline bool stale_for_receiver(const struct dir_st *d, struct so
 	return d->recv_sk && d->recv_sk != (__u64)sk;
 }
 
-static __always_inline int on_recv(struct sock *sk, int ret, int flags)
+static __always_inline int on_recv(struct sock *sk, int ret, int flags, bool direct)
 {
-	__u64 now = bpf_ktime_get_ns(), id = bpf_get_current_pid_tgid();
+	__u64 now, id = bpf_get_current_pid_tgid();
 	struct dir_key k = {};
-	struct scratch *x = scratch_get();
+	struct scratch *x;
 	struct rcv_info *r;
 	struct task_st *t;
 	struct dir_st *d;
-	__u32 pos;
+	__u32 seq = 0, pos;
 
-	if (!x || ret <= 0 || (flags & MSG_PEEK) || !dir_key_of(sk, false, &k))
+	/* failed and peeking reads first: cheap, and common (EAGAIN in event loops) */
+	if (ret <= 0 || (flags & MSG_PEEK) || !dir_key_of(sk, false, direct, &k, &seq))
+		return 0;
+	now = bpf_ktime_get_ns();
+	x = scratch_get();
+	if (!x)
 		return 0;
 	r = &x->r;
 	d = bpf_map_lookup_elem(&dirs, &k);
@@ -747,18 +885,31 @@ static __always_inline int on_recv(struct sock *sk, int ret, int flags)
 		d->recv_sk = (__u64)sk;
 		d->first_rcv = now;
 	}
-	t = bpf_map_lookup_elem(&tasks, &(__u32){ (__u32)id });
+	pos = k.kind == FL_UNIX ? ret : seq - d->rpos;
+	if (d->ep_out) {
+		__sync_fetch_and_add(&d->rpos, pos);
+		return 0;
+	}
 	r->ret_ts = now;
+	r->match = fill_task(r->comm, &r->tgid, &r->tid);
+	d->r_match = r->match ? M_YES : M_NO;
+	if (!r->match && d->s_match == M_NO && d->head == d->tail) {
+		/* neither end counts and nothing is in flight: who read when is all a late
+		 * sender's boundary needs (a sender that counts, racing this read) */
+		r->entry_ts = r->poll_entry = r->poll_exit = 0;
+		__builtin_memcpy(&d->last, r, sizeof(*r));
+		__sync_fetch_and_add(&d->rpos, pos);
+		return 0;
+	}
+	t = bpf_map_lookup_elem(&tasks, &(__u32){ (__u32)id });
 	r->entry_ts = cur_entry(t);
 	r->poll_entry = t ? t->poll_entry : 0;
 	r->poll_exit = t ? t->poll_exit : 0;
-	fill_task(r->comm, &r->tgid, &r->tid, &r->in_cg);
 	__builtin_memcpy(&d->last, r, sizeof(*r));
 	/* last, then rpos by a locked add (only this receiver writes it): a sender that
 	 * sees the new rpos sees this last, and the add orders both before complete()'s
 	 * read of the FIFO tail. With plain stores, the late sender's check and this
 	 * read could both miss the other (store buffering) and strand the message. */
-	pos = k.kind == FL_UNIX ? ret : BPF_CORE_READ((struct tcp_sock *)sk, copied_seq) - d->rpos;
 	__sync_fetch_and_add(&d->rpos, pos);
 	complete(d, x);
 	return 0;
@@ -808,13 +959,13 @@ int BPF_PROG(tp_sys_exit, struct pt_regs *regs, long ret)
 SEC("?tp_btf/sock_send_length")
 int BPF_PROG(tp_sock_send_length, struct sock *sk, int ret, int flags)
 {
-	return on_send(sk, ret);
+	return on_send(sk, ret, true);
 }
 
 SEC("?tp_btf/sock_recv_length")
 int BPF_PROG(tp_sock_recv_length, struct sock *sk, int ret, int flags)
 {
-	return on_recv(sk, ret, flags);
+	return on_recv(sk, ret, flags, true);
 }
 
 /* Function modes: the entry of a socket-layer send/recv remembers its sock (and
@@ -841,9 +992,9 @@ static __always_inline void on_call_exit(int ret, bool sending)
 	sk = (struct sock *)t->call_sk;
 	t->call_sk = 0;
 	if (sending)
-		on_send(sk, ret);
+		on_send(sk, ret, false);
 	else
-		on_recv(sk, ret, t->call_flags);
+		on_recv(sk, ret, t->call_flags, false);
 }
 
 #define SEND_FUNC(func)								\

@@ -10,6 +10,7 @@
 #define FL_COMM_LEN	16
 #define FL_PATH_LEN	108	/* sun_path */
 #define FL_MAX_COMMS	8	/* --comm filters checked in the kernel */
+#define FL_MAX_PORTS	8	/* --port filters checked in the kernel (more: in user space only) */
 #define FL_SUB_BITS	3	/* histogram: 8 linear sub-buckets per power of two */
 #define FL_NBUCKETS	320	/* up to 2^40 ns (18 min); larger values go in the last */
 

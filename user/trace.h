@@ -79,7 +79,6 @@ struct trace_run {
 	uint64_t duration_ns;
 	struct flow *flows;	/* busiest first */
 	int n_flows;
-	uint64_t msgs_done;
 	uint64_t misses[FM__COUNT];
 	const char *attach_mode;
 	char **argv;		/* the command, or NULL */

@@ -94,6 +94,11 @@ static void configure(struct flows_bpf *skel, const struct trace_opts *o)
 	skel->rodata->n_comms = o->n_comms;
 	for (i = 0; i < o->n_comms; i++)
 		strncpy((char *)skel->rodata->comms[i], o->comms[i], FL_COMM_LEN - 1);
+	/* endpoint filters: the kernel leaves out what they certainly exclude */
+	skel->rodata->n_ports = o->n_ports;
+	for (i = 0; i < o->n_ports && i < FL_MAX_PORTS; i++)
+		skel->rodata->ports[i] = o->ports[i];
+	skel->rodata->n_unix = o->n_unix;
 	bpf_map__set_max_entries(skel->maps.tasks, 32768);
 	bpf_map__set_max_entries(skel->maps.dirs, 16384);
 	bpf_map__set_max_entries(skel->maps.flows, 4096);

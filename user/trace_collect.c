@@ -242,7 +242,6 @@ int trace_collect(struct flows_bpf *skel, const struct trace_opts *o, struct tra
 		finish(&run->flows[i]);
 	if (run->n_flows)
 		qsort(run->flows, run->n_flows, sizeof(*run->flows), by_messages);
-	run->msgs_done = skel->bss->msgs_done;
 	for (i = 0; i < FM__COUNT; i++)
 		run->misses[i] = skel->bss->misses[i];
 	return err;
