@@ -465,9 +465,11 @@ static double trust_lines(FILE *f, const struct comparison *cmp, const struct pa
 		if (t->corrected) {
 			text(f, 24, y + 18, 17, NULL, "fill=\"#555\"", head);
 			y += 24;
-			n = snprintf(head, sizeof(head), "removing %.1f probe hits \u00d7 %.0f ns "
-				     "per message leaves %s", r->probe_hits_per_msg,
-				     cmp->probe_cost_ns, fmt_dur(t->sum[tr], true, a, sizeof(a)));
+			/* each kind of hit at its own calibrated cost, plus bookkeeping: no single
+			 * "hits x cost" product is what was removed */
+			n = snprintf(head, sizeof(head), "removing the calibrated cost of %.1f probe "
+				     "hits per message leaves %s", r->probe_hits_per_msg,
+				     fmt_dur(t->sum[tr], true, a, sizeof(a)));
 		}
 		if (t->corrected && pr->mode == WL_PINGPONG && pr->tr[tr].untraced.has_latency &&
 		    n > 0 && n < (int)sizeof(head))
