@@ -152,7 +152,7 @@ struct dir_st {
 };
 
 /* Does an end count for the process filters (--pid, --comm, --cgroup)? */
-enum end_match { M_UNKNOWN, M_YES, M_NO };
+enum end_match { END_UNKNOWN, END_YES, END_NO };
 
 struct dir_key {
 	__u32 kind;		/* enum fl_transport */
@@ -795,8 +795,8 @@ static __always_inline int on_send(struct sock *sk, int ret, bool direct)
 	}
 	if (d->ep_out)
 		return 0;
-	d->s_match = match ? M_YES : M_NO;
-	if (!match && d->r_match == M_NO) {
+	d->s_match = match ? END_YES : END_NO;
+	if (!match && d->r_match == END_NO) {
 		/* the receiver's verdict is this connection's only if the sender is the same
 		 * socket, not a new one whose pair took the old pair's addresses */
 		__u64 ino = sock_ino(sk);
@@ -804,7 +804,7 @@ static __always_inline int on_send(struct sock *sk, int ret, bool direct)
 		if (ino == d->sender_ino)
 			return 0;
 		d->sender_ino = ino;
-		d->r_match = M_UNKNOWN;
+		d->r_match = END_UNKNOWN;
 	}
 	if (!t0)
 		t0 = send_t0(tid, now);
@@ -892,8 +892,8 @@ static __always_inline int on_recv(struct sock *sk, int ret, int flags, bool dir
 	}
 	r->ret_ts = now;
 	r->match = fill_task(r->comm, &r->tgid, &r->tid);
-	d->r_match = r->match ? M_YES : M_NO;
-	if (!r->match && d->s_match == M_NO && d->head == d->tail) {
+	d->r_match = r->match ? END_YES : END_NO;
+	if (!r->match && d->s_match == END_NO && d->head == d->tail) {
 		/* neither end counts and nothing is in flight: who read when is all a late
 		 * sender's boundary needs (a sender that counts, racing this read) */
 		r->entry_ts = r->poll_entry = r->poll_exit = 0;
