@@ -218,10 +218,10 @@ def report(rows, sanity, sample, t0, t1):
     print(f"- date: {t0:%Y-%m-%d %H:%M}–{t1:%H:%M} UTC ({(t1 - t0).total_seconds():.0f} s); kernel {platform.release()}; "
           f"CPU {cpu_name()}, {os.cpu_count()} CPUs; udsprobe git {git}; attach mode "
           f"{sample.get('mode', '?')}")
-    print(f"- **shared, loaded machine**: other engineers' builds and tests ran on the same "
-          f"{os.cpu_count()} CPUs; 1-minute load average at the start of each block "
-          f"{fmt(sample['load'], '.2f')}, at the end {loadavg}. Servers, load generator and "
-          "udsprobe share the CPUs too")
+    print(f"- 1-minute load average at the start of each block {fmt(sample['load'], '.2f')}, "
+          f"at the end {loadavg} ({os.cpu_count()} CPUs): the bench's own servers, load "
+          "generator and udsprobe count in it; well above the CPU count, other work shared the "
+          "CPUs and the ratios are noisier")
     busy = [n for n in sample["others"] if n]
     print(f"- other processes' BPF programs (e.g. another `udsprobe --compare` tracing the "
           f"host, which slows untraced runs too) were loaded at the start of {len(busy)} of "
