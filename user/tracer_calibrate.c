@@ -5,6 +5,7 @@
  * A syscall-tracepoint hit and any other hit are measured apart: they cost differently.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,8 +132,9 @@ static void destroy_all(struct bpf_link **links, int n)
 
 /*
  * Time CALLS syscalls per round, alternating without and with `extra` attached, on top of
- * whatever is attached already; the median paired difference per call. once: attach `extra`
- * one time only (fentry where the kernel cannot re-attach): every plain round first.
+ * whatever is attached already; the median paired difference per call, or NAN when `extra`
+ * could not be attached (a difference below zero is noise, not a failure). once: attach
+ * `extra` one time only (fentry where the kernel cannot re-attach): every plain round first.
  */
 static double time_with_and_without(struct tracer *tr, const struct stage_prog *extra, int n_extra,
 				    bool once)
@@ -145,7 +147,7 @@ static double time_with_and_without(struct tracer *tr, const struct stage_prog *
 		for (i = 0; i < CALIB_ROUNDS; i++)
 			plain[i] = time_syscall_loop(tr->calib_nr, CALIB_CALLS);
 		if (attach_all(extra, n_extra, links))
-			return -1;
+			return NAN;
 		for (i = 0; i < CALIB_ROUNDS; i++)
 			traced[i] = time_syscall_loop(tr->calib_nr, CALIB_CALLS);
 		destroy_all(links, n_extra);
@@ -154,7 +156,7 @@ static double time_with_and_without(struct tracer *tr, const struct stage_prog *
 	for (i = 0; i < CALIB_ROUNDS; i++) {
 		plain[i] = time_syscall_loop(tr->calib_nr, CALIB_CALLS);
 		if (attach_all(extra, n_extra, links))
-			return -1;
+			return NAN;
 		traced[i] = time_syscall_loop(tr->calib_nr, CALIB_CALLS);
 		destroy_all(links, n_extra);
 	}
@@ -177,7 +179,8 @@ double tracer_calibrate(struct tracer *tr)
 	struct bpf_program *calib = tracer_calib_program(tr->skel, tr->mode);
 	struct bpf_link *held[2];
 	pid_t self = syscall(SYS_gettid);
-	double sys_ns, other_ns = -1;
+	double sys_ns, other_ns = NAN;
+	const char *what = calib ? bpf_program__name(calib) : "its probe";	/* for the warning */
 	uint64_t hits;
 
 	tr->syscall_hit_ns = 0;
@@ -186,14 +189,16 @@ double tracer_calibrate(struct tracer *tr)
 	tracer_reset_state(tr);
 	tracer_set_tasks(tr, self, self, TR_TCP);
 	sys_ns = time_with_and_without(tr, sys, 2, false);
-	if (attach_all(sys, 2, held))
+	if (isnan(sys_ns) || attach_all(sys, 2, held)) {
+		what = "sys_enter/sys_exit";
 		goto fail;
+	}
 	tr->skel->bss->calib_hits = 0;
 	other_ns = time_with_and_without(tr, &tr->calib, 1, tr->keep_links);
 	hits = tr->skel->bss->calib_hits;
 	destroy_all(held, 2);
 	tracer_reset_state(tr);
-	if (sys_ns < 0 || other_ns < -1e9)
+	if (isnan(other_ns))
 		goto fail;
 	tr->syscall_hit_ns = MAX(sys_ns / 2, 0.0);
 	if (hits < (uint64_t)CALIB_ROUNDS * CALIB_CALLS) {
@@ -209,8 +214,7 @@ double tracer_calibrate(struct tracer *tr)
 	return MAX(other_ns, 0.0);
 fail:
 	fprintf(stderr, "udsprobe: warning: probe-cost calibration could not attach %s: %s; the "
-		"corrected breakdown subtracts nothing\n", calib ? bpf_program__name(calib) : "its probe",
-		strerror(errno));
+		"corrected breakdown subtracts nothing\n", what, strerror(errno));
 	tracer_reset_state(tr);
 	return 0;
 }
