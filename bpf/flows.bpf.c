@@ -703,6 +703,16 @@ static __always_inline __u64 sock_ino(struct sock *sk)
 	return so ? BPF_CORE_READ((struct socket_alloc *)so, vfs_inode.i_ino) : 0;
 }
 
+/* Drop a direction state an earlier connection left on reused socket addresses (its
+ * messages still in flight are misses); NULL, for the caller's d. */
+static __always_inline struct dir_st *forget_dir(const struct dir_st *d, const struct dir_key *k)
+{
+	if (d->head != d->tail)
+		miss(FM_REUSED);
+	bpf_map_delete_elem(&dirs, k);
+	return NULL;
+}
+
 /* The entry of the send() call this send is in; its handover time when outside one. */
 static __always_inline __u64 send_t0(__u32 tid, __u64 now)
 {
@@ -763,12 +773,8 @@ static __always_inline int on_send(struct sock *sk, int ret, bool direct)
 		return 0;
 	now = bpf_ktime_get_ns();
 	d = bpf_map_lookup_elem(&dirs, &k);
-	if (d && d->sender_sk && d->sender_sk != (__u64)sk) {	/* a closed socket's address, reused */
-		if (d->head != d->tail)
-			miss(FM_REUSED);
-		bpf_map_delete_elem(&dirs, &k);
-		d = NULL;
-	}
+	if (d && d->sender_sk && d->sender_sk != (__u64)sk)	/* a closed socket's address, reused */
+		d = forget_dir(d, &k);
 	if (!d) {	/* a hash lookup per send is a good part of its cost: only when new */
 		d = lookup_or_try_init(&dirs, &k, &zero_dir);
 		if (!d) {
@@ -866,12 +872,8 @@ static __always_inline int on_recv(struct sock *sk, int ret, int flags, bool dir
 		return 0;
 	r = &x->r;
 	d = bpf_map_lookup_elem(&dirs, &k);
-	if (d && stale_for_receiver(d, sk)) {
-		if (d->head != d->tail)
-			miss(FM_REUSED);
-		bpf_map_delete_elem(&dirs, &k);
-		d = NULL;
-	}
+	if (d && stale_for_receiver(d, sk))
+		d = forget_dir(d, &k);
 	if (!d) {
 		/* before any traced send on it: kept, so that a late sender still matches */
 		miss(FM_NO_DIR);
