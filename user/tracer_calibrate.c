@@ -179,7 +179,7 @@ double tracer_calibrate(struct tracer *tr)
 	struct bpf_program *calib = tracer_calib_program(tr->skel, tr->mode);
 	struct bpf_link *held[2];
 	pid_t self = syscall(SYS_gettid);
-	double sys_ns, other_ns = NAN;
+	double sys_ns, other_ns;
 	const char *what = calib ? bpf_program__name(calib) : "its probe";	/* for the warning */
 	uint64_t hits;
 
