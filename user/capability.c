@@ -106,11 +106,24 @@ bool btf_has_func(const char *func)
 
 bool btf_has_tracepoint(const char *tp)
 {
+	return btf_tracepoint_args(tp) >= 0;
+}
+
+int btf_tracepoint_args(const char *tp)
+{
 	struct btf *btf = vmlinux_btf();
+	const struct btf_type *t;
 	char name[128];
+	int id;
 
 	snprintf(name, sizeof(name), "btf_trace_%s", tp);
-	return btf && btf__find_by_name_kind(btf, name, BTF_KIND_TYPEDEF) > 0;
+	id = btf ? btf__find_by_name_kind(btf, name, BTF_KIND_TYPEDEF) : -ENOENT;
+	if (id <= 0)
+		return -ENOENT;
+	/* typedef void (*btf_trace_X)(void *ctx, args...): pointer to a prototype */
+	t = btf__type_by_id(btf, btf__type_by_id(btf, id)->type);
+	t = t && btf_is_ptr(t) ? btf__type_by_id(btf, t->type) : NULL;
+	return t && btf_is_func_proto(t) && btf_vlen(t) > 0 ? btf_vlen(t) - 1 : -ENOENT;
 }
 
 int btf_enum_value(const char *name, long long *val)
@@ -236,6 +249,31 @@ int fentry_can_attach(const char *func)
 	close(lfd);
 	close(fd);
 	return 0;
+}
+
+bool bpf_has_cmpxchg(void)
+{
+	/* *(u64 *)(r10 - 8) = 0; r0 = 0; r1 = 1; r0 = cmpxchg(r10 - 8, r0, r1); r0 = 0; exit */
+	struct bpf_insn insns[] = {
+		{ .code = BPF_ST | BPF_MEM | BPF_DW, .dst_reg = BPF_REG_10, .off = -8, .imm = 0 },
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_1, .imm = 1 },
+		{ .code = BPF_STX | BPF_ATOMIC | BPF_DW, .dst_reg = BPF_REG_10, .src_reg = BPF_REG_1,
+		  .off = -8, .imm = BPF_CMPXCHG },
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	static int known = -1;
+	int fd;
+
+	if (known < 0) {
+		fd = bpf_prog_load(BPF_PROG_TYPE_SOCKET_FILTER, "udsp_cmpxchg", "GPL", insns,
+				   sizeof(insns) / sizeof(insns[0]), NULL);
+		known = fd >= 0;
+		if (fd >= 0)
+			close(fd);
+	}
+	return known;
 }
 
 bool kprobe_supported(void)

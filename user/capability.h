@@ -35,6 +35,9 @@ struct bpf_object_open_opts *btf_open_opts(void);
 /* The kernel's BTF has a function / a tp_btf tracepoint of that name. */
 bool btf_has_func(const char *func);
 bool btf_has_tracepoint(const char *tp);
+/* Arguments a tp_btf program of that tracepoint gets (its prototype less the context pointer:
+ * kfree_skb has 2 before Linux 5.17, then a drop reason), or -ENOENT: no such tracepoint. */
+int btf_tracepoint_args(const char *tp);
 /* Value of the enumerator NAME in any enum of the kernel's BTF: 0 or -ENOENT. */
 int btf_enum_value(const char *name, long long *val);
 /* Free the cached BTF (it is loaded again when asked for). */
@@ -45,6 +48,10 @@ bool ksym_resolve(const char *func, char *out, size_t len);
 /* Load and attach a two-instruction fentry program on func: 0 or -errno
  * (-ENOENT: no BTF for it; 6.1 refuses some targets with -ENOTSUPP = -524). */
 int fentry_can_attach(const char *func);
+/* BPF programs may use compare-and-exchange (BPF_ATOMIC | BPF_CMPXCHG, Linux 5.12+): a
+ * six-instruction program with one loads. Before, the verifier refuses the instruction
+ * ("BPF_STX uses reserved fields"). Probed once. */
+bool bpf_has_cmpxchg(void);
 /* The kernel has a kprobe PMU (CONFIG_KPROBES). */
 bool kprobe_supported(void);
 
