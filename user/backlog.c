@@ -330,6 +330,9 @@ static int start(struct bl_loop *r, enum attach_mode want)
 	s->run.listen_overflow_reason = r->b.reason > 0;
 	s->run.unix_source = r->b.unix_diag ? "sock_diag" : "iter/unix";
 	s->run.unix_source_reason = r->b.unix_diag ? r->b.source_why : NULL;
+	s->run.tcp_drops_missing = r->b.tcp_drops ? NULL : r->b.tcp_drops_why;
+	s->run.unix_depth_missing = r->b.unix_depth ? NULL :
+		"this kernel has no sk_data_ready tracepoint (Linux 6.6+)";
 	bl_read_netstat(s, s->netstat0);
 	memcpy(s->netstat, s->netstat0, sizeof(s->netstat));
 	bl_netns_scan(s, true);
@@ -357,9 +360,18 @@ static int start(struct bl_loop *r, enum attach_mode want)
 			"/proc, so owners and pathname listeners they hold stay unresolved and "
 			"their overflows may go unattributed (docs/BACKLOG.md, \"Run it as a "
 			"service\")\n");
-	if (!s->run.listen_overflow_reason && r->b.mode == ATTACH_TRACEPOINT)
+	if (s->run.tcp_drops_missing)
+		fprintf(r->out, "note: TCP listen overflows are not counted in tracepoint mode here: "
+			"%s; they show as n/a (the listener's sk_drops and ListenOverflows still count "
+			"them); use --backlog-attach kprobe or fentry to count them per listener and "
+			"client\n", s->run.tcp_drops_missing);
+	else if (!s->run.listen_overflow_reason && r->b.mode == ATTACH_TRACEPOINT)
 		fprintf(r->out, "note: this kernel has no TCP_LISTEN_OVERFLOW drop reason: a dropped "
 			"handshake ACK counts once per segment (see docs/BACKLOG.md)\n");
+	if (s->run.unix_depth_missing)
+		fprintf(r->out, "note: AF_UNIX queue depth on arrival is not seen in tracepoint mode "
+			"here: %s; it shows as n/a, accept waits are measured from connect's return; "
+			"use --backlog-attach kprobe or fentry to see it\n", s->run.unix_depth_missing);
 	fflush(r->out);
 	return 0;
 }

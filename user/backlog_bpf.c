@@ -116,9 +116,26 @@ static int mode_usable(enum attach_mode mode, bool with_v6, char *why, size_t le
 	}
 }
 
+bool bl_tp_tcp_drops(char *why, size_t len)
+{
+	int args = btf_tracepoint_args("kfree_skb");
+
+	if (!bpf_has_cmpxchg())
+		snprintf(why, len, "this kernel's BPF has no compare-and-exchange (Linux 5.12+), "
+			 "which hands each drop to one freed segment");
+	else if (args < 3)
+		snprintf(why, len, "this kernel's kfree_skb tracepoint has no drop reason (Linux "
+			 "5.17+)");
+	else
+		return true;
+	return false;
+}
+
 void bl_mode_programs(struct backlog_bpf *skel, enum attach_mode mode, bool v6,
 			  struct bpf_program **p, int *n)
 {
+	char why[160];
+
 	bool fentry = mode == ATTACH_FENTRY;
 	size_t i, k;
 
@@ -143,8 +160,10 @@ void bl_mode_programs(struct backlog_bpf *skel, enum attach_mode mode, bool v6,
 		p[(*n)++] = skel->progs.tp_sys_enter_connect;
 		p[(*n)++] = skel->progs.tp_sys_exit_connect;
 		p[(*n)++] = skel->progs.tp_sched_switch;
-		p[(*n)++] = skel->progs.tp_consume_skb;
-		p[(*n)++] = skel->progs.tp_kfree_skb;
+		if (bl_tp_tcp_drops(why, sizeof(why))) {	/* else TCP drops are not counted */
+			p[(*n)++] = skel->progs.tp_consume_skb;
+			p[(*n)++] = skel->progs.tp_kfree_skb;
+		}
 		p[(*n)++] = skel->progs.tp_inet_sock_set_state;
 		p[(*n)++] = skel->progs.tp_tcp_retransmit_skb;
 		p[(*n)++] = skel->progs.tp_sys_exit_accept;
@@ -192,11 +211,8 @@ static int bl_bpf_open(struct bl_bpf *b, enum attach_mode mode, char *err_msg, s
 		bpf_program__set_autoload(b->skel->progs.iter_unix, false);
 	err = backlog_bpf__load(b->skel);
 	if (err) {
-		snprintf(err_msg, len, "cannot load the %s programs: %s%s", attach_mode_names[mode],
-			 strerror(-err), mode == ATTACH_TRACEPOINT && !kernel_at_least(5, 17) ?
-			 " (tracepoint mode needs Linux 5.17 or newer: its kfree_skb tracepoint has a "
-			 "drop reason from 5.17 and BPF compare-and-exchange from 5.12; use "
-			 "--backlog-attach kprobe or fentry on this kernel)" : "");
+		snprintf(err_msg, len, "cannot load the %s programs: %s", attach_mode_names[mode],
+			 strerror(-err));
 		goto fail;
 	}
 	for (i = 0; i < n; i++) {
@@ -229,6 +245,10 @@ static int bl_bpf_open(struct bl_bpf *b, enum attach_mode mode, char *err_msg, s
 		goto fail;
 	}
 	b->mode = mode;
+	b->tcp_drops_why[0] = 0;
+	b->tcp_drops = mode != ATTACH_TRACEPOINT ||
+		       bl_tp_tcp_drops(b->tcp_drops_why, sizeof(b->tcp_drops_why));
+	b->unix_depth = mode != ATTACH_TRACEPOINT || btf_has_tracepoint("sk_data_ready");
 	return 0;
 fail:
 	bl_bpf_close(b);

@@ -33,6 +33,9 @@ struct bl_bpf {
 	enum bl_source source;	/* asked for (set before bl_bpf_setup) */
 	bool unix_diag;		/* chosen: AF_UNIX listeners from sock_diag, no iter_unix */
 	char source_why[96];	/* why sock_diag (empty with iter/unix) */
+	bool tcp_drops;		/* TCP listen drops are counted (not: tracepoint mode, old kernel) */
+	char tcp_drops_why[160];	/* why not (empty when counted) */
+	bool unix_depth;	/* AF_UNIX arrival depths are seen (not: tracepoint mode before 6.6) */
 	const struct bl_listener *iter_out;	/* the listeners array map, mmapped */
 	size_t iter_len;
 };
@@ -44,6 +47,9 @@ void bl_bpf_close(struct bl_bpf *b);
 /* The programs of one mode, by skeleton field, into p[] (room for BL_MAX_PROGS); *n of them.
  * v6: also tcp_v6_syn_recv_sock's. */
 struct bpf_program;
+/* Tracepoint mode can count TCP listen drops here (tp_consume_skb and tp_kfree_skb load:
+ * BPF compare-and-exchange, kfree_skb's drop reason); false with why. */
+bool bl_tp_tcp_drops(char *why, size_t len);
 void bl_mode_programs(struct backlog_bpf *skel, enum attach_mode mode, bool v6,
 		      struct bpf_program **p, int *n);
 

@@ -69,9 +69,39 @@ const char *bl_family_name(int f)
 	return f == BL_UNIX ? "unix" : "tcp";
 }
 
+bool bl_overflows_unknown(const struct bl_state *s, const struct listener *l)
+{
+	return l->family == BL_TCP && s->run.tcp_drops_missing;
+}
+
+/* A count as text, or "n/a" when l's overflows are not counted. */
+static const char *fmt_ovf(const struct bl_state *s, const struct listener *l, uint64_t n,
+			   char *buf, size_t len)
+{
+	if (bl_overflows_unknown(s, l))
+		snprintf(buf, len, "n/a");
+	else
+		snprintf(buf, len, "%llu", (unsigned long long)n);
+	return buf;
+}
+
+bool bl_depth_unknown(const struct bl_state *s, const struct listener *l)
+{
+	return l->family == BL_UNIX && s->run.unix_depth_missing;
+}
+
+/* A count in JSON: null when it is not seen (never a 0 that means nothing). */
+static void jw_count(struct jw *w, const char *key, uint64_t n, bool unknown)
+{
+	if (unknown)
+		jw_null(w, key);
+	else
+		jw_u64(w, key, n);
+}
+
 void bl_print_interval(struct bl_state *s, FILE *out, double t)
 {
-	char owner[COMM_TXT + 16], clients[256], tbuf[16], addr[sizeof(s->ls->addr) + 32];
+	char owner[COMM_TXT + 16], clients[256], tbuf[16], addr[sizeof(s->ls->addr) + 32], ovf[24];
 	time_t now = time(NULL);
 	struct tm tm;
 	bool any = false;
@@ -94,10 +124,10 @@ void bl_print_interval(struct bl_state *s, FILE *out, double t)
 		any = true;
 		fmt_owner(l, owner, sizeof(owner));
 		fmt_clients(l, clients, sizeof(clients), false);
-		fprintf(out, "%-8s %-4s %-32s %-20s %5u %5u %5u %9llu %6llu %6llu  %s\n", tbuf,
+		fprintf(out, "%-8s %-4s %-32s %-20s %5u %5u %5u %9s %6llu %6llu  %s\n", tbuf,
 			bl_family_name(l->family), bl_addr_text(s, l, addr, sizeof(addr)), owner, l->qlen,
-			l->peak, l->limit, (unsigned long long)d_ovf, (unsigned long long)d_wait,
-			(unsigned long long)d_syn, clients);
+			l->peak, l->limit, fmt_ovf(s, l, d_ovf, ovf, sizeof(ovf)),
+			(unsigned long long)d_wait, (unsigned long long)d_syn, clients);
 	}
 	if (s->missed > s->missed_shown) {
 		fprintf(out, "%-8s warning: %llu events not counted in this interval (a BPF map "
@@ -143,20 +173,22 @@ static void json_listener_common(struct jw *w, const struct listener *l)
 		jw_null(w, "somaxconn");
 }
 
-/* Accept waits and arrival depths (zeros before any connect was seen queued). */
-static void json_waits(struct jw *w, const struct listener *l)
+/* Accept waits and arrival depths (zeros before any connect was seen queued; the
+ * depths null where they are not seen). */
+static void json_waits(struct jw *w, const struct bl_state *s, const struct listener *l)
 {
 	static const struct bl_hist none;
 	const struct bl_hist *h = l->h ? &l->h->cur : &none;
+	bool no_depth = bl_depth_unknown(s, l);
 
 	jw_u64(w, "accepts", h->accepted);
 	jw_double(w, "accept_wait_p50_s", bl_wait_quantile(h, 0.5));
 	jw_double(w, "accept_wait_p99_s", bl_wait_quantile(h, 0.99));
 	jw_double(w, "accept_wait_max_s", h->wait_max_ns / 1e9);
-	jw_u64(w, "queued", h->queued);
-	jw_u64(w, "queue_depth_p50", bl_depth_quantile(h, 0.5));
-	jw_u64(w, "queue_depth_p99", bl_depth_quantile(h, 0.99));
-	jw_u64(w, "queue_depth_max", h->depth_max);
+	jw_count(w, "queued", h->queued, no_depth);
+	jw_count(w, "queue_depth_p50", bl_depth_quantile(h, 0.5), no_depth);
+	jw_count(w, "queue_depth_p99", bl_depth_quantile(h, 0.99), no_depth);
+	jw_count(w, "queue_depth_max", h->depth_max, no_depth);
 }
 
 /* A client's netns, cgroup and container, as its connect() saw them (null: unknown). */
@@ -212,6 +244,7 @@ void bl_json_interval(struct bl_state *s, FILE *f, double t)
 
 	for (i = 0; i < s->n; i++) {
 		struct listener *l = &s->ls[i];
+		bool no_ovf = bl_overflows_unknown(s, l);
 
 		if (!l->watched || l->retired)
 			continue;
@@ -224,19 +257,20 @@ void bl_json_interval(struct bl_state *s, FILE *f, double t)
 			jw_bool(&w, "closed", true);	/* its last line */
 		jw_u64(&w, "queue", l->qlen);
 		jw_u64(&w, "peak_queue", l->peak);
-		jw_u64(&w, "overflows", bl_overflows(&l->tot));
-		jw_u64(&w, "overflows_delta", bl_overflows(&l->tot) - bl_overflows(&l->prev));
+		jw_count(&w, "overflows", bl_overflows(&l->tot), no_ovf);
+		jw_count(&w, "overflows_delta", bl_overflows(&l->tot) - bl_overflows(&l->prev),
+			 no_ovf);
 		if (l->family == BL_UNIX) {
 			jw_u64(&w, "connect_waits", l->tot.waits);
 			jw_double(&w, "connect_wait_s", l->tot.wait_ns / 1e9);
 		} else {
-			jw_u64(&w, "syn_overflows", l->tot.overflows);
-			jw_u64(&w, "ack_overflows", l->tot.ack_overflows);
-			jw_u64(&w, "other_listen_drops", l->tot.other_drops);
+			jw_count(&w, "syn_overflows", l->tot.overflows, no_ovf);
+			jw_count(&w, "ack_overflows", l->tot.ack_overflows, no_ovf);
+			jw_count(&w, "other_listen_drops", l->tot.other_drops, no_ovf);
 			jw_u64(&w, "listen_drops", bl_listen_drops(l));
 			jw_u64(&w, "syn_retransmits", l->tot.syn_retrans);
 		}
-		json_waits(&w, l);
+		json_waits(&w, s, l);
 		json_clients(&w, l);
 		jw_obj_end(&w);	/* ends the line */
 	}
@@ -275,8 +309,8 @@ void bl_json_summary(struct bl_state *s, FILE *f, double t)
 		jw_str(&w, "event", "summary");
 		json_listener_common(&w, l);
 		jw_u64(&w, "peak_queue", l->peak);
-		jw_u64(&w, "overflows", bl_overflows(&l->tot));
-		json_waits(&w, l);
+		jw_count(&w, "overflows", bl_overflows(&l->tot), bl_overflows_unknown(s, l));
+		json_waits(&w, s, l);
 		json_clients(&w, l);
 		jw_obj_end(&w);	/* ends the line */
 	}
@@ -292,6 +326,10 @@ void bl_json_summary(struct bl_state *s, FILE *f, double t)
 		jw_str(&w, "unix_queue_source", s->run.unix_source);
 		jw_str(&w, "unix_queue_source_reason", s->run.unix_source_reason);
 	}
+	jw_bool(&w, "tcp_overflows_counted", !s->run.tcp_drops_missing);
+	jw_str(&w, "tcp_overflows_missing_reason", s->run.tcp_drops_missing);
+	jw_bool(&w, "unix_queue_depth_seen", !s->run.unix_depth_missing);
+	jw_str(&w, "unix_queue_depth_missing_reason", s->run.unix_depth_missing);
 	if (s->netstat_ok) {
 		jw_u64(&w, "netstat_listen_overflows", s->netstat[0] - s->netstat0[0]);
 		jw_u64(&w, "netstat_listen_drops", s->netstat[1] - s->netstat0[1]);
@@ -400,13 +438,18 @@ static void print_waits(struct bl_state *s, FILE *out, const struct listener *l)
 	if (!h || (!h->accepted && !h->queued))
 		return;
 	fprintf(out, "%s: %llu accepted connections waited in the queue p50 <= %.3f ms, p99 <= "
-		"%.3f ms, max %.3f ms; %llu queued connects found p50 <= %llu, p99 <= %llu, max "
-		"%llu ahead of them (limit %u)\n", bl_addr_text(s, l, addr, sizeof(addr)),
+		"%.3f ms, max %.3f ms; ", bl_addr_text(s, l, addr, sizeof(addr)),
 		(unsigned long long)h->accepted, bl_wait_quantile(h, 0.5) * 1e3,
-		bl_wait_quantile(h, 0.99) * 1e3, h->wait_max_ns / 1e6,
-		(unsigned long long)h->queued, (unsigned long long)bl_depth_quantile(h, 0.5),
-		(unsigned long long)bl_depth_quantile(h, 0.99), (unsigned long long)h->depth_max,
-		l->limit);
+		bl_wait_quantile(h, 0.99) * 1e3, h->wait_max_ns / 1e6);
+	if (bl_depth_unknown(s, l))
+		fprintf(out, "queue depth on arrival n/a (not seen in this mode here; limit %u)\n",
+			l->limit);
+	else
+		fprintf(out, "%llu queued connects found p50 <= %llu, p99 <= %llu, max %llu ahead "
+			"of them (limit %u)\n", (unsigned long long)h->queued,
+			(unsigned long long)bl_depth_quantile(h, 0.5),
+			(unsigned long long)bl_depth_quantile(h, 0.99),
+			(unsigned long long)h->depth_max, l->limit);
 }
 
 /* A listener outside udsprobe's network namespace or in a container: where it is. */
@@ -425,7 +468,7 @@ static void print_where(struct bl_state *s, FILE *out, const struct listener *l)
 
 void bl_print_summary(struct bl_state *s, FILE *out, double t)
 {
-	char owner[COMM_TXT + 16], clients[512], addr[sizeof(s->ls->addr) + 32];
+	char owner[COMM_TXT + 16], clients[512], addr[sizeof(s->ls->addr) + 32], ovf[24];
 	int i, shown = 0;
 	bool any = false;
 
@@ -440,10 +483,10 @@ void bl_print_summary(struct bl_state *s, FILE *out, double t)
 		shown++;
 		fmt_owner(l, owner, sizeof(owner));
 		fmt_clients(l, clients, sizeof(clients), false);
-		fprintf(out, "%-4s %-36s %-22s %5u %5u %9llu %6llu  %s\n", bl_family_name(l->family),
+		fprintf(out, "%-4s %-36s %-22s %5u %5u %9s %6llu  %s\n", bl_family_name(l->family),
 			bl_addr_text(s, l, addr, sizeof(addr)), owner, l->limit, l->peak,
-			(unsigned long long)bl_overflows(&l->tot), (unsigned long long)l->tot.waits,
-			clients);
+			fmt_ovf(s, l, bl_overflows(&l->tot), ovf, sizeof(ovf)),
+			(unsigned long long)l->tot.waits, clients);
 	}
 	if (!shown)
 		fprintf(out, "(no listener matched %s)\n",
@@ -465,7 +508,13 @@ void bl_print_summary(struct bl_state *s, FILE *out, double t)
 				(unsigned long long)l->tot.waits, l->tot.wait_ns / 1e6, clients);
 		}
 		print_waits(s, out, l);
-		if (l->family == BL_TCP && (bl_overflows(&l->tot) || bl_listen_drops(l) ||
+		if (bl_overflows_unknown(s, l) && (bl_listen_drops(l) || l->tot.syn_retrans))
+			fprintf(out, "%s: overflows n/a (not counted in this mode here); the "
+				"listener's own drop counter (sk_drops) +%llu; client SYN retransmits "
+				"%llu\n", bl_addr_text(s, l, addr, sizeof(addr)),
+				(unsigned long long)bl_listen_drops(l),
+				(unsigned long long)l->tot.syn_retrans);
+		else if (l->family == BL_TCP && (bl_overflows(&l->tot) || bl_listen_drops(l) ||
 					    l->tot.other_drops || l->tot.syn_retrans))
 			fprintf(out, "%s: %llu overflows = %llu SYNs + %llu handshake ACKs dropped at a "
 				"full accept queue; %llu other listen drops; the listener's own drop "
@@ -506,7 +555,10 @@ void bl_print_summary(struct bl_state *s, FILE *out, double t)
 		fprintf(out, "%s %s:\n", bl_family_name(l->family), bl_addr_text(s, l, addr, sizeof(addr)));
 		print_recommendations(s, out, l);
 	}
-	if (!any)
+	if (!any && s->run.tcp_drops_missing)
+		fprintf(out, "\nNo AF_UNIX listen queue overflowed; TCP overflows were not counted "
+			"(%s).\n", s->run.tcp_drops_missing);
+	else if (!any)
 		fprintf(out, "\nNo listen queue overflowed%s.\n",
 			s->netstat_ok && s->netstat[0] != s->netstat0[0] ?
 			" among the watched listeners (ListenOverflows rose elsewhere)" : "");

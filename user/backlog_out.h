@@ -2,11 +2,18 @@
 #ifndef UDSPROBE_BACKLOG_OUT_H
 #define UDSPROBE_BACKLOG_OUT_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "backlog_table.h"
 
 const char *bl_family_name(int family);
+/* l's overflows are not counted (a TCP listener where the drop programs cannot load): every
+ * output says n/a, null or nothing for them, never 0. */
+bool bl_overflows_unknown(const struct bl_state *s, const struct listener *l);
+/* l's queue depths on arrival are not seen (an AF_UNIX listener in tracepoint mode before
+ * 6.6): null in JSON, n/a in the text, no histogram in Prometheus. */
+bool bl_depth_unknown(const struct bl_state *s, const struct listener *l);
 /* The address as text, with the namespace when it is not udsprobe's own. */
 const char *bl_addr_text(struct bl_state *s, const struct listener *l, char *buf, size_t len);
 

@@ -121,19 +121,22 @@ static double get_wait_s(const struct listener *l) { return l->tot.wait_ns / 1e9
 static double get_syn_retrans(const struct listener *l) { return l->tot.syn_retrans; }
 static double get_listen_drops(const struct listener *l) { return bl_listen_drops(l); }
 
-/* Per-listener metrics: one row each, one getter each; family 0 = both families. */
+/* Per-listener metrics: one row each, one getter each; family 0 = both families;
+ * overflows: no series for a listener whose overflows are not counted (never a 0). */
 static const struct prom_metric {
 	const char *name, *type, *help;
 	int family;
 	double (*get)(const struct listener *l);
+	bool overflows;
 } metrics[] = {
 	{ "limit", "gauge", "Listen queue limit (sk_max_ack_backlog).", 0, get_limit },
 	{ "queue_length", "gauge", "Connections waiting in the listen queue now.", 0, get_queue },
 	{ "queue_peak", "gauge", "Highest listen queue length seen since udsprobe started.", 0,
 	  get_peak },
 	{ "overflows_total", "counter",
-	  "Connection attempts refused (unix EAGAIN) or dropped (tcp) at a full listen queue.", 0,
-	  get_overflows },
+	  "Connection attempts refused (unix EAGAIN) or dropped (tcp) at a full listen queue; "
+	  "no tcp series where udsprobe_backlog_tcp_overflows_counted is 0.", 0, get_overflows,
+	  true },
 	{ "connect_waits_total", "counter",
 	  "Blocking AF_UNIX connects that slept waiting for room in the queue.", BL_UNIX,
 	  get_waits },
@@ -227,11 +230,12 @@ static void prom_waits(struct bl_state *s, FILE *f)
 				       wait_le);
 	}
 	prom_head(f, "queue_length_on_arrival", "histogram",
-		  "Connections already in the listen queue when a connect entered it.");
+		  "Connections already in the listen queue when a connect entered it (no unix "
+		  "series where udsprobe_backlog_unix_queue_depth_seen is 0).");
 	for (i = 0; i < s->n; i++) {
 		const struct listener *l = &s->ls[i];
 
-		if (l->watched && !l->retired && l->h)
+		if (l->watched && !l->retired && l->h && !bl_depth_unknown(s, l))
 			prom_histogram(f, l, "queue_length_on_arrival", l->h->cur.depth_slots,
 				       BL_DEPTH_SLOTS, l->h->cur.depth_sum, l->h->cur.queued,
 				       depth_le);
@@ -254,6 +258,14 @@ static void prom_run(struct bl_state *s, FILE *f, long long now)
 	prom_head(f, "dropped_events_total", "counter",
 		  "Events not counted because a BPF map was full (should stay 0).");
 	fprintf(f, "udsprobe_backlog_dropped_events_total %llu\n", (unsigned long long)s->missed);
+	prom_head(f, "tcp_overflows_counted", "gauge",
+		  "1: TCP listen overflows are counted; 0: not in this attach mode on this kernel "
+		  "(udsprobe's start line says why), so TCP listeners have no overflows series.");
+	fprintf(f, "udsprobe_backlog_tcp_overflows_counted %d\n", !s->run.tcp_drops_missing);
+	prom_head(f, "unix_queue_depth_seen", "gauge",
+		  "1: AF_UNIX queue depths on arrival are seen; 0: not in this attach mode on this "
+		  "kernel (udsprobe's start line says why).");
+	fprintf(f, "udsprobe_backlog_unix_queue_depth_seen %d\n", !s->run.unix_depth_missing);
 	prom_head(f, "info", "gauge", "Attach mode udsprobe uses.");
 	fprintf(f, "udsprobe_backlog_info{attach_mode=\"%s\",kernel=\"", s->run.attach_mode);
 	prom_label(f, kernel_release());
@@ -274,7 +286,8 @@ void bl_prom_print(struct bl_state *s, FILE *f, long long now)
 			const struct listener *l = &s->ls[i];
 
 			if (!l->watched || l->retired ||
-			    (metrics[k].family && l->family != metrics[k].family))
+			    (metrics[k].family && l->family != metrics[k].family) ||
+			    (metrics[k].overflows && bl_overflows_unknown(s, l)))
 				continue;
 			fprintf(f, "udsprobe_backlog_%s", metrics[k].name);
 			prom_labels(f, l, NULL);

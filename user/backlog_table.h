@@ -102,6 +102,8 @@ struct bl_run {
 	bool listen_overflow_reason;	/* the kernel has SKB_DROP_REASON_TCP_LISTEN_OVERFLOW */
 	const char *unix_source;	/* "iter/unix" or "sock_diag": AF_UNIX listeners, depths */
 	const char *unix_source_reason;	/* why sock_diag; NULL with iter/unix */
+	const char *tcp_drops_missing;	/* why TCP listen drops are not counted; NULL: they are */
+	const char *unix_depth_missing;	/* why AF_UNIX arrival depths are not seen; NULL: they are */
 };
 
 /* Another network namespace whose listeners are read (backlog_ns.c). */

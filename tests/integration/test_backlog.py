@@ -311,23 +311,41 @@ def test_accept_wait_histogram(udsprobe, attach_mode, procs, world_dir, family):
     for c in conns:
         c.close()
     s = summary_of(events, addr)
-    assert s["accepts"] == n and s["queued"] == n, s
+    assert s["accepts"] == n, s
     assert s["accept_wait_p50_s"] >= delay and s["accept_wait_max_s"] >= delay, s
     assert s["accept_wait_max_s"] < delay + 30, s
-    assert (s["queue_depth_p50"], s["queue_depth_p99"], s["queue_depth_max"]) == (4, 9, 9), s
     assert s["limit"] == 64
     assert re.search(r"%s: %d accepted connections waited in the queue p50 <= " % (
         re.escape(addr), n), out), out
     labels = (r'\{family="%s",address="%s",owner_comm="python3",owner_pid="%d",netns="\d+",'
               r'cgroup="[^"]*",container=""' % (family, re.escape(addr), srv.pid))
+    run = run_line(events)
+    # tracepoint mode sees a unix connect's arrival depth at the sk_data_ready tracepoint
+    # (6.6+); without it the depths are not seen, and must say so, not show 0
+    unix_seen = (run["attach_mode"] != "tracepoint"
+                 or Path("/sys/kernel/tracing/events/sock/sk_data_ready").exists())
+    assert run["unix_queue_depth_seen"] is unix_seen, run
+    seen = family == "tcp" or unix_seen
+    if seen:
+        assert s["queued"] == n, s
+        assert (s["queue_depth_p50"], s["queue_depth_p99"], s["queue_depth_max"]) == (4, 9, 9), s
+        assert re.search(r'^udsprobe_backlog_queue_length_on_arrival_bucket%s,le="4"\} 5$' % (
+            labels), text, re.M)     # depths 0..4
+    else:
+        assert (s["queued"], s["queue_depth_p50"], s["queue_depth_p99"],
+                s["queue_depth_max"]) == (None, None, None, None), s
+        assert "queue depth on arrival n/a (not seen in this mode here; limit 64)" in out, out
+        assert "udsprobe_backlog_queue_length_on_arrival_bucket{" not in text, text
+        assert "\nudsprobe_backlog_unix_queue_depth_seen 0\n" in text, text
+        assert len([l for l in out.splitlines() if l.startswith(
+            "note: AF_UNIX queue depth on arrival is not seen in tracepoint mode here: this "
+            "kernel has no sk_data_ready tracepoint (Linux 6.6+);")]) == 1, out
     assert re.search(r"^udsprobe_backlog_accept_wait_seconds_count%s\} %d$" % (labels, n),
                      text, re.M), text
     assert re.search(r'^udsprobe_backlog_accept_wait_seconds_bucket%s,le="\+Inf"\} %d$' % (
         labels, n), text, re.M)
     assert re.search(r'^udsprobe_backlog_accept_wait_seconds_bucket%s,le="0.262144"\} 0$' % (
         labels), text, re.M)     # nothing waited less than 0.26 s
-    assert re.search(r'^udsprobe_backlog_queue_length_on_arrival_bucket%s,le="4"\} 5$' % (
-        labels), text, re.M)     # depths 0..4
     assert "# TYPE udsprobe_backlog_accept_wait_seconds histogram" in text
     chk = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True,
                          text=True)           # Debian's prometheus package
@@ -348,15 +366,53 @@ def test_tcp_synthetic(udsprobe, attach_mode, procs, bl_bins, world_dir):
     cli.stdin.close()
     s = summary_of(events, f"127.0.0.1:{port}")
     run = run_line(events)
-    # 5 fit the accept queue; the other 15 SYNs are dropped, then again at each retransmit
-    assert s["overflows"] >= 15
     # limit + 1 normally; 6.1 was seen holding one more (handshakes racing on 2 CPUs)
     assert s["limit"] == 4 and 5 <= s["peak_queue"] <= 6
     assert s["owner_pid"] == srv.pid and s["owner_comm"] == "listen_noaccept"
+    if not tcp_overflows_counted(out, events):
+        # not counted: n/a in the text; the kernel's own counters still show the drops
+        assert re.search(r"^tcp +127\.0\.0\.1:%d .* 4 +[56] +n/a " % port, out, re.M), out
+        assert run["netstat_listen_overflows"] >= 15, run
+        assert re.search(r"127\.0\.0\.1:%d: overflows n/a \(not counted in this mode here\); "
+                         r"the listener's own drop counter \(sk_drops\) \+([1-9]\d*);" % port,
+                         out), out
+        return
+    # 5 fit the accept queue; the other 15 SYNs are dropped, then again at each retransmit
+    assert s["overflows"] >= 15
     assert [(c["pid"], c["comm"]) for c in s["clients"]] == [(cli.pid, "connect_burst")]
     assert s["clients"][0]["count"] == s["overflows"]
     # the namespace counter may include other tests' listeners, never fewer
     assert run["netstat_listen_overflows"] >= s["overflows"]
+
+
+def kfree_skb_has_reason():
+    """The kfree_skb tracepoint has a drop reason (Linux 5.17+; BPF cmpxchg came in 5.12), read
+    from tracefs: what tracepoint mode's TCP drop programs need (docs/BACKLOG.md)."""
+    fmt = Path("/sys/kernel/tracing/events/skb/kfree_skb/format")
+    if not fmt.exists():
+        subprocess.run(["mount", "-t", "tracefs", "tracefs", "/sys/kernel/tracing"], check=False)
+    return "field:enum skb_drop_reason reason" in fmt.read_text()
+
+
+def tcp_overflows_counted(out, events):
+    """Whether this run counted TCP overflows. Before 5.17 tracepoint mode cannot, and then
+    must say so plainly: the note at start, the run line, null (not 0) per listener."""
+    run = run_line(events)
+    counted = run["attach_mode"] != "tracepoint" or kfree_skb_has_reason()
+    assert run["tcp_overflows_counted"] is counted, run
+    notes = [l for l in out.splitlines() if l.startswith("note: TCP listen overflows are not counted")]
+    if counted:
+        assert run["tcp_overflows_missing_reason"] is None and not notes, (run, notes)
+        return True
+    assert "(Linux 5.1" in run["tcp_overflows_missing_reason"], run
+    assert len(notes) == 1 and run["tcp_overflows_missing_reason"] in notes[0], out
+    assert "use --backlog-attach kprobe or fentry" in notes[0], notes
+    for e in events:
+        if e.get("family") == "tcp":
+            assert e["overflows"] is None and e["clients"] == [], e
+            if e["event"] == "interval":
+                assert e["syn_overflows"] is e["ack_overflows"] is e["other_listen_drops"] is None
+    return False
 
 
 # ---- b, c. nginx -> php-fpm --------------------------------------------------------------
@@ -443,9 +499,14 @@ def test_nginx_php_fpm_tcp_attributed_to_listener(udsprobe, attach_mode, procs, 
     print(f"\nudsprobe overflows at 127.0.0.1:{fpm_port}: {s['overflows']}; "
           f"namespace ListenOverflows: +{run['netstat_listen_overflows']}")
     print(out)
-    assert s["overflows"] > 10
     assert s["owner_pid"] == st["fpm"].pid and s["owner_comm"].startswith("php-fpm")
-    assert s["limit"] == 4 and s["peak_queue"] >= 5
+    assert s["limit"] == 4
+    if not tcp_overflows_counted(out, events):
+        assert run["netstat_listen_overflows"] > 10, run     # the load did overflow
+        assert "overflows n/a" in out and "sk_drops" in out
+        return
+    assert s["overflows"] > 10
+    assert s["peak_queue"] >= 5
     # attributed to the listener, and (nothing else overflowing) equal to the namespace counter
     assert abs(s["overflows"] - run["netstat_listen_overflows"]) <= \
         0.05 * run["netstat_listen_overflows"]

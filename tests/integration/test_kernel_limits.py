@@ -55,6 +55,39 @@ def test_backlog_without_iterators_says_so(udsprobe, iterators, tmp_path):
         assert run["unix_queue_source"] == "sock_diag" and run["unix_queue_source_reason"] == why
 
 
+def test_backlog_tracepoint_mode_without_tcp_drops_says_so(udsprobe, tmp_path):
+    """Tracepoint mode's two TCP drop programs need BPF cmpxchg (5.12+) and kfree_skb's drop
+    reason (5.17+). Without them (5.10) --backlog still runs in tracepoint mode, AF_UNIX
+    counted, and says in one line that TCP overflows are not (JSON: counted false, the
+    reason; Prometheus: the gauge at 0); with them, no such line."""
+    fmt = "/sys/kernel/tracing/events/skb/kfree_skb/format"
+    if not os.path.exists(fmt):
+        subprocess.run(["mount", "-t", "tracefs", "tracefs", "/sys/kernel/tracing"], check=False)
+    with open(fmt) as f:
+        has_reason = "field:enum skb_drop_reason reason" in f.read()
+    out_json, prom = tmp_path / "bl.jsonl", tmp_path / "bl.prom"
+    res = subprocess.run([udsprobe, "--backlog", "--backlog-attach", "tracepoint", "--duration",
+                          "1", "--interval", "0.5", "--json", str(out_json), "--prom", str(prom)],
+                         capture_output=True, text=True, timeout=TIMEOUT)
+    assert res.returncode == 0, res.stderr
+    run = [e for e in map(json.loads, out_json.read_text().splitlines()) if e["event"] == "run"][-1]
+    assert run["attach_mode"] == "tracepoint" and run["tcp_overflows_counted"] is has_reason, run
+    notes = [l for l in res.stdout.splitlines() if "TCP listen overflows are not counted" in l]
+    if has_reason:
+        assert not notes and run["tcp_overflows_missing_reason"] is None, (notes, run)
+        assert "\nudsprobe_backlog_tcp_overflows_counted 1\n" in prom.read_text()
+        return
+    why = run["tcp_overflows_missing_reason"]
+    assert why in ("this kernel's BPF has no compare-and-exchange (Linux 5.12+), which hands "
+                   "each drop to one freed segment",
+                   "this kernel's kfree_skb tracepoint has no drop reason (Linux 5.17+)"), run
+    assert notes == [f"note: TCP listen overflows are not counted in tracepoint mode here: {why}; "
+                     "they show as n/a (the listener's sk_drops and ListenOverflows still count "
+                     "them); use --backlog-attach kprobe or fentry to count them per listener "
+                     "and client"], res.stdout
+    assert "\nudsprobe_backlog_tcp_overflows_counted 0\n" in prom.read_text()
+
+
 def kernel_btf_has_enumerator(name):
     """The kernel's BTF has the enumerator name (bpftool's dump lists it as 'NAME' val=N)."""
     out = subprocess.run(["bpftool", "btf", "dump", "file", "/sys/kernel/btf/vmlinux"],

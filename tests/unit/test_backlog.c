@@ -201,8 +201,10 @@ static char *capture(struct bl_state *s, int what)
 		return NULL;
 	if (what == 0)
 		bl_json_summary(s, f, 2.5);
-	else
+	else if (what == 1)
 		bl_prom_print(s, f, 1700000000);
+	else
+		bl_print_summary(s, f, 2.5);
 	fclose(f);
 	return buf;
 }
@@ -239,7 +241,9 @@ TEST(backlog_json_summary)
 		 "\"clients\":[]}\n"
 		 "{\"event\":\"run\",\"attach_mode\":\"tracepoint\",\"attach_reason\":"
 		 "\"fentry rejected: x; tracepoint works\",\"kernel\":\"%s\",\"duration_s\":2.5,"
-		 "\"tcp_listen_overflow_reason\":false,\"missed\":0,\"dropped_events\":0,"
+		 "\"tcp_listen_overflow_reason\":false,\"tcp_overflows_counted\":true,"
+		 "\"tcp_overflows_missing_reason\":null,\"unix_queue_depth_seen\":true,"
+		 "\"unix_queue_depth_missing_reason\":null,\"missed\":0,\"dropped_events\":0,"
 		 "\"listeners_missed\":0,\"listeners_folded\":0,\"listeners_folded_overflows\":0,"
 		 "\"somaxconn\":4096}\n", kernel_release());
 	CHECK_STR(got, want);
@@ -292,6 +296,63 @@ TEST(backlog_prom_text)
 	unfixture(&s);
 }
 
+/* TCP overflows that cannot be counted (tracepoint mode before 5.17) and AF_UNIX arrival
+ * depths that cannot be seen (before 6.6) are n/a in the text, null in JSON and no series in
+ * Prometheus, never 0; the rest is unchanged. */
+TEST(backlog_unseen_counts_are_not_zero)
+{
+	struct bl_filters f = {};
+	struct bl_state s;
+	struct client cl[2];
+	char *got;
+
+	fixture(&s, &f, cl);
+	s.ls[1].prev_drops = 7;	/* sk_drops still shown */
+	s.run.tcp_drops_missing = "no cmpxchg";
+	s.run.unix_depth_missing = "no sk_data_ready";
+	got = capture(&s, 0);
+	REQUIRE(got != NULL);
+	CHECK(strstr(got, "\"address\":\"@php\\\\0x\"") != NULL);
+	CHECK(strstr(got, "\"peak_queue\":5,\"overflows\":15,") != NULL);
+	CHECK(strstr(got, "\"peak_queue\":0,\"overflows\":null,") != NULL);
+	CHECK(strstr(got, "\"tcp_overflows_counted\":false,\"tcp_overflows_missing_reason\":"
+			  "\"no cmpxchg\",") != NULL);
+	CHECK(strstr(got, "\"accept_wait_max_s\":0.0015,\"queued\":null,\"queue_depth_p50\":null,"
+			  "\"queue_depth_p99\":null,\"queue_depth_max\":null,") != NULL);
+	CHECK(strstr(got, "\"accept_wait_max_s\":0,\"queued\":0,\"queue_depth_p50\":0,") != NULL);
+	CHECK(strstr(got, "\"unix_queue_depth_seen\":false,\"unix_queue_depth_missing_reason\":"
+			  "\"no sk_data_ready\",") != NULL);
+	free(got);
+	got = capture(&s, 1);
+	REQUIRE(got != NULL);
+	CHECK(strstr(got, "udsprobe_backlog_overflows_total{family=\"unix\"") != NULL);
+	CHECK(!strstr(got, "udsprobe_backlog_overflows_total{family=\"tcp\""));
+	CHECK(strstr(got, "udsprobe_backlog_syn_retransmits_total{family=\"tcp\"") != NULL);
+	CHECK(strstr(got, "\nudsprobe_backlog_tcp_overflows_counted 0\n") != NULL);
+	CHECK(strstr(got, "udsprobe_backlog_accept_wait_seconds_count{family=\"unix\"") != NULL);
+	CHECK(!strstr(got, "udsprobe_backlog_queue_length_on_arrival_count{"));
+	CHECK(strstr(got, "\nudsprobe_backlog_unix_queue_depth_seen 0\n") != NULL);
+	free(got);
+	got = capture(&s, 2);
+	REQUIRE(got != NULL);
+	CHECK(strstr(got, " 4     5        15 ") != NULL);	/* unix: LIMIT PEAK OVERFLOWS */
+	CHECK(strstr(got, " 0     0       n/a ") != NULL);	/* tcp */
+	CHECK(strstr(got, "*:9000 (netns 4026532000): overflows n/a (not counted in this mode "
+			  "here); the listener's own drop counter (sk_drops) +7;") != NULL);
+	CHECK(strstr(got, "max 1.500 ms; queue depth on arrival n/a (not seen in this mode here; "
+			  "limit 4)\n") != NULL);
+	free(got);
+	s.run.tcp_drops_missing = s.run.unix_depth_missing = NULL;
+	got = capture(&s, 1);
+	REQUIRE(got != NULL);
+	CHECK(strstr(got, "udsprobe_backlog_overflows_total{family=\"tcp\"") != NULL);
+	CHECK(strstr(got, "\nudsprobe_backlog_tcp_overflows_counted 1\n") != NULL);
+	CHECK(strstr(got, "udsprobe_backlog_queue_length_on_arrival_count{family=\"unix\"") != NULL);
+	CHECK(strstr(got, "\nudsprobe_backlog_unix_queue_depth_seen 1\n") != NULL);
+	free(got);
+	unfixture(&s);
+}
+
 /* Each mode's programs come from skeleton fields: all present, of that mode's kind,
  * named fe_/fx_/kp_/kr_ and the function of their section (no name strings to drift). */
 TEST(backlog_mode_programs)
@@ -305,12 +366,14 @@ TEST(backlog_mode_programs)
 		{ ATTACH_FENTRY, "fentry/", "fexit/", NULL, 17, 15 },
 		/* connect's result at its syscall exit: no kretprobe on unix_stream_connect */
 		{ ATTACH_KPROBE, "kprobe/", "kretprobe/", "tracepoint/syscalls/sys_exit_connect", 17, 15 },
-		/* + tp_btf/sk_data_ready where the kernel has it (6.6+) */
+		/* + tp_btf/sk_data_ready where the kernel has it (6.6+); - the two TCP drop
+		 * programs where they cannot load (bl_tp_tcp_drops: before 5.17) */
 		{ ATTACH_TRACEPOINT, "tracepoint/", "tp_btf/", NULL, 9, 9 },
 	};
 	struct backlog_bpf *skel = backlog_bpf__open();
 	struct bpf_program *p[BL_MAX_PROGS];
-	int tp_extra = btf_has_tracepoint("sk_data_ready");
+	char why[160];
+	int tp_extra = btf_has_tracepoint("sk_data_ready") - 2 * !bl_tp_tcp_drops(why, sizeof(why));
 	size_t m;
 	int i, n;
 
