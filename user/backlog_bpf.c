@@ -30,6 +30,8 @@
 #define ENTRY_RET(f, v6) { #f, v6, PROG(fe_##f), PROG(fx_##f), PROG(kp_##f), PROG(kr_##f) }
 /* a return seen by fexit, and in kprobe mode at the syscall's exit (kprobe_exit_tps) */
 #define ENTRY_FEXIT(f, v6) { #f, v6, PROG(fe_##f), PROG(fx_##f), PROG(kp_##f), 0 }
+/* fentry and fexit; kprobe mode sees the result at the syscall's exit alone */
+#define FENTRY_ONLY(f, v6) { #f, v6, PROG(fe_##f), PROG(fx_##f), 0, 0 }
 
 static const struct probe_target {
 	const char *func;
@@ -45,16 +47,18 @@ static const struct probe_target {
 	ENTRY(tcp_retransmit_skb, false),
 	/* accept waits: queued (unix: the listener's data-ready in connect), accepted */
 	ENTRY(sock_def_readable, false),
-	ENTRY_RET(unix_accept, false),
-	ENTRY_RET(inet_accept, false),
+	FENTRY_ONLY(unix_accept, false),
+	FENTRY_ONLY(inet_accept, false),
 };
 
-/* The syscall tracepoints tracepoint mode needs, and kprobe mode's (connect's result,
- * instead of a kretprobe that misses returns: backlog.bpf.c, fx_unix_stream_connect). */
+/* The syscall tracepoints tracepoint mode needs, and kprobe mode's (connect's and accept's
+ * results, instead of kretprobes that miss returns: backlog.bpf.c, fx_unix_stream_connect). */
 static const char *const tp_syscalls[] = {
 	"sys_enter_connect", "sys_exit_connect", "sys_exit_accept", "sys_exit_accept4",
 };
-static const char *const kprobe_exit_tps[] = { "sys_exit_connect" };
+static const char *const kprobe_exit_tps[] = {
+	"sys_exit_connect", "sys_exit_accept", "sys_exit_accept4",
+};
 
 /* tracefs is there and has these syscalls:NAME events; else -EOPNOTSUPP and why. */
 static int syscall_tps_present(const char *const *names, size_t n, char *why, size_t len)
@@ -82,8 +86,9 @@ static int mode_usable(enum attach_mode mode, bool with_v6, char *why, size_t le
 	const char *fns[ARRAY_SIZE(probe_targets)];
 	int n = 0, i, err;
 
-	for (i = 0; i < (int)ARRAY_SIZE(probe_targets); i++)
-		if (with_v6 || !probe_targets[i].v6)
+	for (i = 0; i < (int)ARRAY_SIZE(probe_targets); i++)	/* the mode's own targets */
+		if ((with_v6 || !probe_targets[i].v6) &&
+		    (mode != ATTACH_KPROBE || probe_targets[i].kp))
 			fns[n++] = probe_targets[i].func;
 
 	switch (mode) {
@@ -153,8 +158,11 @@ void bl_mode_programs(struct backlog_bpf *skel, enum attach_mode mode, bool v6,
 				if (off[k])
 					p[(*n)++] = skel_prog(skel, off[k]);
 		}
-		if (!fentry)
+		if (!fentry) {
 			p[(*n)++] = skel->progs.tp_sys_exit_connect;
+			p[(*n)++] = skel->progs.tp_sys_exit_accept;
+			p[(*n)++] = skel->progs.tp_sys_exit_accept4;
+		}
 		break;
 	default:
 		p[(*n)++] = skel->progs.tp_sys_enter_connect;

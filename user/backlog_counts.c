@@ -314,6 +314,7 @@ int bl_read_counts(struct bl_state *s, struct bl_bpf *b)
 	bl_doom_apply(&dead, b->skel->maps.counts);
 	free(vals);
 	s->missed = b->skel->bss->missed_map_full;
+	s->wait_returns_missed = b->skel->bss->wait_returns_missed;
 	return bl_read_hists(s, b);
 }
 

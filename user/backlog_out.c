@@ -336,6 +336,7 @@ void bl_json_summary(struct bl_state *s, FILE *f, double t)
 	}
 	jw_u64(&w, "missed", s->missed);
 	jw_u64(&w, "dropped_events", s->missed);
+	jw_u64(&w, "wait_returns_missed", s->wait_returns_missed);
 	jw_u64(&w, "listeners_missed", s->listeners_missed);
 	jw_u64(&w, "listeners_folded", s->folded);
 	jw_u64(&w, "listeners_folded_overflows", s->folded_overflows);
@@ -533,6 +534,11 @@ void bl_print_summary(struct bl_state *s, FILE *out, double t)
 	if (s->missed)
 		fprintf(out, "warning: %llu events not counted (a BPF map was full)\n",
 			(unsigned long long)s->missed);
+	if (s->wait_returns_missed)
+		fprintf(out, "note: the kretprobe on unix_wait_for_peer missed %llu returns (more "
+			"connects slept at once than its slots, the kernel's maxactive): those waits "
+			"ended at the next event seen, at the latest connect's return (fentry mode has "
+			"no such limit)\n", (unsigned long long)s->wait_returns_missed);
 	if (s->listeners_missed)
 		fprintf(out, "warning: more than %d listeners: %llu were not watched\n",
 			BL_MAX_LISTENERS, (unsigned long long)s->listeners_missed);

@@ -258,6 +258,11 @@ static void prom_run(struct bl_state *s, FILE *f, long long now)
 	prom_head(f, "dropped_events_total", "counter",
 		  "Events not counted because a BPF map was full (should stay 0).");
 	fprintf(f, "udsprobe_backlog_dropped_events_total %llu\n", (unsigned long long)s->missed);
+	prom_head(f, "wait_returns_missed_total", "counter",
+		  "unix_wait_for_peer returns its kretprobe missed (kprobe mode, more sleepers than "
+		  "maxactive); those waits ended at connect's return.");
+	fprintf(f, "udsprobe_backlog_wait_returns_missed_total %llu\n",
+		(unsigned long long)s->wait_returns_missed);
 	prom_head(f, "tcp_overflows_counted", "gauge",
 		  "1: TCP listen overflows are counted; 0: not in this attach mode on this kernel "
 		  "(udsprobe's start line says why), so TCP listeners have no overflows series.");

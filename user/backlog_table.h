@@ -134,6 +134,8 @@ struct bl_state {
 	bool netstat_ok;
 	uint64_t missed;		/* events not counted: a BPF map was full */
 	uint64_t missed_shown;		/* missed already said in the live view */
+	uint64_t wait_returns_missed;	/* unix_wait_for_peer returns a kretprobe missed (the
+					 * waits then end at the next event seen) */
 	uint64_t listeners_missed;	/* more listeners than the iterator array holds */
 	uint64_t ports_full;		/* tcp listeners not watched: their port is in more than
 					 * BL_PORT_SLOTS namespaces (tracepoint mode) */
