@@ -98,6 +98,9 @@ const volatile __u16 ports[FL_MAX_PORTS];
 const volatile __u32 n_unix;
 /* --slower-than: a message slower than this goes to the outliers ring buffer (0: none) */
 const volatile __u64 slower_than_ns;
+/* 1: per-task state in task local storage (task_store), else in the tid-keyed tasks hash
+ * (user space asks the kernel which it supports) */
+const volatile __u32 task_storage;
 
 /* Counters read at exit. */
 __u64 misses[8];		/* enum fl_miss */
@@ -161,6 +164,15 @@ struct dir_key {
 	__u64 peer;		/* unix: the sending sock */
 	__u32 saddr[4], daddr[4];
 };
+
+/* Per-task state: task local storage is a few loads off the task_struct (and is freed with
+ * the task); the LRU hash by thread id, a hash lookup per syscall, where it is missing. */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct task_st);
+} task_store SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -275,10 +287,27 @@ static __always_inline bool is_io_nr(long nr)
 	       nr == NR_sendmmsg || nr == NR_recvmmsg || nr == NR_sendfile || nr == NR_splice;
 }
 
-static __always_inline struct task_st *task_get(__u32 tid)
+/* The current task's state, NULL when it has none yet. */
+static __always_inline struct task_st *task_find(void)
 {
-	struct task_st *t = lookup_or_try_init(&tasks, &tid, &zero_task);
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 
+	if (task_storage)
+		return bpf_task_storage_get(&task_store, bpf_get_current_task_btf(), NULL, 0);
+	return bpf_map_lookup_elem(&tasks, &tid);
+}
+
+/* The current task's state, created zeroed when it has none (NULL: no memory, map full). */
+static __always_inline struct task_st *task_get(void)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct task_st *t;
+
+	if (task_storage)
+		t = bpf_task_storage_get(&task_store, bpf_get_current_task_btf(), NULL,
+					 BPF_LOCAL_STORAGE_GET_F_CREATE);
+	else
+		t = lookup_or_try_init(&tasks, &tid, &zero_task);
 	if (!t)
 		miss(FM_TASK_FULL);
 	return t;
@@ -714,9 +743,9 @@ static __always_inline struct dir_st *forget_dir(const struct dir_st *d, const s
 }
 
 /* The entry of the send() call this send is in; its handover time when outside one. */
-static __always_inline __u64 send_t0(__u32 tid, __u64 now)
+static __always_inline __u64 send_t0(__u64 now)
 {
-	__u64 t0 = cur_entry(bpf_map_lookup_elem(&tasks, &tid));
+	__u64 t0 = cur_entry(task_find());
 
 	if (t0)
 		return t0;
@@ -789,7 +818,7 @@ static __always_inline int on_send(struct sock *sk, int ret, bool direct)
 		endpoint_of(sk, &k, d);
 		d->ep_out = endpoint_out(d);
 		if (k.kind == FL_UNIX) {
-			t0 = send_t0(tid, now);
+			t0 = send_t0(now);
 			start_position(d, sk, ret, t0);
 		}
 	}
@@ -813,7 +842,7 @@ static __always_inline int on_send(struct sock *sk, int ret, bool direct)
 		d->r_match = END_UNKNOWN;
 	}
 	if (!t0)
-		t0 = send_t0(tid, now);
+		t0 = send_t0(now);
 	tail = d->tail;
 	if (tail - d->head >= FL_FIFO) {
 		miss(FM_FIFO_FULL);
@@ -855,7 +884,7 @@ static __always_inline bool stale_for_receiver(const struct dir_st *d, struct so
 
 static __always_inline int on_recv(struct sock *sk, int ret, int flags, bool direct)
 {
-	__u64 now, id = bpf_get_current_pid_tgid();
+	__u64 now;
 	struct dir_key k = {};
 	struct scratch *x;
 	struct rcv_info *r;
@@ -903,7 +932,7 @@ static __always_inline int on_recv(struct sock *sk, int ret, int flags, bool dir
 		__sync_fetch_and_add(&d->rpos, pos);
 		return 0;
 	}
-	t = bpf_map_lookup_elem(&tasks, &(__u32){ (__u32)id });
+	t = task_find();
 	r->entry_ts = cur_entry(t);
 	r->poll_entry = t ? t->poll_entry : 0;
 	r->poll_exit = t ? t->poll_exit : 0;
@@ -925,7 +954,7 @@ int BPF_PROG(tp_sys_enter, struct pt_regs *regs, long nr)
 
 	if (!io && !is_poll_nr(nr))
 		return 0;
-	t = task_get((__u32)bpf_get_current_pid_tgid());
+	t = task_get();
 	if (!t)
 		return 0;
 	if (io) {
@@ -942,12 +971,10 @@ int BPF_PROG(tp_sys_exit, struct pt_regs *regs, long ret)
 {
 	long nr = SYSNR(regs);
 	struct task_st *t;
-	__u32 tid;
 
 	if (!is_poll_nr(nr))
 		return 0;
-	tid = (__u32)bpf_get_current_pid_tgid();
-	t = bpf_map_lookup_elem(&tasks, &tid);
+	t = task_find();
 	if (!t || !t->poll_pend)
 		return 0;
 	t->poll_entry = t->poll_pend;
@@ -974,7 +1001,7 @@ int BPF_PROG(tp_sock_recv_length, struct sock *sk, int ret, int flags)
  * recv flags) for the exit, which kretprobes see without arguments. */
 static __always_inline void on_call_entry(struct socket *sock, int flags)
 {
-	struct task_st *t = task_get((__u32)bpf_get_current_pid_tgid());
+	struct task_st *t = task_get();
 
 	if (!t)
 		return;
@@ -985,8 +1012,7 @@ static __always_inline void on_call_entry(struct socket *sock, int flags)
 /* The exit: what sock_send_length / sock_recv_length would have said. */
 static __always_inline void on_call_exit(int ret, bool sending)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct task_st *t = bpf_map_lookup_elem(&tasks, &tid);
+	struct task_st *t = task_find();
 	struct sock *sk;
 
 	if (!t || !t->call_sk)

@@ -281,6 +281,19 @@ bool kprobe_supported(void)
 	return access("/sys/bus/event_source/devices/kprobe/type", F_OK) == 0;
 }
 
+bool task_storage_usable(void)
+{
+	static int usable = -1;
+
+	/* libbpf cannot probe tracing programs' helpers (they need an attach target); a
+	 * kprobe program's helpers are the base that tp_btf's add to */
+	if (usable < 0)
+		usable = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL) == 1 &&
+			 libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_task_storage_get,
+						 NULL) == 1;
+	return usable;
+}
+
 static int ensure_mount(const char *path, const char *fstype, long magic)
 {
 	struct statfs st;

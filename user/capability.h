@@ -54,6 +54,9 @@ int fentry_can_attach(const char *func);
 bool bpf_has_cmpxchg(void);
 /* The kernel has a kprobe PMU (CONFIG_KPROBES). */
 bool kprobe_supported(void);
+/* Kprobe, tracepoint and tracing programs can keep per-task state in task local storage
+ * (BPF_MAP_TYPE_TASK_STORAGE with bpf_task_storage_get): probed once, by loading. */
+bool task_storage_usable(void);
 
 /* Mount tracefs / bpffs when absent (bpftool does the same): 0 or -errno. */
 int ensure_tracefs(void);

@@ -99,7 +99,9 @@ static void configure(struct flows_bpf *skel, const struct trace_opts *o)
 	for (i = 0; i < o->n_ports && i < FL_MAX_PORTS; i++)
 		skel->rodata->ports[i] = o->ports[i];
 	skel->rodata->n_unix = o->n_unix;
-	bpf_map__set_max_entries(skel->maps.tasks, 32768);
+	/* per-task state: task local storage where the kernel has it, else the tid hash */
+	skel->rodata->task_storage = task_storage_usable();
+	bpf_map__set_max_entries(skel->maps.tasks, skel->rodata->task_storage ? 1 : 32768);
 	bpf_map__set_max_entries(skel->maps.dirs, 16384);
 	bpf_map__set_max_entries(skel->maps.flows, 4096);
 	bpf_map__set_max_entries(skel->maps.tgids, 16384);
