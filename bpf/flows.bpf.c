@@ -12,7 +12,8 @@
  * nothing goes to user space per event. What cannot be matched is counted in
  * misses[].
  *
- * Every mode: tp_btf sys_enter/sys_exit, inet_sock_set_state, sched_process_fork.
+ * Every mode: tp_btf sys_enter, the poll-family returns (syscalls:sys_exit_* events, else
+ * tp_btf sys_exit), inet_sock_set_state, sched_process_fork.
  * The send and receive boundaries per mode (one body, thin wrappers): tracepoint
  * mode sock_send_length/sock_recv_length (6.3+); fentry/fexit and kprobe/
  * kretprobe mode the socket-layer functions those tracepoints wrap on the way
@@ -966,22 +967,45 @@ int BPF_PROG(tp_sys_enter, struct pt_regs *regs, long nr)
 	return 0;
 }
 
-SEC("tp_btf/sys_exit")
-int BPF_PROG(tp_sys_exit, struct pt_regs *regs, long ret)
+/* A poll-family call returned: its entry and return bound the receiver's wait in it. */
+static __always_inline void on_poll_exit(void)
 {
-	long nr = SYSNR(regs);
-	struct task_st *t;
+	struct task_st *t = task_find();
 
-	if (!is_poll_nr(nr))
-		return 0;
-	t = task_find();
 	if (!t || !t->poll_pend)
-		return 0;
+		return;
 	t->poll_entry = t->poll_pend;
 	t->poll_exit = bpf_ktime_get_ns();
 	t->poll_pend = 0;
+}
+
+/* Without syscall tracepoints (CONFIG_FTRACE_SYSCALLS): every syscall's return. */
+SEC("?tp_btf/sys_exit")
+int BPF_PROG(tp_sys_exit, struct pt_regs *regs, long ret)
+{
+	if (is_poll_nr(SYSNR(regs)))
+		on_poll_exit();
 	return 0;
 }
+
+/*
+ * With them, only the poll-family returns run a program: an attached raw sys_exit costs
+ * every syscall on the host ~100 ns even with an empty body (docs/TRACE.md, "Overhead"),
+ * a syscalls:sys_exit_NAME event of another syscall next to nothing. A syscall the
+ * architecture lacks (arm64: epoll_wait, poll, select) has no event; user space leaves
+ * its program out.
+ */
+#define POLL_EXIT(name)								\
+SEC("?tracepoint/syscalls/sys_exit_" #name)					\
+int tp_exit_##name(void *ctx) { on_poll_exit(); return 0; }
+
+POLL_EXIT(epoll_wait)
+POLL_EXIT(epoll_pwait)
+POLL_EXIT(epoll_pwait2)
+POLL_EXIT(poll)
+POLL_EXIT(ppoll)
+POLL_EXIT(select)
+POLL_EXIT(pselect6)
 
 /* ---- the send and receive boundaries, per mode ---- */
 

@@ -4,8 +4,9 @@
  * modes (auto: fentry, kprobe, tracepoint) with a probe that opens, configures,
  * loads and attaches the mode's programs, all or nothing; the first that works
  * stays loaded. The send/recv boundary programs of each mode are skeleton
- * fields listed per kernel function; the tp_btf programs every mode needs
- * (syscalls, listen, fork) are always loaded.
+ * fields listed per kernel function; the poll-family returns every mode needs
+ * are per-syscall tracepoints where the kernel has them, else raw sys_exit; the
+ * other tp_btf programs (sys_enter, listen, fork) are always loaded.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -41,7 +42,18 @@ static const struct fl_target {
 
 static const char *const fl_tracepoints[] = { "sock_send_length", "sock_recv_length" };
 
-#define FL_MAX_MODE_PROGS (2 * ARRAY_SIZE(fl_targets))
+/* The poll-family returns (flows.bpf.c POLL_EXIT) as syscalls: events and skeleton fields. */
+#define POLL(name) { "sys_exit_" #name, PROG(tp_exit_##name) }
+
+static const struct poll_exit {
+	const char *event;
+	size_t prog;
+} poll_exits[] = {
+	POLL(epoll_wait), POLL(epoll_pwait), POLL(epoll_pwait2), POLL(poll), POLL(ppoll),
+	POLL(select), POLL(pselect6),
+};
+
+#define FL_MAX_MODE_PROGS (2 * ARRAY_SIZE(fl_targets) + ARRAY_SIZE(poll_exits))
 
 /* Are mode's targets on this kernel? 0, or -EOPNOTSUPP with the reason in why. */
 static int mode_usable(enum attach_mode mode, char *why, size_t len)
@@ -81,6 +93,23 @@ static int mode_programs(struct flows_bpf *skel, enum attach_mode mode, struct b
 		p[n++] = skel_prog(skel, fentry ? t->fe : t->kp);
 		p[n++] = skel_prog(skel, fentry ? t->fx : t->kr);
 	}
+	return n;
+}
+
+/* The programs that see poll-family returns, into p: the syscalls: exit event of each such
+ * syscall this architecture has (epoll_pwait: every one has it), else raw sys_exit. */
+static int poll_exit_programs(struct flows_bpf *skel, struct bpf_program **p)
+{
+	size_t i;
+	int n = 0;
+
+	if (!tracefs_has_event("syscalls", "sys_exit_epoll_pwait")) {
+		p[n++] = skel->progs.tp_sys_exit;
+		return n;
+	}
+	for (i = 0; i < ARRAY_SIZE(poll_exits); i++)
+		if (tracefs_has_event("syscalls", poll_exits[i].event))
+			p[n++] = skel_prog(skel, poll_exits[i].prog);
 	return n;
 }
 
@@ -134,6 +163,7 @@ static int mode_try(enum attach_mode mode, void *ctx, char *why, size_t len)
 	}
 	configure(t->skel, t->o);
 	n = mode_programs(t->skel, mode, progs);
+	n += poll_exit_programs(t->skel, progs + n);
 	for (i = 0; i < n; i++)
 		bpf_program__set_autoload(progs[i], true);
 	err = flows_bpf__load(t->skel);

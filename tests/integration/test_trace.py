@@ -316,6 +316,12 @@ def test_redis_both_transports(trace, tmp_path, redis, clients):
         for f in (req[0], rep[0]):
             assert abs(f["messages"] - total) <= 0.02 * total, (f["messages"], calls, doc["misses"])
             assert f["transport"] == transport
+            if clients == 1:
+                # one request at a time: each end waits in epoll_wait for the other's
+                # message, so most messages pass through wait;epoll (the poll-family
+                # returns are seen)
+                epoll = next(s for s in f["stages"] if s["name"] == "wait;epoll")
+                assert epoll["count"] >= 0.5 * f["messages"], f["stages"]
         results[transport] = (req[0]["messages"], rep[0]["messages"], total,
                               req[0]["latency_ns"]["p50"], rep[0]["latency_ns"]["p50"])
     print("\nredis -c %d: (requests, replies, commandstats calls, p50 req ns, p50 reply ns): %s"
