@@ -291,24 +291,27 @@ static __always_inline bool is_io_nr(long nr)
 /* The current task's state, NULL when it has none yet. */
 static __always_inline struct task_st *task_find(void)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u32 tid;
 
 	if (task_storage)
 		return bpf_task_storage_get(&task_store, bpf_get_current_task_btf(), NULL, 0);
+	tid = (__u32)bpf_get_current_pid_tgid();
 	return bpf_map_lookup_elem(&tasks, &tid);
 }
 
 /* The current task's state, created zeroed when it has none (NULL: no memory, map full). */
 static __always_inline struct task_st *task_get(void)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct task_st *t;
+	__u32 tid;
 
-	if (task_storage)
+	if (task_storage) {
 		t = bpf_task_storage_get(&task_store, bpf_get_current_task_btf(), NULL,
 					 BPF_LOCAL_STORAGE_GET_F_CREATE);
-	else
+	} else {
+		tid = (__u32)bpf_get_current_pid_tgid();
 		t = lookup_or_try_init(&tasks, &tid, &zero_task);
+	}
 	if (!t)
 		miss(FM_TASK_FULL);
 	return t;
