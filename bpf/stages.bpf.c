@@ -910,19 +910,31 @@ int BPF_PROG(tp_softirq_exit, unsigned int vec)
 	return 0;
 }
 
-/* The receiving socket of a unix skb: its owner is the sender (skb_set_owner_w), whose peer
- * receives; 0 for any other skb. Read only once the skb is known to be our receiver's. skb and
- * its sk are tp_btf pointers (direct loads); unix_sock's peer lies beyond struct sock, where the
- * verifier allows no direct load: one probe read. */
-static __always_inline __u64 unix_skb_receiver(struct sk_buff *skb)
+/*
+ * UDS: the socket the consumed skb was sent to must be the one data-ready signalled. skb's
+ * owner is the sender (skb_set_owner_w), whose peer receives. skb and its sk are tp_btf
+ * pointers (direct loads); unix_sock's peer lies beyond struct sock, where the verifier allows
+ * no direct load (and bpf_skc_to_unix_sock takes no RCU pointer such as skb->sk): a probe read,
+ * ~50 ns. A unix socket's peer is set at connect and kept, so a (sender, signalled) pair once
+ * found to match is remembered in the receiver's task (reset each run) and its later messages
+ * need no read: in a pingpong, one read per run.
+ */
+static __always_inline void check_unix_copy(struct msg_state *m, struct sk_buff *skb)
 {
+	struct task_info *ti = &tasks[m == &msgs[1]];
 	struct sock *snd = skb->sk;
 	struct sock *peer = NULL;
 
-	if (!snd || snd->__sk_common.skc_family != AF_UNIX)
-		return 0;
+	if (!snd || !m->rsk || snd->__sk_common.skc_family != AF_UNIX)
+		return;
+	if (ti->ok_snd == (__u64)snd && ti->ok_rsk == m->rsk)
+		return;
 	bpf_core_read(&peer, sizeof(peer), &((struct unix_sock *)snd)->peer);
-	return (__u64)peer;
+	check_copy_sock(m, (__u64)peer);
+	if ((__u64)peer == m->rsk) {
+		ti->ok_snd = (__u64)snd;
+		ti->ok_rsk = m->rsk;
+	}
 }
 
 SEC("?tp_btf/consume_skb")
@@ -932,7 +944,7 @@ int BPF_PROG(tp_consume_skb, struct sk_buff *skb)
 	struct msg_state *m = on_copy(B_COPY_DONE, false, TRANSPORT_UNIX);
 
 	if (m)
-		check_copy_sock(m, unix_skb_receiver(skb));
+		check_unix_copy(m, skb);
 	return 0;
 }
 

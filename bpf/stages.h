@@ -111,6 +111,7 @@ struct task_info {
 	__u64 recv_enter_hits;
 	__u32 recv_enter_cpu;
 	__u32 pad;
+	__u64 ok_snd, ok_rsk;	/* UDS: a sender's socket and the one it sends to, checked */
 };
 
 /* One message's boundary stamps. */
