@@ -83,6 +83,9 @@ static __always_inline int slot_of(__u32 tid)
 	return -1;
 }
 
+/* The helper, not a per-CPU tid kept by sched_switch: tried, and on a shared machine (others
+ * attaching and detaching sched_switch programs) this program missed some switches, and every
+ * hit until the CPU's next switch went to the wrong task. */
 static __always_inline int current_slot(void)
 {
 	return slot_of((__u32)bpf_get_current_pid_tgid());
@@ -719,11 +722,17 @@ static __always_inline void on_sys_enter(long nr)
 		on_send_enter(s, cpu);
 	} else if (is_recv(nr)) {
 		ti->in_recv = 1;
+		ti->switch_in = 0;
+		ti->copy_done = 0;
+		/* a message's recv() entered before its send: every stamp of it comes later, so this
+		 * entry can never be when the receiver ran (finish_message): no clock read (pingpong) */
+		if (attribution == ATTR_MESSAGE && !in_flight(&msgs[s & 1])) {
+			ti->recv_enter = 0;
+			return;
+		}
 		ti->recv_enter = bpf_ktime_get_ns();
 		ti->recv_enter_cpu = cpu;
 		ti->recv_enter_hits = cpu_hits[(cpu & (MAX_CPUS - 1)) * HITS_STRIDE];
-		ti->switch_in = 0;
-		ti->copy_done = 0;
 	} else if (nr == NR_connect && tracing) {
 		ti->conn_enter = bpf_ktime_get_ns();
 		tasks[(s ^ 1) & 1].peer_conn_enter = ti->conn_enter;
