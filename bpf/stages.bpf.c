@@ -641,9 +641,10 @@ static __always_inline void finish_message(int s, struct task_info *ti, __u32 cp
 	}
 	attribute_message(s);
 done:
-	account(s, C_TOTAL, now - m->t[B_SEND_ENTER], 0);
+	/* inline, not the global account_book: two calls fewer on every message's last hit */
+	account_inline(s, C_TOTAL, now - m->t[B_SEND_ENTER], 0, 0);
 	if (m->gap_ns)
-		account_book(s, C_GAP, m->gap_ns, m->gap_hits, m->gap_book_ns);
+		account_inline(s, C_GAP, m->gap_ns, m->gap_hits, m->gap_book_ns);
 	__sync_fetch_and_add(&msgs_done, 1);
 	ti->recv_exit = now;
 	ti->recv_exit_cpu = cpu;
