@@ -126,6 +126,10 @@ uint64_t trace_slower_than(void)
 
 /* ------------------------------------------------------------------ run */
 
+/* How often the flows of exited processes move to user space: well before a long run's
+ * new processes fill the flow map (4096 flows). */
+#define TR_HARVEST_NS	(10 * 1000000000ull)
+
 /* Listening TCP ports now (/proc/net/tcp, tcp6): the server side of a connection. */
 static void seed_listen_ports(struct flows_bpf *skel)
 {
@@ -212,17 +216,27 @@ static pid_t spawn(char **argv, int *go_fd)
 	return pid;
 }
 
-/* Until --duration, Ctrl-C or the command's end, taking in outliers (ol) as they come. */
-static int wait_loop(const struct trace_opts *o, pid_t child, struct trace_outliers *ol,
-		     struct trace_run *run)
+/* Until --duration, Ctrl-C or the command's end, taking in outliers (ol) as they come
+ * and, every TR_HARVEST_NS, the flows of processes that have exited. */
+static int wait_loop(struct flows_bpf *skel, const struct trace_opts *o, pid_t child,
+		     struct trace_outliers *ol, struct trace_run *run)
 {
 	uint64_t t0 = now_ns(), end = o->duration_s ? t0 + (uint64_t)(o->duration_s * 1e9) : 0;
+	uint64_t harvest = t0 + TR_HARVEST_NS;
 	int status, err = 0;
 
 	run->exit_status = -1;
 	while (!udsprobe_stop) {
 		if (end && now_ns() >= end)
 			break;
+		if (now_ns() >= harvest) {
+			harvest = now_ns() + TR_HARVEST_NS;
+			if ((err = trace_harvest(skel, o, run))) {
+				fprintf(stderr, "udsprobe: --trace: reading the flow map failed: %s\n",
+					strerror(-err));
+				break;
+			}
+		}
 		if (child > 0) {
 			pid_t r = waitpid(child, &status, WNOHANG);
 
@@ -297,7 +311,7 @@ int trace_run(const struct trace_opts *o, struct trace_run *run)
 		fprintf(stderr, "udsprobe: tracing%s; Ctrl-C to stop\n",
 			o->duration_s ? " for --duration" : "");
 	}
-	err = wait_loop(o, child, ol, run);
+	err = wait_loop(skel, o, child, ol, run);
 	child = 0;
 	trace_outliers_close(ol);
 	ol = NULL;
@@ -319,7 +333,7 @@ void trace_run_free(struct trace_run *run)
 {
 	free(run->flows);
 	run->flows = NULL;
-	run->n_flows = 0;
+	run->n_flows = run->flows_cap = 0;
 	free(run->outliers);
 	run->outliers = NULL;
 	run->n_outliers = 0;

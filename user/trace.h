@@ -79,6 +79,7 @@ struct trace_run {
 	uint64_t duration_ns;
 	struct flow *flows;	/* busiest first */
 	int n_flows;
+	int flows_cap;		/* allocated */
 	uint64_t misses[FM__COUNT];
 	const char *attach_mode;
 	char **argv;		/* the command, or NULL */

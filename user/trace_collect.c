@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * --trace: read flows.bpf.c's maps at the end of a run. The kernel keys flows
+ * --trace: read flows.bpf.c's maps at the end of a run (and during it, the flows
+ * of exited processes: trace_harvest, so that new processes never fill the map). The kernel keys flows
  * by (transport, endpoint, sender tgid+comm, receiver tgid+comm) per CPU; this
  * sums the CPUs, names endpoints, merges tgids of one comm pair into one flow
  * with its pid lists, applies --unix/--port and computes the percentiles.
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,8 +125,7 @@ static void add_pid(struct flow_end *e, uint32_t pid)
 		e->pids[e->n_pids++] = pid;
 }
 
-static struct flow *flow_for(struct trace_run *run, int *cap, const struct fl_key *k,
-			     const char *ep)
+static struct flow *flow_for(struct trace_run *run, const struct fl_key *k, const char *ep)
 {
 	struct flow *f;
 	int i;
@@ -136,14 +137,14 @@ static struct flow *flow_for(struct trace_run *run, int *cap, const struct fl_ke
 		    !strncmp(f->receiver.comm, k->r_comm, FL_COMM_LEN))
 			return f;
 	}
-	if (run->n_flows == *cap) {
-		int ncap = *cap ? *cap * 2 : 16;
+	if (run->n_flows == run->flows_cap) {
+		int ncap = run->flows_cap ? run->flows_cap * 2 : 16;
 		struct flow *n = realloc(run->flows, ncap * sizeof(*n));
 
 		if (!n)
 			return NULL;
 		run->flows = n;
-		*cap = ncap;
+		run->flows_cap = ncap;
 	}
 	f = &run->flows[run->n_flows++];
 	memset(f, 0, sizeof(*f));
@@ -204,40 +205,94 @@ static int by_messages(const void *a, const void *b)
 	return strcmp(x->endpoint, y->endpoint);
 }
 
-int trace_collect(struct flows_bpf *skel, const struct trace_opts *o, struct trace_run *run)
+/* Is process tgid gone? (a zombie still counts as there: harvested later) */
+static bool tgid_gone(uint32_t tgid)
 {
-	int ncpu = libbpf_num_possible_cpus(), cap = 0, i, c, err = 0;
-	struct fl_key key, next, *prev = NULL;
-	struct fl_stats *vals;
+	return tgid && kill(tgid, 0) && errno == ESRCH;
+}
+
+/* One flow key's per-CPU stats (vals: ncpu of them) into run's flow for it. */
+static int merge_one(struct flows_bpf *skel, const struct trace_opts *o, struct trace_run *run,
+		     const struct fl_key *key, const struct fl_stats *vals, int ncpu)
+{
+	struct flow *f;
 	char ep[160];
+	int c;
+
+	trace_endpoint_name(skel, key, ep, sizeof(ep));
+	if (!trace_endpoint_selected(o, key, ep))
+		return 0;
+	f = flow_for(run, key, ep);
+	if (!f)
+		return -ENOMEM;
+	add_pid(&f->sender, key->s_tgid);
+	add_pid(&f->receiver, key->r_tgid);
+	for (c = 0; c < ncpu; c++)
+		add_stats(f, &vals[c]);
+	return 0;
+}
+
+/*
+ * Sum the flow map into run: every flow (gone false), or only those with an end whose
+ * process has exited, which are then taken out of the map. A message such a flow still
+ * completes later (its bytes read after the sender exited) makes a new entry, taken at
+ * the next harvest. The keys are listed first: a walk from a deleted key starts over.
+ */
+static int merge_flows(struct flows_bpf *skel, const struct trace_opts *o, struct trace_run *run,
+		       bool gone)
+{
+	int ncpu = libbpf_num_possible_cpus(), n = 0, cap = 0, i, err = 0;
+	struct fl_key key, *keys = NULL, *prev = NULL;
+	size_t vsz = ncpu * sizeof(struct fl_stats);
+	struct fl_stats *vals;
 
 	if (ncpu <= 0)
 		return ncpu ? ncpu : -EINVAL;
-	vals = calloc(ncpu, sizeof(*vals));
+	vals = malloc(vsz);
 	if (!vals)
 		return -ENOMEM;
-	while (!bpf_map__get_next_key(skel->maps.flows, prev, &next, sizeof(next))) {
-		struct flow *f;
+	while (!err && !bpf_map__get_next_key(skel->maps.flows, prev, &key, sizeof(key))) {
+		if (n == cap) {
+			struct fl_key *k = realloc(keys, (cap = cap ? cap * 2 : 256) * sizeof(*k));
 
-		key = next;
-		prev = &key;
-		if (bpf_map__lookup_elem(skel->maps.flows, &key, sizeof(key), vals,
-					 ncpu * sizeof(*vals), 0))
-			continue;
-		trace_endpoint_name(skel, &key, ep, sizeof(ep));
-		if (!trace_endpoint_selected(o, &key, ep))
-			continue;
-		f = flow_for(run, &cap, &key, ep);
-		if (!f) {
-			err = -ENOMEM;
-			break;
+			if (!k) {
+				err = -ENOMEM;
+				break;
+			}
+			keys = k;
 		}
-		add_pid(&f->sender, key.s_tgid);
-		add_pid(&f->receiver, key.r_tgid);
-		for (c = 0; c < ncpu; c++)
-			add_stats(f, &vals[c]);
+		keys[n] = key;
+		prev = &keys[n];
+		if (!gone || tgid_gone(key.s_tgid) || tgid_gone(key.r_tgid))
+			n++;
 	}
+	for (i = 0; !err && i < n; i++) {
+		/* taken in one step where the kernel can (5.14+ for per-CPU hashes) */
+		if (gone && !bpf_map__lookup_and_delete_elem(skel->maps.flows, &keys[i],
+							      sizeof(key), vals, vsz, 0)) {
+			err = merge_one(skel, o, run, &keys[i], vals, ncpu);
+			continue;
+		}
+		if (bpf_map__lookup_elem(skel->maps.flows, &keys[i], sizeof(key), vals, vsz, 0))
+			continue;
+		if (gone)
+			bpf_map__delete_elem(skel->maps.flows, &keys[i], sizeof(key), 0);
+		err = merge_one(skel, o, run, &keys[i], vals, ncpu);
+	}
+	free(keys);
 	free(vals);
+	return err;
+}
+
+int trace_harvest(struct flows_bpf *skel, const struct trace_opts *o, struct trace_run *run)
+{
+	return merge_flows(skel, o, run, true);
+}
+
+int trace_collect(struct flows_bpf *skel, const struct trace_opts *o, struct trace_run *run)
+{
+	int i, err = merge_flows(skel, o, run, false);
+
 	for (i = 0; i < run->n_flows; i++)
 		finish(&run->flows[i]);
 	if (run->n_flows)

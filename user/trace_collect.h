@@ -12,6 +12,9 @@ struct flows_bpf;
 /* Sum the per-CPU flow stats, merge by (transport, endpoint, comms), keep what
  * the endpoint filters (--unix, --port) select, busiest first. */
 int trace_collect(struct flows_bpf *skel, const struct trace_opts *o, struct trace_run *run);
+/* During the run: move the flows whose sender and receiver processes have both exited
+ * from the flow map into run (a long run's new processes would fill the map). */
+int trace_harvest(struct flows_bpf *skel, const struct trace_opts *o, struct trace_run *run);
 /* A flow key's endpoint as the reports name it ("/run/x.sock", "@name", "socketpair",
  * "127.0.0.1:6379"), and whether --unix/--port select it. */
 void trace_endpoint_name(struct flows_bpf *skel, const struct fl_key *k, char *out, size_t len);
