@@ -10,7 +10,8 @@
 # into scripts/bench/ and, to fix its place in the file, add its name to ORDER below. Python
 # sections share scripts/bench/benchlib.py (servers, machine facts; not executable: no section).
 # Environment passed to sections: REPO, UDSPROBE, BENCH_PINGPONG, PYTHON; BENCH_QUICK=1 for a
-# short smoke run (numbers not meant to be committed).
+# short smoke run (numbers not meant to be committed). Sections in NAMED_ONLY (an hour long)
+# run only when named: `scripts/bench.sh trace-soak` (SOAK_DURATION, default 3600 s).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -19,9 +20,10 @@ export UDSPROBE=${UDSPROBE:-$REPO/udsprobe}
 export BENCH_PINGPONG=${BENCH_PINGPONG:-$REPO/.output/bench_pingpong}
 export PYTHON=${PYTHON:-/usr/bin/python3}
 OUT=${BENCH_OUT:-docs/BENCHMARKS.md}
-ORDER=(fidelity accuracy tracing-overhead trace-overhead backlog-overhead backlog-storm)
+ORDER=(fidelity accuracy tracing-overhead trace-overhead trace-soak backlog-overhead backlog-storm)
+NAMED_ONLY=(trace-soak)
 declare -A TITLE=([fidelity]="Workload fidelity" [accuracy]="Accuracy" [tracing-overhead]="Tracing overhead"
-	[trace-overhead]="Trace overhead on real programs"
+	[trace-overhead]="Trace overhead on real programs" [trace-soak]="Trace soak"
 	[backlog-overhead]="Backlog watch overhead" [backlog-storm]="Backlog long run")
 
 script_of() {	# the executable for a section, or nothing
@@ -47,6 +49,7 @@ if [ $# -gt 0 ]; then
 else
 	run=()
 	for s in "${sections[@]}"; do
+		[[ " ${NAMED_ONLY[*]} " == *" $s "* ]] && continue
 		[ -n "$(script_of "$s")" ] && run+=("$s")
 	done
 fi
