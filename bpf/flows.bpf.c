@@ -746,6 +746,28 @@ static __always_inline struct dir_st *forget_dir(const struct dir_st *d, const s
 	return NULL;
 }
 
+/*
+ * AF_UNIX: is sk, the sender at d's addresses, a new socket there (a new pair of sockets
+ * that got an earlier pair's two addresses, often swapped, with bytes of the earlier one
+ * never read)? Its positions would be the old pair's: this send's end beyond what the new
+ * receiver reads, never completed (redis-benchmark's CONFIG GET, the first message of a
+ * connection, on 6.12). Asked only with bytes outstanding: a fully read state continues
+ * exactly. A receiver that already read this send (it returned after the send's entry)
+ * read it into the old state: that message is lost with it, counted.
+ */
+static __always_inline bool unix_pair_reused(const struct dir_st *d, struct sock *sk)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 t0;
+
+	if ((d->head == d->tail && d->sent == d->rpos) || sock_ino(sk) == d->sender_ino)
+		return false;
+	t0 = cur_entry(bpf_map_lookup_elem(&tasks, &tid));
+	if (d->last.ret_ts >= (t0 ? t0 : bpf_ktime_get_ns()))
+		miss(FM_REUSED);
+	return true;
+}
+
 /* The entry of the send() call this send is in; its handover time when outside one. */
 static __always_inline __u64 send_t0(__u64 now)
 {
@@ -807,6 +829,8 @@ static __always_inline int on_send(struct sock *sk, int ret, bool direct)
 	now = bpf_ktime_get_ns();
 	d = bpf_map_lookup_elem(&dirs, &k);
 	if (d && d->sender_sk && d->sender_sk != (__u64)sk)	/* a closed socket's address, reused */
+		d = forget_dir(d, &k);
+	else if (d && d->sender_sk && k.kind == FL_UNIX && unix_pair_reused(d, sk))
 		d = forget_dir(d, &k);
 	if (!d) {	/* a hash lookup per send is a good part of its cost: only when new */
 		d = lookup_or_try_init(&dirs, &k, &zero_dir);
