@@ -13,7 +13,7 @@
  * misses[].
  *
  * Every mode: tp_btf sys_enter, the poll-family returns (syscalls:sys_exit_* events, else
- * tp_btf sys_exit), inet_sock_set_state, sched_process_fork.
+ * tp_btf sys_exit), inet_sock_set_state, sched_process_fork/exit.
  * The send and receive boundaries per mode (one body, thin wrappers): tracepoint
  * mode sock_send_length/sock_recv_length (6.3+); fentry/fexit and kprobe/
  * kretprobe mode the socket-layer functions those tracepoints wrap on the way
@@ -77,6 +77,7 @@
 
 #define SOCK_STREAM	1
 #define MSG_PEEK	2
+#define TCP_CLOSE	7
 #define TCP_LISTEN	10
 
 /* unix_sock.inq_len is newer than the arm64 vmlinux.h: name it in a CO-RE flavor */
@@ -106,6 +107,7 @@ const volatile __u32 task_storage;
 /* Counters read at exit. */
 __u64 misses[8];		/* enum fl_miss */
 __u64 outliers_dropped;		/* the ring buffer was full */
+__u64 dirs_made, dirs_deleted;	/* direction states (the LRU evicted the rest) */
 
 struct task_st {
 	__u64 sys_ts;		/* entry of the current send/recv-family syscall */
@@ -728,6 +730,26 @@ static __always_inline __u8 endpoint_out(const struct dir_st *d)
 	return 1;
 }
 
+/* A new direction state; made and deleted ones are counted: the rest of what was made and
+ * is no longer in the map is what the LRU evicted (user space reports it). */
+static __always_inline struct dir_st *dir_new(const struct dir_key *k)
+{
+	struct dir_st *d;
+
+	if (!bpf_map_update_elem(&dirs, k, &zero_dir, BPF_NOEXIST))
+		__sync_fetch_and_add(&dirs_made, 1);
+	d = bpf_map_lookup_elem(&dirs, k);
+	if (!d)
+		miss(FM_DIR_FULL);
+	return d;
+}
+
+static __always_inline void dir_delete(const struct dir_key *k)
+{
+	if (!bpf_map_delete_elem(&dirs, k))
+		__sync_fetch_and_add(&dirs_deleted, 1);
+}
+
 /* The inode number of sk's socket (unique while sockets come and go, unlike addresses). */
 static __always_inline __u64 sock_ino(struct sock *sk)
 {
@@ -742,7 +764,7 @@ static __always_inline struct dir_st *forget_dir(const struct dir_st *d, const s
 {
 	if (d->head != d->tail)
 		miss(FM_REUSED);
-	bpf_map_delete_elem(&dirs, k);
+	dir_delete(k);
 	return NULL;
 }
 
@@ -757,12 +779,11 @@ static __always_inline struct dir_st *forget_dir(const struct dir_st *d, const s
  */
 static __always_inline bool unix_pair_reused(const struct dir_st *d, struct sock *sk)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	__u64 t0;
 
 	if ((d->head == d->tail && d->sent == d->rpos) || sock_ino(sk) == d->sender_ino)
 		return false;
-	t0 = cur_entry(bpf_map_lookup_elem(&tasks, &tid));
+	t0 = cur_entry(task_find());
 	if (d->last.ret_ts >= (t0 ? t0 : bpf_ktime_get_ns()))
 		miss(FM_REUSED);
 	return true;
@@ -833,11 +854,9 @@ static __always_inline int on_send(struct sock *sk, int ret, bool direct)
 	else if (d && d->sender_sk && k.kind == FL_UNIX && unix_pair_reused(d, sk))
 		d = forget_dir(d, &k);
 	if (!d) {	/* a hash lookup per send is a good part of its cost: only when new */
-		d = lookup_or_try_init(&dirs, &k, &zero_dir);
-		if (!d) {
-			miss(FM_DIR_FULL);
+		d = dir_new(&k);
+		if (!d)
 			return 0;
-		}
 	}
 	match = fill_task(comm, &tgid, &tid);
 	if (d->sender_sk == 0) {	/* the direction's first traced send */
@@ -934,11 +953,9 @@ static __always_inline int on_recv(struct sock *sk, int ret, int flags, bool dir
 	if (!d) {
 		/* before any traced send on it: kept, so that a late sender still matches */
 		miss(FM_NO_DIR);
-		d = lookup_or_try_init(&dirs, &k, &zero_dir);
-		if (!d) {
-			miss(FM_DIR_FULL);
+		d = dir_new(&k);
+		if (!d)
 			return 0;
-		}
 	}
 	if (!d->first_rcv) {
 		d->recv_sk = (__u64)sk;
@@ -1096,16 +1113,57 @@ RECV_FUNC(inet6_recvmsg)
 
 /* ---- every mode ---- */
 
+/*
+ * A loopback TCP socket closed: the direction towards it ends (it reads no more), its
+ * messages never read are counted, and its state goes now rather than when the LRU
+ * evicts it (which would drop a live connection's state instead, silently).
+ */
+static __always_inline void on_tcp_close(struct sock *sk)
+{
+	struct dir_key k = {};
+	struct dir_st *d;
+	__u32 seq;
+
+	if (!dir_key_of(sk, false, true, &k, &seq))
+		return;
+	d = bpf_map_lookup_elem(&dirs, &k);
+	if (!d || stale_for_receiver(d, sk))
+		return;
+	if (d->tail != d->head)
+		__sync_fetch_and_add(&misses[FM_CLOSED], d->tail - d->head);
+	dir_delete(&k);
+}
+
 SEC("tp_btf/inet_sock_set_state")
 int BPF_PROG(tp_inet_sock_set_state, const struct sock *sk, const int oldstate, const int newstate)
 {
 	__u16 port;
 	__u8 one = 1;
 
+	if (newstate == TCP_CLOSE) {
+		on_tcp_close((struct sock *)sk);
+		return 0;
+	}
 	if (newstate != TCP_LISTEN)
 		return 0;
 	port = sk->__sk_common.skc_num;
 	bpf_map_update_elem(&lports, &port, &one, BPF_ANY);
+	return 0;
+}
+
+/* A thread exits: its syscall state goes (the task map would otherwise fill with the
+ * threads of exited processes until the LRU evicted live ones), and with the last thread
+ * of a process its place among the processes that count (else a long -- COMMAND's
+ * children fill that map, and later ones are not followed). */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(tp_sched_process_exit, struct task_struct *task)
+{
+	__u32 tid = task->pid, tgid = task->tgid;
+
+	if (!task_storage)	/* task local storage goes with the task */
+		bpf_map_delete_elem(&tasks, &tid);
+	if (filter_procs && !task->signal->live.counter)	/* do_exit: group_dead */
+		bpf_map_delete_elem(&tgids, &tgid);
 	return 0;
 }
 

@@ -35,6 +35,7 @@ enum fl_miss {
 	FM_NO_ENTRY,	/* send() outside a traced syscall (io_uring, kernel sender) */
 	FM_REUSED,	/* a socket address reused with messages still in flight */
 	FM_TASK_FULL,	/* the task map was full */
+	FM_CLOSED,	/* TCP: the receiving socket closed with messages unread */
 	FM__COUNT,
 };
 

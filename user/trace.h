@@ -81,6 +81,7 @@ struct trace_run {
 	int n_flows;
 	int flows_cap;		/* allocated */
 	uint64_t misses[FM__COUNT];
+	uint64_t dirs_evicted;	/* direction states the LRU evicted (closed connections', mostly) */
 	const char *attach_mode;
 	char **argv;		/* the command, or NULL */
 	int exit_status;	/* the command's: exit code, or 128 + signal; -1 if still running */

@@ -37,6 +37,7 @@ const char *const fl_miss_names[FM__COUNT] = {
 	[FM_NO_ENTRY] = "send_outside_syscall",
 	[FM_REUSED] = "socket_reused",
 	[FM_TASK_FULL] = "task_map_full",
+	[FM_CLOSED] = "socket_closed_unread",
 };
 
 uint64_t fl_bucket_value(int b)
@@ -284,6 +285,24 @@ static int merge_flows(struct flows_bpf *skel, const struct trace_opts *o, struc
 	return err;
 }
 
+/* Direction states made and neither deleted nor still in the map: the LRU evicted them. */
+static uint64_t dirs_evicted(struct flows_bpf *skel)
+{
+	uint64_t made = skel->bss->dirs_made, gone = skel->bss->dirs_deleted, n = 0;
+	size_t ksz = bpf_map__key_size(skel->maps.dirs);
+	char key[128], next[128];	/* struct dir_key, private to flows.bpf.c */
+	void *prev = NULL;
+
+	if (ksz > sizeof(key))
+		return 0;
+	while (!bpf_map__get_next_key(skel->maps.dirs, prev, next, ksz)) {
+		memcpy(key, next, ksz);
+		prev = key;
+		n++;
+	}
+	return made > gone + n ? made - gone - n : 0;
+}
+
 int trace_harvest(struct flows_bpf *skel, const struct trace_opts *o, struct trace_run *run)
 {
 	return merge_flows(skel, o, run, true);
@@ -299,5 +318,6 @@ int trace_collect(struct flows_bpf *skel, const struct trace_opts *o, struct tra
 		qsort(run->flows, run->n_flows, sizeof(*run->flows), by_messages);
 	for (i = 0; i < FM__COUNT; i++)
 		run->misses[i] = skel->bss->misses[i];
+	run->dirs_evicted = dirs_evicted(skel);
 	return err;
 }

@@ -296,7 +296,7 @@ void trace_report_text(const struct trace_run *run, const struct trace_opts *o, 
 		run->n_flows, run->n_flows == 1 ? "" : "s");
 	for (i = 0; i < FM__COUNT; i++)
 		fprintf(f, " %s %llu", fl_miss_names[i], (unsigned long long)run->misses[i]);
-	fprintf(f, "\n");
+	fprintf(f, "; socket states evicted (LRU) %llu\n", (unsigned long long)run->dirs_evicted);
 }
 
 static void end_json(struct jw *w, const char *key, const struct flow_end *e)
@@ -362,6 +362,7 @@ void trace_json_write(const struct trace_run *run, FILE *f)
 	for (i = 0; i < FM__COUNT; i++)
 		jw_u64(&w, fl_miss_names[i], run->misses[i]);
 	jw_obj_end(&w);
+	jw_u64(&w, "socket_states_evicted", run->dirs_evicted);
 	jw_bool(&w, "interrupted", run->interrupted);
 	if (run->slower_than_ns) {
 		jw_u64(&w, "slower_than_ns", run->slower_than_ns);

@@ -274,6 +274,15 @@ def run(d):
     return samples, doc, tr.returncode, err, load, wall, load_cpu
 
 
+def evicted(s):
+    """direction states the LRU evicted: made, not deleted, not in the map ('?' when this
+    udsprobe does not count them)"""
+    ms = s.get("misses") or {}
+    if "dirs_made" not in ms:
+        return "?"
+    return f"{max(0, ms['dirs_made'] - ms['dirs_deleted'] - s['maps'].get('dirs', 0)):,}"
+
+
 def slope_kb_per_h(samples):
     """least-squares RSS slope (kB/h) over the samples after the first"""
     xs = [s["t"] for s in samples[1:]]
@@ -327,15 +336,15 @@ def report(samples, doc, rc, err, load, wall, load_cpu, t0, t1, git):
     print(f"- regenerate: `scripts/bench.sh trace-soak` (SOAK_DURATION s, default 3600; not run "
           "by `make bench` without naming it)\n")
     print("| time | VmRSS kB | VmHWM kB | fds | " + " | ".join(f"{n} entries" for n in names) +
-          " | misses (non-zero) |")
-    print("|---" * (5 + len(names)) + "|")
+          " | dirs evicted | misses (non-zero) |")
+    print("|---" * (6 + len(names)) + "|")
     for s in samples:
         ms = s.get("misses") or {}
         nz = {k: v for k, v in zip(MISS_NAMES, ms.get("misses", [])) if v}
         if ms.get("outliers_dropped"):
             nz["outliers_dropped"] = ms["outliers_dropped"]
         print(f"| {s['t'] / 60:.1f} min | {s['VmRSS']} | {s['VmHWM']} | {s['fds']} | " +
-              " | ".join(f"{s['maps'].get(n, 0):,}" for n in names) + " | " +
+              " | ".join(f"{s['maps'].get(n, 0):,}" for n in names) + f" | {evicted(s)} | " +
               (", ".join(f"{k} {v:,}" for k, v in nz.items()) or "0") + " |")
     slope = slope_kb_per_h(samples)
     print(f"\nVmRSS first sample (after {first['t'] / 60:.0f} min) {first['VmRSS']} kB, last "
@@ -351,8 +360,8 @@ def report(samples, doc, rc, err, load, wall, load_cpu, t0, t1, git):
 
 
 # enum fl_miss order (bpf/flows.h), for the .bss array
-MISS_NAMES = ["fifo_full", "no_dir", "dir_full", "flow_full", "no_entry", "reused", "task_full",
-              "miss7"]
+MISS_NAMES = ["fifo_full", "socket_unknown", "socket_map_full", "flow_map_full",
+              "send_outside_syscall", "socket_reused", "task_map_full", "socket_closed_unread"]
 
 
 def main():
