@@ -364,7 +364,15 @@ MISS_NAMES = ["fifo_full", "socket_unknown", "socket_map_full", "flow_map_full",
               "send_outside_syscall", "socket_reused", "task_map_full", "socket_closed_unread"]
 
 
+def interrupted(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main():
+    # SIGINT and SIGTERM stop udsprobe and redis-server too (run() cleans up), even when the
+    # bench was started in the background, where SIGINT comes ignored
+    signal.signal(signal.SIGINT, interrupted)
+    signal.signal(signal.SIGTERM, interrupted)
     d = Path(tempfile.mkdtemp(prefix="udsprobe-soak."))
     t0 = datetime.datetime.now(datetime.timezone.utc)
     # at the start: the tree may move during an hour's run
