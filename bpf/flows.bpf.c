@@ -769,24 +769,35 @@ static __always_inline struct dir_st *forget_dir(const struct dir_st *d, const s
 }
 
 /*
- * AF_UNIX: is sk, the sender at d's addresses, a new socket there (a new pair of sockets
- * that got an earlier pair's two addresses, often swapped, with bytes of the earlier one
- * never read)? Its positions would be the old pair's: this send's end beyond what the new
- * receiver reads, never completed (redis-benchmark's CONFIG GET, the first message of a
- * connection, on 6.12). Asked only with bytes outstanding: a fully read state continues
- * exactly. A receiver that already read this send (it returned after the send's entry)
- * read it into the old state: that message is lost with it, counted.
+ * AF_UNIX: is sk, the sender at d's addresses, a new socket there? A new pair of sockets
+ * often gets an earlier pair's two addresses (swapped too), and so the earlier state at
+ * its key, with that pair's endpoint and, when its client exited with replies unread,
+ * bytes outstanding that put this send's end beyond what the new receiver reads (lost:
+ * redis-benchmark's CONFIG GETs, the first message of a connection, on 6.12). With bytes
+ * of the old pair unread the old state goes (true; a receiver that already read this send
+ * read it into the old state: that message is lost with it, counted); else the positions
+ * stay exact (a receiver that read first read the new pair's bytes) and d becomes this
+ * connection's: its sender, its endpoint (else its messages counted under another
+ * server's path, seen with other redis-servers on the host), no receiver verdict yet.
  */
-static __always_inline bool unix_pair_reused(const struct dir_st *d, struct sock *sk)
+static __always_inline bool unix_new_pair(struct dir_st *d, struct sock *sk,
+					  const struct dir_key *k)
 {
-	__u64 t0;
+	__u64 ino = sock_ino(sk), t0;
 
-	if ((d->head == d->tail && d->sent == d->rpos) || sock_ino(sk) == d->sender_ino)
+	if (ino == d->sender_ino)
 		return false;
-	t0 = cur_entry(task_find());
-	if (d->last.ret_ts >= (t0 ? t0 : bpf_ktime_get_ns()))
-		miss(FM_REUSED);
-	return true;
+	if (d->head != d->tail || (int)(d->sent - d->rpos) > 0) {
+		t0 = cur_entry(task_find());
+		if (d->last.ret_ts >= (t0 ? t0 : bpf_ktime_get_ns()))
+			miss(FM_REUSED);
+		return true;
+	}
+	d->sender_ino = ino;
+	endpoint_of(sk, k, d);
+	d->ep_out = endpoint_out(d);
+	d->r_match = END_UNKNOWN;
+	return false;
 }
 
 /* The entry of the send() call this send is in; its handover time when outside one. */
@@ -851,7 +862,7 @@ static __always_inline int on_send(struct sock *sk, int ret, bool direct)
 	d = bpf_map_lookup_elem(&dirs, &k);
 	if (d && d->sender_sk && d->sender_sk != (__u64)sk)	/* a closed socket's address, reused */
 		d = forget_dir(d, &k);
-	else if (d && d->sender_sk && k.kind == FL_UNIX && unix_pair_reused(d, sk))
+	else if (d && d->sender_sk && k.kind == FL_UNIX && unix_new_pair(d, sk, &k))
 		d = forget_dir(d, &k);
 	if (!d) {	/* a hash lookup per send is a good part of its cost: only when new */
 		d = dir_new(&k);
@@ -1114,9 +1125,9 @@ RECV_FUNC(inet6_recvmsg)
 /* ---- every mode ---- */
 
 /*
- * A loopback TCP socket closed: the direction towards it ends (it reads no more), its
- * messages never read are counted, and its state goes now rather than when the LRU
- * evicts it (which would drop a live connection's state instead, silently).
+ * A loopback TCP socket reached TCP_CLOSE: the direction towards it ends, and its state
+ * goes now rather than when the LRU evicts it (which would drop a live connection's
+ * state instead, silently); an orphan's messages never read are counted.
  */
 static __always_inline void on_tcp_close(struct sock *sk)
 {
@@ -1129,8 +1140,14 @@ static __always_inline void on_tcp_close(struct sock *sk)
 	d = bpf_map_lookup_elem(&dirs, &k);
 	if (!d || stale_for_receiver(d, sk))
 		return;
-	if (d->tail != d->head)
+	if (d->tail != d->head) {
+		/* still held: a half-closed socket gets here at the peer's FIN and its owner
+		 * may still read what is queued (php-fpm reads a request's last bytes after
+		 * its shutdown(SHUT_WR)); left to the LRU */
+		if (sk->sk_socket)
+			return;
 		__sync_fetch_and_add(&misses[FM_CLOSED], d->tail - d->head);
+	}
 	dir_delete(&k);
 }
 
@@ -1152,18 +1169,14 @@ int BPF_PROG(tp_inet_sock_set_state, const struct sock *sk, const int oldstate, 
 }
 
 /* A thread exits: its syscall state goes (the task map would otherwise fill with the
- * threads of exited processes until the LRU evicted live ones), and with the last thread
- * of a process its place among the processes that count (else a long -- COMMAND's
- * children fill that map, and later ones are not followed). */
+ * threads of exited processes until the LRU evicted live ones). */
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(tp_sched_process_exit, struct task_struct *task)
 {
-	__u32 tid = task->pid, tgid = task->tgid;
+	__u32 tid = task->pid;
 
 	if (!task_storage)	/* task local storage goes with the task */
 		bpf_map_delete_elem(&tasks, &tid);
-	if (filter_procs && !task->signal->live.counter)	/* do_exit: group_dead */
-		bpf_map_delete_elem(&tgids, &tgid);
 	return 0;
 }
 
