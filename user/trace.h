@@ -11,6 +11,7 @@
 #include "flows.h"
 
 #define TR_MAX_PIDS	16	/* pids kept per flow end */
+#define TR_MAX_FLOWS	4096	/* flows kept (15 KiB each); more: counted in flow_map_full */
 
 /* Options of --trace (its own ones; --pid/--port/--unix come from --backlog's parser). */
 extern const struct argp trace_argp;
@@ -82,6 +83,7 @@ struct trace_run {
 	int flows_cap;		/* allocated */
 	uint64_t misses[FM__COUNT];
 	uint64_t dirs_evicted;	/* direction states the LRU evicted (closed connections', mostly) */
+	uint64_t flows_not_kept;	/* messages of flows beyond TR_MAX_FLOWS */
 	const char *attach_mode;
 	char **argv;		/* the command, or NULL */
 	int exit_status;	/* the command's: exit code, or 128 + signal; -1 if still running */

@@ -138,6 +138,8 @@ static struct flow *flow_for(struct trace_run *run, const struct fl_key *k, cons
 		    !strncmp(f->receiver.comm, k->r_comm, FL_COMM_LEN))
 			return f;
 	}
+	if (run->n_flows == TR_MAX_FLOWS)	/* a long run on a busy host: endpoints come and go */
+		return NULL;
 	if (run->n_flows == run->flows_cap) {
 		int ncap = run->flows_cap ? run->flows_cap * 2 : 16;
 		struct flow *n = realloc(run->flows, ncap * sizeof(*n));
@@ -224,6 +226,11 @@ static int merge_one(struct flows_bpf *skel, const struct trace_opts *o, struct 
 	if (!trace_endpoint_selected(o, key, ep))
 		return 0;
 	f = flow_for(run, key, ep);
+	if (!f && run->n_flows == TR_MAX_FLOWS) {
+		for (c = 0; c < ncpu; c++)
+			run->flows_not_kept += vals[c].msgs;
+		return 0;
+	}
 	if (!f)
 		return -ENOMEM;
 	add_pid(&f->sender, key->s_tgid);
@@ -318,6 +325,7 @@ int trace_collect(struct flows_bpf *skel, const struct trace_opts *o, struct tra
 		qsort(run->flows, run->n_flows, sizeof(*run->flows), by_messages);
 	for (i = 0; i < FM__COUNT; i++)
 		run->misses[i] = skel->bss->misses[i];
+	run->misses[FM_FLOW_FULL] += run->flows_not_kept;
 	run->dirs_evicted = dirs_evicted(skel);
 	return err;
 }
