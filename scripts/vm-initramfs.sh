@@ -15,7 +15,8 @@ Build the guest initramfs for a kernel cached by scripts/vm-kernel.sh and print 
 It is cached as KERNEL_DIR/initramfs-<hash>.cpio; the hash covers this script, busybox and
 the kernel's modules, so editing the init below rebuilds it.
 
-Contents: a static busybox ($BUSYBOX, package busybox-static), the modules for
+Contents: a static busybox ($BUSYBOX, package busybox-static; vm-run.sh gives an arm64
+kernel the arm64 root's), the modules for
 ${MODULES[*]} and their dependencies (decompressed), and /init, which:
   1. loads the modules, mounts the 9p shares (udsctl: control dir, hostroot: host /, read-only,
      work: the work dir, read-write; kmods: the kernel's modules, read-only),
@@ -197,9 +198,10 @@ main() {
 		esac
 		echo "${dst%.ko}.ko" >>"$tmp/etc/modules.load"
 	done
-	# uncompressed cpio: no decompression in the (slow, emulated) guest
-	(cd "$tmp" && find . | LC_ALL=C sort | "$BUSYBOX" cpio -o -H newc 2>/dev/null) >"$tmp.cpio" ||
-		die "cpio failed"
+	# uncompressed cpio: no decompression in the (slow, emulated) guest; the host's cpio
+	# (BUSYBOX may be another architecture's: the arm64 guests')
+	(cd "$tmp" && find . | LC_ALL=C sort | cpio --quiet -o -H newc) >"$tmp.cpio" ||
+		die "cpio failed (apt-get install cpio)"
 	mv "$tmp.cpio" "$out"
 	# drop stale builds (not ours: a guest booting concurrently has its file open already)
 	find "$kd" -maxdepth 1 -name 'initramfs-*.cpio' ! -name "${out##*/}" -mmin +1 -delete

@@ -4,7 +4,6 @@ set -euo pipefail
 
 PROG=${0##*/}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-QEMU=${QEMU:-qemu-system-x86_64}
 GUEST_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
 usage() {
@@ -12,11 +11,15 @@ usage() {
 Usage: $PROG [options] -- CMD [ARGS...]
 
 Boot a kernel in qemu (TCG), share the host / read-only and the work dir read-write at the same
-path, run CMD there as root and exit with its status.
+path, run CMD there as root and exit with its status. An arm64 kernel (debian-X.Y-arm64) boots
+in qemu-system-aarch64 -M virt with an arm64 root instead of the host's / (--root; default
+scripts/vm-arm64-root.sh's Debian 12 arm64 userland).
 
   -k, --kernel SPEC   debian-6.1 (default), debian-6.12, a kernel .deb, a vmlinuz/vmlinux path
                       or a cache dir from scripts/vm-kernel.sh (see its --help)
       --modules DIR   modules for a bare vmlinuz/vmlinux SPEC (passed to vm-kernel.sh)
+      --root DIR      share DIR as the guest's root instead of the host's / (read-only, under
+                      the same overlay); it must hold /bin/sh for the kernel's architecture
   -t, --timeout SEC   kill the guest after SEC seconds, boot included (default 600): exit 124
   -m, --mem MB        guest memory (default 2048)
   -c, --cpus N        guest CPUs (default 2)
@@ -52,7 +55,7 @@ usage_err() { printf '%s: %s (see --help)\n' "$PROG" "$*" >&2; exit 125; }
 # POSIX sh single-quoting (the guest runs the command with the chroot's /bin/sh)
 shq() { local s=${1//\'/\'\\\'\'}; printf "'%s'" "$s"; }
 
-KSPEC=debian-6.1 TIMEOUT=600 MEM=2048 CPUS=2 WORKDIR='' VERBOSE=0 OVERLAY=1 BZIMAGE=0 KMODS=''
+KSPEC=debian-6.1 TIMEOUT=600 MEM=2048 CPUS=2 WORKDIR='' VERBOSE=0 OVERLAY=1 BZIMAGE=0 KMODS='' ROOT=''
 ENVS=()
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -60,6 +63,7 @@ while [ $# -gt 0 ]; do
 	-k | --kernel) [ $# -ge 2 ] || usage_err "$1 needs a value"; KSPEC=$2; shift ;;
 	--kernel=*) KSPEC=${1#*=} ;;
 	--modules) [ $# -ge 2 ] || usage_err "$1 needs a value"; KMODS=$2; shift ;;
+	--root) [ $# -ge 2 ] || usage_err "$1 needs a value"; ROOT=$2; shift ;;
 	-t | --timeout) [ $# -ge 2 ] || usage_err "$1 needs a value"; TIMEOUT=$2; shift ;;
 	--timeout=*) TIMEOUT=${1#*=} ;;
 	-m | --mem) [ $# -ge 2 ] || usage_err "$1 needs a value"; MEM=$2; shift ;;
@@ -96,8 +100,6 @@ fi
 WORKDIR=$(cd "$WORKDIR" && pwd -P)
 case $WORKDIR in /) usage_err "--workdir / is not allowed (the host root is shared read-only)" ;; esac
 
-command -v "$QEMU" >/dev/null || die "$QEMU not found: apt-get install qemu-system-x86"
-
 # ---- kernel and initramfs (cached) ----
 if [ -f "$KSPEC/.complete" ]; then
 	KDIR=$(cd "$KSPEC" && pwd -P)
@@ -106,8 +108,32 @@ else
 		die "could not get kernel '$KSPEC' (vm-kernel.sh failed, see above)"
 fi
 KREL=$(cat "$KDIR/release")
+KARCH=$(cat "$KDIR/arch" 2>/dev/null || echo amd64)
+case $KARCH in
+amd64)
+	QEMU_BIN=qemu-system-x86_64 QPKG=qemu-system-x86 CONSOLE=ttyS0
+	MACHINE=(-M pc -cpu max)
+	APPEND_ARCH="8250.nr_uarts=1 tsc=reliable no_timer_check" ;;
+arm64)
+	# pauth-impdef: QEMU's cheap pointer-authentication hash instead of the architected QARMA
+	# (TCG spends much of its time in it otherwise); the guest cannot tell the difference
+	QEMU_BIN=qemu-system-aarch64 QPKG=qemu-system-arm CONSOLE=ttyAMA0
+	MACHINE=(-M virt -cpu max,pauth-impdef=on)
+	APPEND_ARCH=''
+	if [ -z "$ROOT" ]; then
+		ROOT=$("$HERE/vm-arm64-root.sh" -q) || die "could not build the arm64 root (vm-arm64-root.sh failed, see above)"
+	fi
+	[ -x "$ROOT/bin/busybox" ] && export BUSYBOX=${BUSYBOX:-$ROOT/bin/busybox} ;;
+*) die "$KDIR: kernel architecture '$KARCH' not supported (amd64, arm64)" ;;
+esac
+[ -z "$ROOT" ] || [ -e "$ROOT/bin/sh" ] || die "--root $ROOT: no /bin/sh there"
+QEMU=${QEMU:-$QEMU_BIN}
+export QEMU_REAL=${QEMU_REAL:-$QEMU_BIN}	# for a wrapper as QEMU (tests/vm/qemu-tcg-single.sh)
+command -v "$QEMU" >/dev/null || die "$QEMU not found: apt-get install $QPKG"
 INITRD=$("$HERE/vm-initramfs.sh" "$KDIR") || die "could not build the initramfs (see above)"
-if [ "$BZIMAGE" = 1 ]; then
+if [ "$KARCH" = arm64 ]; then
+	KIMG=$KDIR/Image	# qemu-system-aarch64 boots the raw Image
+elif [ "$BZIMAGE" = 1 ]; then
 	[ -f "$KDIR/vmlinuz" ] || die "$KDIR has no vmlinuz for --bzimage"
 	KIMG=$KDIR/vmlinuz
 else
@@ -151,15 +177,15 @@ if [ -f "$KDIR/config" ]; then cp "$KDIR/config" "$CTL/kconfig"; fi
 } >"$CTL/cmd.sh"
 
 # ---- boot ----
-APPEND="console=ttyS0 quiet loglevel=1 panic=-1 oops=panic rdinit=/init 8250.nr_uarts=1 tsc=reliable no_timer_check mitigations=off"
+APPEND="console=$CONSOLE quiet loglevel=1 panic=-1 oops=panic rdinit=/init $APPEND_ARCH mitigations=off"
 [ "$VERBOSE" = 1 ] && APPEND="${APPEND/ quiet loglevel=1/ loglevel=7} udsvm.verbose=1"
 vfs() { printf 'local,path=%s,mount_tag=%s,security_model=none,multidevs=remap%s' "$1" "$2" "${3:-}"; }
-QARGS=(-accel tcg -M pc -cpu max -smp "$CPUS" -m "$MEM"
+QARGS=(-accel tcg "${MACHINE[@]}" -smp "$CPUS" -m "$MEM"
 	-nodefaults -no-user-config -display none -no-reboot
 	-chardev stdio,id=con,signal=off -serial chardev:con
 	-kernel "$KIMG" -initrd "$INITRD" -append "$APPEND"
 	-virtfs "$(vfs "$CTL" udsctl)"
-	-virtfs "$(vfs / hostroot ,readonly=on)"
+	-virtfs "$(vfs "${ROOT:-/}" hostroot ,readonly=on)"
 	-virtfs "$(vfs "$WORKDIR" work)")
 [ -d "$KDIR/modules/" ] && QARGS+=(-virtfs "$(vfs "$(readlink -f "$KDIR/modules")" kmods ,readonly=on)")
 
