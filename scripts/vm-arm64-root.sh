@@ -7,13 +7,14 @@ PROG=${0##*/}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 CACHE=${UDSPROBE_VM_CACHE:-$HERE/../.output/vm}/arm64
 # what the guest tests run: python3 + pytest (the tests), gcc + libc6-dev (the helpers they
-# compile), grep/sed/mawk/findutils (tests/vm/guest-suite.sh), iproute2/procps/util-linux/kmod (ss, ip, ps, taskset, unshare, nsenter, modprobe),
+# compile), grep/sed/mawk/findutils (tests/vm/guest-suite.sh), iproute2/procps/util-linux/kmod
+# (ss, ip, pgrep, taskset, unshare, nsenter, modprobe), bpftool (the BPF objects a run holds),
 # libbpf1/libelf1/zlib1g (the dynamically linked `make ARCH=arm64` udsprobe), nginx, php8.2-fpm,
 # wrk and prometheus (promtool) for test_backlog.py, busybox-static (the initramfs's busybox),
 # base-passwd (root, nobody)
-PACKAGES=(dash bash coreutils debianutils grep sed mawk findutils base-files base-passwd python3 python3-pytest gcc libc6-dev
-	iproute2 procps util-linux kmod libbpf1 libelf1 zlib1g nginx php8.2-fpm wrk prometheus
-	busybox-static)
+PACKAGES=(dash bash coreutils debianutils grep sed mawk findutils base-files base-passwd
+	python3 python3-pytest gcc libc6-dev iproute2 procps util-linux kmod bpftool libbpf1 libelf1
+	zlib1g nginx php8.2-fpm wrk prometheus busybox-static)
 
 usage() {
 	cat <<EOF

@@ -2,11 +2,6 @@
 
 Runs in whatever mode --attach / UDSPROBE_ATTACH says (the host: tracepoint; the VM matrix:
 fentry, kprobe and tracepoint in stock kernels). Counts are small inside a VM (UDSVM=1).
-
-UDSPROBE_STAGES_RUN=DIR: the pingpong run was made elsewhere, in a guest that has no python
-(tests/vm/static-guest.sh --arch arm64): DIR/pp.json and DIR/pp.txt are its JSON and text
-output of `--compare --mode pingpong --count N --attach MODE`, N in UDSPROBE_STAGES_COUNT.
-The checks of that run apply to it; the tests that need a run of their own are skipped.
 """
 import json
 import os
@@ -19,8 +14,7 @@ import pytest
 from conftest import alive, fdinfo_values, partition_counts, proc_tree, sockdir_of, wait_for
 
 IN_VM = os.environ.get("UDSVM") == "1"
-FROM_RUN = os.environ.get("UDSPROBE_STAGES_RUN")
-COUNT = int(os.environ.get("UDSPROBE_STAGES_COUNT") or (500 if IN_VM or FROM_RUN else 5000))
+COUNT = 500 if IN_VM else 5000
 TCP_ONLY = ("tcp_ip_out", "dev_xmit", "rx_softirq")
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="tracing needs root")
@@ -56,25 +50,11 @@ def message_stages(result):
     return [s for s in result["stages"] if not s["per_connection"]]
 
 
-@pytest.fixture(autouse=True)
-def _recorded_run_only(request):
-    if FROM_RUN and "pingpong" not in request.fixturenames:
-        pytest.skip("UDSPROBE_STAGES_RUN: only the checks of the run recorded in the guest")
-
-
 @pytest.fixture(scope="module")
 def pingpong(udsprobe, attach_mode, tmp_path_factory):
-    """One traced pingpong run shared by the checks below (or the one in UDSPROBE_STAGES_RUN).
+    """One traced pingpong run shared by the checks below.
     Its BPF programs are collected while it runs and, once it has exited, what it left behind
     (test_nothing_left_behind_after_exit): the exit case needs no run of its own."""
-    if FROM_RUN:
-        d = os.path.abspath(FROM_RUN)
-        with open(os.path.join(d, "pp.json")) as j, open(os.path.join(d, "pp.txt")) as t:
-            data = json.load(j)
-            res = subprocess.CompletedProcess([], 0, stdout=t.read(), stderr="")
-        if attach_mode:
-            assert data["attach_mode"] == attach_mode, data["attach_mode"]
-        return data, res
     tmp = tmp_path_factory.mktemp("pp")
     out = tmp / "pp.json"
     args = [udsprobe, "--compare", "--mode", "pingpong", "--count", str(COUNT), "--json", str(out)]
@@ -256,8 +236,6 @@ LEFT_AFTER_EXIT = {}    # attach mode -> leftovers() of the pingpong fixture's r
 
 def test_nothing_left_behind_after_exit(pingpong, attach_mode):
     """The shared pingpong run ended by itself: nothing of it remains."""
-    if FROM_RUN:
-        pytest.skip("UDSPROBE_STAGES_RUN: the run exited in the guest, out of sight")
     assert not LEFT_AFTER_EXIT[attach_mode], LEFT_AFTER_EXIT[attach_mode]
 
 

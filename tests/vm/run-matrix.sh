@@ -16,13 +16,15 @@
 # a stock kernel should have but lacks, a timeout (vm-run.sh 124) or a VM failure (125).
 #
 # Environment:
-#   UDSPROBE_VM_KERNELS       kernels to run (args win)
+#   UDSPROBE_VM_KERNELS       kernels to run (args win; "none": the arm64 ones only)
 #   UDSPROBE_VM_MODES         only these modes (default: every mode the kernel supports)
 #   UDSPROBE_VM_EXPECT_MODES  modes every kernel must support (default: all three for debian-*,
 #                             none for other kernels); a missing one counts as a failure
 #   UDSPROBE_VM_BACKLOG       where test_backlog*.py runs: "SPEC=MODE[,MODE] ..." or "all" or
 #                             "none" (default "debian-5.10=kprobe,tracepoint debian-6.1=kprobe
-#                             debian-6.12=fentry"; kernels not named: every mode; on 5.10,
+#                             debian-6.12=fentry debian-6.12-arm64=fentry
+#                             debian-5.10-arm64=kprobe,tracepoint"; kernels not named: every
+#                             mode; on 5.10,
 #                             which lacks iter/unix, AF_UNIX queues come from sock_diag, and
 #                             tracepoint mode counts no TCP overflows and must say so).
 #                             ~60-200 s per mode under TCG.
@@ -39,6 +41,8 @@
 #                             detaches (see tests/vm/qemu-tcg-single.sh); single is as fast here.
 #   UDSPROBE_VM_TIMEOUT       per guest, boot included (default 90 s + each mode's pytest bound)
 #   PYTEST_TIMEOUT_PER_FILE   a mode's pytest bound is this times its number of test files
+#                             (arm64 guests: PYTEST_TIMEOUT_PER_FILE_ARM64, default twice it:
+#                             aarch64 under TCG on x86-64 is the slower guest)
 #                             (default 240 s: the slowest file took ~150 s under TCG on a loaded host)
 #   UDSPROBE_VM_JOBS          guests run at once (default 2, at most the host's CPUs): each TCG
 #                             guest keeps one host CPU busy, so two halve the matrix time on 2 vCPUs.
@@ -53,14 +57,16 @@
 #                             mode run (test_stages.py's --repeat aggregation; default tracepoint,
 #                             the fastest); "" runs them in every mode
 #   UDSPROBE_VM_RESULTS       results dir (default .output/vm/matrix): check.txt, junit XML per mode
-#   UDSPROBE_VM_ARM64         arm64 kernels for tests/vm/static-guest.sh --arch arm64 (the arm64
-#                             static binary alone in an initramfs: --check, and per mode a traced
-#                             pingpong run checked by test_stages.py on the host and a backlog
-#                             overflow count; default "debian-6.12-arm64 debian-5.10-arm64", a
-#                             job each), "none" to skip them
+#   UDSPROBE_VM_ARM64         arm64 kernels (default "debian-6.12-arm64 debian-5.10-arm64"),
+#                             "none" to skip them: run as the amd64 ones (the same files, modes,
+#                             UDSPROBE_VM_* specs; fentry expected from 6.0 only) in
+#                             qemu-system-aarch64 with scripts/vm-arm64-root.sh's Debian arm64
+#                             userland as root and `make ARCH=arm64`'s udsprobe (UDSPROBE)
 #   UDSPROBE_VM_STATIC        kernel for the static-binary guest (tests/vm/static-guest.sh: `make
 #                             static`'s file alone in an initramfs; default: the first kernel),
 #                             "none" to skip it
+#   UDSPROBE_VM_STATIC_ARM64  the same for `make ARCH=arm64 static` (default: the first arm64
+#                             kernel), "none" to skip it
 set -uo pipefail
 
 cd "$(dirname "$0")/../.." || exit 1
@@ -70,27 +76,34 @@ PROG=tests/vm/run-matrix.sh
 PYTHON=${PYTHON:-/usr/bin/python3}
 KERNELS=("$@")
 [ ${#KERNELS[@]} -gt 0 ] || read -r -a KERNELS <<<"${UDSPROBE_VM_KERNELS:-debian-5.10 debian-6.1 debian-6.12}"
+[ "${KERNELS[*]}" != none ] || KERNELS=()	# the arm64 ones only
 VM_TIMEOUT=${UDSPROBE_VM_TIMEOUT:-}
 PER_FILE=${PYTEST_TIMEOUT_PER_FILE:-240}
+PER_FILE_ARM64=${PYTEST_TIMEOUT_PER_FILE_ARM64:-$((PER_FILE * 2))}
 JOBS=${UDSPROBE_VM_JOBS:-2}
 [ "$JOBS" -le "$(nproc)" ] 2>/dev/null || JOBS=$(nproc)
 # 5.10 has no iter/unix: --backlog reads AF_UNIX queues through sock_diag there
 # (test_kernel_limits.py asserts it says so, test_backlog.py that it works)
 # tracepoint mode too: before 5.17 it loads without its TCP drop programs (test_backlog.py checks
 # the AF_UNIX counts and that TCP overflows are reported as not counted; the storm of
-# test_backlog_metrics.py runs in the mode under test: 31,995 = 31,995 there, 7 passed in 193 s)
-BACKLOG=${UDSPROBE_VM_BACKLOG:-debian-5.10=kprobe,tracepoint debian-6.1=kprobe debian-6.12=fentry}
+# test_backlog_metrics.py runs in the mode under test: 31,995 = 31,995 there, 7 passed in 193 s);
+# on 5.10 arm64 as on amd64
+BACKLOG=${UDSPROBE_VM_BACKLOG:-debian-5.10=kprobe,tracepoint debian-6.1=kprobe debian-6.12=fentry debian-6.12-arm64=fentry debian-5.10-arm64=kprobe,tracepoint}
 # on 5.10 not test_backlog_ns.py, for CI time (it passes there in kprobe mode: 13 in 157 s; 6.1
 # runs it in kprobe mode); test_backlog_metrics.py's storm takes ~100 s in that guest (25 passed
 # with test_backlog.py in 386 s, load ~6)
-BACKLOG_ONLY=${UDSPROBE_VM_BACKLOG_ONLY:-debian-5.10=test_backlog.py,test_backlog_metrics.py}
+# arm64: test_backlog.py alone (the other two for CI time; amd64 runs them)
+BACKLOG_ONLY=${UDSPROBE_VM_BACKLOG_ONLY:-debian-5.10=test_backlog.py,test_backlog_metrics.py debian-6.12-arm64=test_backlog.py debian-5.10-arm64=test_backlog.py}
 TRACE=${UDSPROBE_VM_TRACE:-debian-6.1=kprobe debian-6.12=fentry}
-SPLIT=${UDSPROBE_VM_SPLIT:-debian-6.12=fentry/kprobe,tracepoint}
+SPLIT=${UDSPROBE_VM_SPLIT:-debian-6.12=fentry/kprobe,tracepoint debian-6.12-arm64=fentry/kprobe,tracepoint}
 ONCE=${UDSPROBE_VM_ONCE_MODE-tracepoint}
 TRACE_TEST=$IT/test_trace.py::test_redis_both_transports[1]
 SINGLE_TCG=${UDSPROBE_VM_SINGLE_TCG:-all}
 RESULTS=${UDSPROBE_VM_RESULTS:-$REPO/.output/vm/matrix}
 ALL_MODES="fentry kprobe tracepoint"
+read -r -a ARM64 <<<"${UDSPROBE_VM_ARM64:-debian-6.12-arm64 debian-5.10-arm64}"
+[ "${ARM64[*]}" != none ] || ARM64=()
+STATIC_ARM64=${UDSPROBE_VM_STATIC_ARM64:-${ARM64[0]:-none}}
 
 case ${1:-} in -h | --help) sed -n '2,/^set /{/^set /d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;; esac
 
@@ -145,17 +158,17 @@ mode_files() {	# mode_files MODE MODE_FILES... -> how many files run in MODE (as
 	echo "$n"
 }
 
-echo "== kernel matrix: ${KERNELS[*]} =="
+echo "== kernel matrix: ${KERNELS[*]}${ARM64[*]:+ (arm64: ${ARM64[*]})} =="
 echo "in every supported mode: ${guest_all[*]##*/}; in kprobe mode: test_btf.py (BTF hidden, --btf FILE); in tracepoint mode: test_kernel_limits.py"
 if [ ${#backlog_files[@]} -gt 0 ]; then
-	for k in "${KERNELS[@]}"; do
+	for k in "${KERNELS[@]}" "${ARM64[@]}"; do
 		m=$(backlog_modes "$k")
 		echo "$(f=$(backlog_only "$k"); echo "${f:-${backlog_files[*]##*/}}") on $k: ${m:-not run}" \
 			"(~60 s per mode under TCG; every mode on every kernel would break the 10-minute" \
 			"budget; UDSPROBE_VM_BACKLOG=all runs them all)"
 	done
 fi
-for k in "${KERNELS[@]}"; do
+for k in "${KERNELS[@]}" "${ARM64[@]}"; do
 	m=$(trace_modes "$k")
 	echo "${TRACE_TEST#"$IT"/} on $k: ${m:-not run} (~3 min per mode under TCG; UDSPROBE_VM_TRACE)"
 done
@@ -181,7 +194,7 @@ junit_counts() {	# junit_counts FILE -> "passed failed skipped", empty if unread
 }
 
 run_kernel() {	# run_kernel N SPEC [MODES]: boot SPEC, run its modes (or MODES, "a,b"), write rows
-	local i=$1 spec=$2 part=${3:-} label res kdir krel fetch t0 expect files want single multi boot_failed
+	local i=$1 spec=$2 part=${3:-} label res kdir krel karch bin per_file fetch t0 expect files want single multi boot_failed
 	local boot bmodes qemu guest_timeout vrc=0 took=- mode works why prc msecs nfiles counts note m own
 	label=$spec
 	case $spec in */*) label=${spec##*/} ;; esac
@@ -191,13 +204,20 @@ run_kernel() {	# run_kernel N SPEC [MODES]: boot SPEC, run its modes (or MODES, 
 	rm -rf "$res" && mkdir -p "$res" || { row "$label" - 0 1 0 0 "cannot create $res"; return; }
 
 	echo
-	echo "==== kernel $i/${#KERNELS[@]}: $spec${part:+ (modes $own; UDSPROBE_VM_SPLIT)} ===="
+	echo "==== kernel $i: $spec${part:+ (modes $own; UDSPROBE_VM_SPLIT)} ===="
 	t0=$(now)
 	if ! kdir=$(scripts/vm-kernel.sh "$spec"); then
 		row "$label" - 0 1 0 "$(secs "$t0" "$(now)")" "could not fetch the kernel (vm-kernel.sh failed)"
 		return
 	fi
 	krel=$(cat "$kdir/release")
+	karch=$(cat "$kdir/arch" 2>/dev/null || echo amd64)
+	# an arm64 kernel boots with the arm64 root (vm-run.sh) and runs the arm64 build
+	bin=$REPO/udsprobe per_file=$PER_FILE
+	if [ "$karch" = arm64 ]; then
+		ROW_ARCH=aarch64 bin=$REPO/.output/arm64/udsprobe per_file=$PER_FILE_ARM64
+		[ -x "$bin" ] || { row "$krel ($spec)" - 0 1 0 - "$bin missing: make ARCH=arm64 failed"; return; }
+	fi
 	label="$krel"
 	[ "$spec" = "${spec#*/}" ] && label="$krel ($spec)"
 	fetch=$(secs "$t0" "$(now)")
@@ -205,6 +225,9 @@ run_kernel() {	# run_kernel N SPEC [MODES]: boot SPEC, run its modes (or MODES, 
 
 	if [ -n "${UDSPROBE_VM_EXPECT_MODES+x}" ]; then expect=${UDSPROBE_VM_EXPECT_MODES//,/ }
 	else case $spec in debian-*) expect=$ALL_MODES ;; *) expect='' ;; esac; fi
+	# arm64 has BPF trampolines (fentry) from 6.0 only
+	[ "$karch" = arm64 ] && [ "$(printf '%s\n' "$krel" 6.0 | sort -V | head -1)" != 6.0 ] &&
+		expect=${expect//fentry/}
 	files=("${guest_all[@]}")
 	# no kernel BTF (hidden) + --btf FILE: kprobe mode is the one that can work then; the
 	# kernel-limits checks do not depend on the mode
@@ -233,15 +256,17 @@ run_kernel() {	# run_kernel N SPEC [MODES]: boot SPEC, run its modes (or MODES, 
 		[ -n "$bmodes" ] || continue
 		qemu=()
 		[ $boot = single ] && qemu=(env QEMU="$REPO/tests/vm/qemu-tcg-single.sh")
-		# a loaded host slows TCG: each mode has its own pytest bound, the boot the sum
+		# a loaded host slows TCG: each mode has its own pytest bound (and 30 s to stop at it),
+		# the boot the sum
 		guest_timeout=90
-		for m in $bmodes; do guest_timeout=$((guest_timeout + $(mode_files "$m" "${files[@]}") * PER_FILE)); done
+		for m in $bmodes; do guest_timeout=$((guest_timeout + $(mode_files "$m" "${files[@]}") * per_file + 30)); done
 		guest_timeout=${VM_TIMEOUT:-$guest_timeout}
 		echo "-- boot ($boot-threaded TCG) for:$bmodes (timeout ${guest_timeout}s)"
 		t0=$(now)
 		"${qemu[@]}" scripts/vm-run.sh -k "$kdir" -t "$guest_timeout" \
-			-e UDSPROBE_EXPECT_MODES="$expect" -e PYTEST_TIMEOUT_PER_FILE="$PER_FILE" \
-			-e UDSPROBE_VM_MODES="${bmodes# }" -e UDSPROBE_VMLINUX="$kdir/vmlinux" \
+			-e UDSPROBE_EXPECT_MODES="$expect" -e PYTEST_TIMEOUT_PER_FILE="$per_file" \
+			-e UDSPROBE_VM_MODES="${bmodes# }" -e UDSPROBE=$bin \
+			$([ -f "$kdir/vmlinux" ] && echo "-e UDSPROBE_VMLINUX=$kdir/vmlinux") \
 			-e UDSPROBE_VM_ONCE_MODE="$ONCE" \
 			-- tests/vm/guest-suite.sh "$res" "${files[@]}"
 		vrc=$?
@@ -301,61 +326,23 @@ run_kernel() {	# run_kernel N SPEC [MODES]: boot SPEC, run its modes (or MODES, 
 	done
 }
 
-STATIC=${UDSPROBE_VM_STATIC:-${KERNELS[0]}}
-run_static() {	# the static binary alone in an initramfs
-	local t0 src counts sp sf smode
+STATIC=${UDSPROBE_VM_STATIC:-${KERNELS[0]:-none}}
+run_static() {	# run_static [arm64]: the static binary alone in an initramfs
+	local arch=${1:-} k=$STATIC name=static t0 src counts sp sf smode
+	if [ "$arch" = arm64 ]; then k=$STATIC_ARM64 name=static-arm64 ROW_ARCH=aarch64; fi
 	echo
-	echo "==== static binary: udsprobe-static alone in an initramfs, kernel $STATIC ===="
+	echo "==== static binary: udsprobe-static${arch:+ ($arch)} alone in an initramfs, kernel $k ===="
 	t0=$(now)
 	mkdir -p "$RESULTS"
-	UDSPROBE_VM_RESULTS=$RESULTS tests/vm/static-guest.sh "$STATIC" | tee "$RESULTS/static.log"
+	UDSPROBE_VM_RESULTS=$RESULTS tests/vm/static-guest.sh ${arch:+--arch $arch} "$k" | tee "$RESULTS/$name.log"
 	src=${PIPESTATUS[0]}
-	counts=$(tail -n 1 "$RESULTS/static.log")
+	counts=$(tail -n 1 "$RESULTS/$name.log")
 	sp=0 sf=1
 	[[ $counts =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]] && sp=${BASH_REMATCH[1]} sf=${BASH_REMATCH[2]}
 	[ "$src" -ne 0 ] && [ "$sf" -eq 0 ] && sf=1
-	smode=$(sed -n 's/.*PASS  traced --compare.*: \([a-z]*\) mode,.*/\1/p' "$RESULTS/static.log" | head -1)
-	row "$STATIC (static, no libs)" "${smode:--}" \
+	smode=$(sed -n 's/.*PASS  traced --compare.*: \([a-z]*\) mode,.*/\1/p' "$RESULTS/$name.log" | head -1)
+	row "$k (static, no libs)" "${smode:--}" \
 		"$sp" "$sf" 0 "$(secs "$t0" "$(now)")" "tests/vm/static-guest.sh: --check + traced --compare, no shared library in the guest"
-}
-
-# arm64 (an arm64 guest cannot run the host's python): static binary, --check, per mode --check
-# accepts a traced pingpong run (test_stages.py's checks on its output, on the host) and a backlog
-# overflow count, the reason for each mode it rejects
-run_arm64() {	# run_arm64 KERNEL
-	local k=$1 t0 log src took krel kl mp mf m counts sp sf
-	ROW_ARCH=aarch64
-	echo
-	echo "==== arm64: udsprobe-static (make ARCH=arm64 static) alone in an initramfs, kernel $k ===="
-	t0=$(now)
-	if ! command -v aarch64-linux-gnu-gcc >/dev/null || ! command -v qemu-system-aarch64 >/dev/null; then
-		row "$k" - 0 1 0 0 "no arm64 cross compiler or qemu-system-aarch64: scripts/install-deps.sh installs them (Debian)"
-		return
-	fi
-	mkdir -p "$RESULTS"
-	log=$RESULTS/static-arm64-$k.log
-	UDSPROBE_VM_RESULTS=$RESULTS tests/vm/static-guest.sh --arch arm64 "$k" | tee "$log"
-	src=${PIPESTATUS[0]}
-	took=$(secs "$t0" "$(now)")
-	krel=$(sed -n 's/^-- \([^:]*\): initramfs.*/\1/p' "$log")
-	kl="${krel:-?} ($k)"
-	mp=0 mf=0
-	for m in $ALL_MODES; do	# per mode: the traced run, the stage tests, the backlog check
-		local alt="(traced --compare --attach $m |stage tests $m |backlog $m:)" p f
-		p=$(grep -cE "^  PASS  $alt" "$log") f=$(grep -cE "^  FAIL  $alt" "$log")
-		if [ $((p + f)) -gt 0 ]; then
-			row "$kl" "$m" "$p" "$f" 0 - "$( [ "$f" -eq 0 ] && echo "traced pingpong; stage tests" \
-				"$(sed -n "s/^  PASS  stage tests $m .*: //p" "$log"); backlog" || echo "failed: see $log")"
-			mp=$((mp + p)) mf=$((mf + f))
-		elif grep -q "^  PASS  $m: not supported" "$log"; then
-			row "$kl" "$m" 1 0 0 - "$(sed -n "s/^  PASS  $m: //p" "$log")"; mp=$((mp + 1))
-		fi
-	done
-	counts=$(tail -n 1 "$log")
-	sp=0 sf=1
-	[[ $counts =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]] && sp=${BASH_REMATCH[1]} sf=${BASH_REMATCH[2]}
-	[ "$src" -ne 0 ] && [ "$sf" -eq 0 ] && sf=1
-	row "$kl" "(static)" $((sp - mp)) $((sf - mf < 0 ? 0 : sf - mf)) 0 "$took" "static ELF, no library in the guest, --check (whole guest ${took}s)"
 }
 
 # ---- the jobs: one per kernel, one per arm64 kernel, one for the static guest; JOBS at a time ----
@@ -363,23 +350,29 @@ run_arm64() {	# run_arm64 KERNEL
 # job order for the table.
 mkdir -p "$RESULTS" || { echo "$PROG: cannot create $RESULTS"; echo "0 passed, 1 failed"; exit 1; }
 jobs_list=()
-for i in "${!KERNELS[@]}"; do
-	parts=$(split_parts "${KERNELS[$i]}")
-	if [ -z "$parts" ]; then jobs_list+=("kernel $((i + 1)) ${KERNELS[$i]}"); continue; fi
+add_jobs() {	# add_jobs JOB SPEC: a job, or one per mode set UDSPROBE_VM_SPLIT gives SPEC
+	local parts covered p
+	parts=$(split_parts "$2")
+	if [ -z "$parts" ]; then jobs_list+=("$1 $2"); return; fi
 	covered=$(tr ', ' '\n\n' <<<"$parts" | sort | paste -sd' ')
 	if [ "$covered" != "$(tr ' ' '\n' <<<"$ALL_MODES" | sort | paste -sd' ')" ]; then
-		echo "$PROG: UDSPROBE_VM_SPLIT: ${KERNELS[$i]}=${parts// //}: each of $ALL_MODES must be in exactly one guest"
+		echo "$PROG: UDSPROBE_VM_SPLIT: $2=${parts// //}: each of $ALL_MODES must be in exactly one guest"
 		echo "0 passed, 1 failed"
 		exit 1
 	fi
-	for p in $parts; do jobs_list+=("kernel $((i + 1)) ${KERNELS[$i]} $p"); done
-done
-for k in ${UDSPROBE_VM_ARM64:-debian-6.12-arm64 debian-5.10-arm64}; do [ "$k" = none ] || jobs_list+=("arm64 $k"); done
+	for p in $parts; do jobs_list+=("$1 $2 $p"); done
+}
+for i in "${!KERNELS[@]}"; do add_jobs "kernel $((i + 1))" "${KERNELS[$i]}"; done
+for k in "${ARM64[@]}"; do add_jobs arm64 "$k"; done	# the same, in arm64 guests
 [ "$STATIC" = none ] || jobs_list+=("static")
-# the static builds once, before the jobs: two makes at once in one tree would race
+[ "$STATIC_ARM64" = none ] || jobs_list+=("static-arm64")
+# the builds once, before the jobs: two makes at once in one tree would race
 [ "$STATIC" = none ] || make -s static >/dev/null 2>&1 || true
-case " ${jobs_list[*]} " in *" arm64 "*)
-	command -v aarch64-linux-gnu-gcc >/dev/null && { make -s ARCH=arm64 static >/dev/null 2>&1 || true; } ;;
+case " ${jobs_list[*]} " in *" arm64 "* | *" static-arm64 "*)
+	make -s ARCH=arm64 >/dev/null 2>&1 && make -s ARCH=arm64 static >/dev/null 2>&1 ||
+		echo "$PROG: make ARCH=arm64 failed (scripts/install-deps.sh installs the cross compiler): the arm64 jobs fail"
+	# the arm64 root, once: its first build downloads ~80 MB
+	scripts/vm-arm64-root.sh >/dev/null || echo "$PROG: scripts/vm-arm64-root.sh failed: the arm64 guests fail" ;;
 esac
 run_job() {	# run_job N JOB...
 	local n=$1
@@ -388,8 +381,9 @@ run_job() {	# run_job N JOB...
 	: >"$ROWS"
 	case $1 in
 	kernel) run_kernel "$2" "$3" "${4:-}" ;;
-	arm64) run_arm64 "$2" ;;
+	arm64) run_kernel arm64 "$2" "${3:-}" ;;
 	static) run_static ;;
+	static-arm64) run_static arm64 ;;
 	esac
 }
 # Longest first (LPT): with two slots the long guests overlap each other, the short ones fill
@@ -404,8 +398,10 @@ est_default() {
 	"kernel debian-6.12") echo 1110 ;;
 	"kernel debian-6.12 fentry") echo 650 ;;
 	"kernel debian-6.12 kprobe,tracepoint") echo 480 ;;
-	"arm64 debian-6.12-arm64") echo 463 ;;
-	"arm64 debian-5.10-arm64") echo 311 ;;
+	"arm64 debian-6.12-arm64 fentry") echo 600 ;;
+	"arm64 debian-6.12-arm64 kprobe,tracepoint") echo 600 ;;
+	"arm64 debian-5.10-arm64") echo 600 ;;
+	static-arm64) echo 100 ;;
 	static) echo 20 ;;
 	*) echo 600 ;;	# a kernel or split not measured yet
 	esac
