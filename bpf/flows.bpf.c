@@ -13,7 +13,8 @@
  * misses[].
  *
  * Every mode: tp_btf sys_enter, the poll-family returns (syscalls:sys_exit_* events, else
- * tp_btf sys_exit), inet_sock_set_state, sched_process_fork/exit.
+ * tp_btf sys_exit), inet_sock_set_state; sched_process_exit where there is state to drop
+ * (the tid hash, the followed processes), sched_process_fork with the process filters.
  * The send and receive boundaries per mode (one body, thin wrappers): tracepoint
  * mode sock_send_length/sock_recv_length (6.3+); fentry/fexit and kprobe/
  * kretprobe mode the socket-layer functions those tracepoints wrap on the way
@@ -108,6 +109,8 @@ const volatile __u32 task_storage;
 __u64 misses[8];		/* enum fl_miss */
 __u64 outliers_dropped;		/* the ring buffer was full */
 __u64 dirs_made, dirs_deleted;	/* direction states (the LRU evicted the rest) */
+__u64 procs_exited;		/* followed processes whose last thread exited */
+__u64 procs_unfollowed;	/* children of followed processes the full tgids map left out */
 
 struct task_st {
 	__u64 sys_ts;		/* entry of the current send/recv-family syscall */
@@ -1168,19 +1171,28 @@ int BPF_PROG(tp_inet_sock_set_state, const struct sock *sk, const int oldstate, 
 	return 0;
 }
 
-/* A thread exits: its syscall state goes (the task map would otherwise fill with the
- * threads of exited processes until the LRU evicted live ones). */
-SEC("tp_btf/sched_process_exit")
+/*
+ * A thread exits: its syscall state goes (the task map would otherwise fill with the
+ * threads of exited processes until the LRU evicted live ones). The last thread of a
+ * followed process takes it out of tgids: a later process given its number is not the
+ * one followed, and a long -- COMMAND run's exited children do not fill the map. Every
+ * kernel decrements signal->live before this tracepoint (do_exit's group_dead).
+ */
+SEC("?tp_btf/sched_process_exit")
 int BPF_PROG(tp_sched_process_exit, struct task_struct *task)
 {
-	__u32 tid = task->pid;
+	__u32 tid = task->pid, tgid = task->tgid;
 
 	if (!task_storage)	/* task local storage goes with the task */
 		bpf_map_delete_elem(&tasks, &tid);
+	if (filter_procs && BPF_CORE_READ(task, signal, live.counter) == 0 &&
+	    !bpf_map_delete_elem(&tgids, &tgid))
+		__sync_fetch_and_add(&procs_exited, 1);
 	return 0;
 }
 
-SEC("tp_btf/sched_process_fork")
+/* A followed process forks: the child is followed too (a full map: counted, not followed). */
+SEC("?tp_btf/sched_process_fork")
 int BPF_PROG(tp_sched_process_fork, struct task_struct *parent, struct task_struct *child)
 {
 	__u32 ptgid = parent->tgid, ctgid = child->tgid;
@@ -1188,6 +1200,7 @@ int BPF_PROG(tp_sched_process_fork, struct task_struct *parent, struct task_stru
 
 	if (ptgid == ctgid || !bpf_map_lookup_elem(&tgids, &ptgid))
 		return 0;
-	bpf_map_update_elem(&tgids, &ctgid, &one, BPF_ANY);
+	if (bpf_map_update_elem(&tgids, &ctgid, &one, BPF_ANY))
+		__sync_fetch_and_add(&procs_unfollowed, 1);
 	return 0;
 }

@@ -84,6 +84,8 @@ struct trace_run {
 	uint64_t misses[FM__COUNT];
 	uint64_t dirs_evicted;	/* direction states the LRU evicted (closed connections', mostly) */
 	uint64_t flows_not_kept;	/* messages of flows beyond TR_MAX_FLOWS */
+	uint64_t procs_exited;		/* followed processes that exited (--pid, -- COMMAND) */
+	uint64_t procs_unfollowed;	/* their children not followed: the process map was full */
 	const char *attach_mode;
 	char **argv;		/* the command, or NULL */
 	int exit_status;	/* the command's: exit code, or 128 + signal; -1 if still running */

@@ -134,6 +134,10 @@ static void configure(struct flows_bpf *skel, const struct trace_opts *o)
 	bpf_map__set_max_entries(skel->maps.dirs, 16384);
 	bpf_map__set_max_entries(skel->maps.flows, 4096);
 	bpf_map__set_max_entries(skel->maps.tgids, 16384);
+	/* children followed, exited processes and threads dropped: only where that state is kept */
+	bpf_program__set_autoload(skel->progs.tp_sched_process_fork, skel->rodata->filter_procs);
+	bpf_program__set_autoload(skel->progs.tp_sched_process_exit,
+				  skel->rodata->filter_procs || !skel->rodata->task_storage);
 	/* one page when no outliers are asked for: the map exists either way */
 	skel->rodata->slower_than_ns = o->slower_than_ns;
 	bpf_map__set_max_entries(skel->maps.outliers, o->slower_than_ns ? TR_OUTLIER_RING :

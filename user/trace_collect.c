@@ -327,5 +327,7 @@ int trace_collect(struct flows_bpf *skel, const struct trace_opts *o, struct tra
 		run->misses[i] = skel->bss->misses[i];
 	run->misses[FM_FLOW_FULL] += run->flows_not_kept;
 	run->dirs_evicted = dirs_evicted(skel);
+	run->procs_exited = skel->bss->procs_exited;
+	run->procs_unfollowed = skel->bss->procs_unfollowed;
 	return err;
 }

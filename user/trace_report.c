@@ -297,6 +297,10 @@ void trace_report_text(const struct trace_run *run, const struct trace_opts *o, 
 	for (i = 0; i < FM__COUNT; i++)
 		fprintf(f, " %s %llu", fl_miss_names[i], (unsigned long long)run->misses[i]);
 	fprintf(f, "; socket states evicted (LRU) %llu\n", (unsigned long long)run->dirs_evicted);
+	if (run->procs_unfollowed)
+		fprintf(f, "%llu processes started by followed ones were not followed (the process "
+			"map of 16384 was full): their messages count only where the other end "
+			"does\n", (unsigned long long)run->procs_unfollowed);
 }
 
 static void end_json(struct jw *w, const char *key, const struct flow_end *e)
@@ -363,6 +367,8 @@ void trace_json_write(const struct trace_run *run, FILE *f)
 		jw_u64(&w, fl_miss_names[i], run->misses[i]);
 	jw_obj_end(&w);
 	jw_u64(&w, "socket_states_evicted", run->dirs_evicted);
+	jw_u64(&w, "processes_exited", run->procs_exited);
+	jw_u64(&w, "processes_not_followed", run->procs_unfollowed);
 	jw_bool(&w, "interrupted", run->interrupted);
 	if (run->slower_than_ns) {
 		jw_u64(&w, "slower_than_ns", run->slower_than_ns);

@@ -195,6 +195,8 @@ def test_command_follows_children_only(trace, tmp_path):
     assert "exit status 3" in res.stdout
     mine = flows_at(doc, str(sock))
     assert len(mine) == 1 and mine[0]["messages"] == 1000
+    # the shell, python and its forked client exited, each counted once; none left out
+    assert doc["processes_exited"] >= 3 and doc["processes_not_followed"] == 0, doc
     assert not flows_at(doc, str(tmp_path / "other.sock")), "an unrelated process was counted"
 
 
@@ -229,6 +231,47 @@ def test_pid_of_running_process(trace, tmp_path):
     assert len(f) == 1 and f[0]["messages"] == 2000 and f[0]["bytes"] == 2000 * 256
     assert ready["server_pid"] in f[0]["sender"]["pids"]
     assert "(interrupted)" in stdout
+
+
+def test_pid_number_reused_is_not_followed(trace, tmp_path):
+    """--pid P of a process that exits: the kernel side forgets P at its last thread's exit
+    (counted as processes_exited), so a later process given the number P is not traced."""
+    first = subprocess.Popen(["sleep", "120"])
+    pid, tracer, pair = first.pid, None, None
+    out, sock = tmp_path / "reuse.json", tmp_path / "reuse.sock"
+    try:
+        tracer = subprocess.Popen(trace + ["--pid", str(pid), "--json", str(out)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = tracer.stderr.readline()
+        assert "tracing" in line, line
+        first.kill()
+        first.wait()
+        # ns_last_pid is the last number handed out: the next fork gets pid unless another
+        # process on the host forks in between (then try again)
+        for _ in range(50):
+            Path("/proc/sys/kernel/ns_last_pid").write_text(str(pid - 1))
+            pair = subprocess.Popen([sys.executable, ECHO, "unix", str(sock), "300", "64"],
+                                    stdout=subprocess.PIPE, text=True)
+            if pair.pid == pid:
+                break
+            pair.kill()
+            pair.wait()
+            pair = None
+        if pair is None:
+            pytest.skip(f"pid {pid} was not handed out again in 50 tries (a busy host)")
+        info = json.loads(pair.stdout.readline())
+        assert pair.wait(timeout=60) == 0 and info["server_pid"] == pid
+        tracer.send_signal(signal.SIGINT)
+        tracer.communicate(timeout=30)
+        assert tracer.returncode == 0
+    finally:
+        for p in (first, tracer, pair):
+            if p and p.poll() is None:
+                p.kill()
+                p.wait()
+    doc = json.loads(out.read_text())
+    assert doc["processes_exited"] >= 1 and doc["processes_not_followed"] == 0, doc
+    assert not flows_at(doc, str(sock)), "a new process with a followed process's number was traced"
 
 
 @pytest.mark.parametrize("flt", [["--comm", "no-such-proc"], ["--port", "1"],
