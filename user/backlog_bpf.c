@@ -136,11 +136,9 @@ bool bl_tp_tcp_drops(char *why, size_t len)
 	return false;
 }
 
-void bl_mode_programs(struct backlog_bpf *skel, enum attach_mode mode, bool v6,
-			  struct bpf_program **p, int *n)
+void bl_mode_programs(struct backlog_bpf *skel, enum attach_mode mode, bool v6, bool tcp_drops,
+		      struct bpf_program **p, int *n)
 {
-	char why[160];
-
 	bool fentry = mode == ATTACH_FENTRY;
 	size_t i, k;
 
@@ -168,7 +166,7 @@ void bl_mode_programs(struct backlog_bpf *skel, enum attach_mode mode, bool v6,
 		p[(*n)++] = skel->progs.tp_sys_enter_connect;
 		p[(*n)++] = skel->progs.tp_sys_exit_connect;
 		p[(*n)++] = skel->progs.tp_sched_switch;
-		if (bl_tp_tcp_drops(why, sizeof(why))) {	/* else TCP drops are not counted */
+		if (tcp_drops) {	/* else TCP drops are not counted */
 			p[(*n)++] = skel->progs.tp_consume_skb;
 			p[(*n)++] = skel->progs.tp_kfree_skb;
 		}
@@ -212,7 +210,11 @@ static int bl_bpf_open(struct bl_bpf *b, enum attach_mode mode, char *err_msg, s
 	}
 	b->skel->rodata->listen_overflow_reason = b->reason > 0 ? b->reason : 0;
 	b->skel->rodata->self_tgid = getpid();
-	bl_mode_programs(b->skel, mode, b->v6, progs, &n);
+	/* asked once: bpf_has_cmpxchg() loads a probe program */
+	b->tcp_drops_why[0] = 0;
+	b->tcp_drops = mode != ATTACH_TRACEPOINT ||
+		       bl_tp_tcp_drops(b->tcp_drops_why, sizeof(b->tcp_drops_why));
+	bl_mode_programs(b->skel, mode, b->v6, b->tcp_drops, progs, &n);
 	for (i = 0; i < n; i++)
 		bpf_program__set_autoload(progs[i], true);
 	if (b->unix_diag)	/* before 5.17 iter/unix has no target: it would not load */
@@ -253,9 +255,6 @@ static int bl_bpf_open(struct bl_bpf *b, enum attach_mode mode, char *err_msg, s
 		goto fail;
 	}
 	b->mode = mode;
-	b->tcp_drops_why[0] = 0;
-	b->tcp_drops = mode != ATTACH_TRACEPOINT ||
-		       bl_tp_tcp_drops(b->tcp_drops_why, sizeof(b->tcp_drops_why));
 	b->unix_depth = mode != ATTACH_TRACEPOINT || btf_has_tracepoint("sk_data_ready");
 	return 0;
 fail:

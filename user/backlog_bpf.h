@@ -45,12 +45,12 @@ struct bl_bpf {
 int bl_bpf_setup(struct bl_bpf *b, enum attach_mode want);
 void bl_bpf_close(struct bl_bpf *b);
 /* The programs of one mode, by skeleton field, into p[] (room for BL_MAX_PROGS); *n of them.
- * v6: also tcp_v6_syn_recv_sock's. */
+ * v6: also tcp_v6_syn_recv_sock's; tcp_drops: tracepoint mode's TCP drop programs too. */
 struct bpf_program;
 /* Tracepoint mode can count TCP listen drops here (tp_consume_skb and tp_kfree_skb load:
  * BPF compare-and-exchange, kfree_skb's drop reason); false with why. */
 bool bl_tp_tcp_drops(char *why, size_t len);
-void bl_mode_programs(struct backlog_bpf *skel, enum attach_mode mode, bool v6,
+void bl_mode_programs(struct backlog_bpf *skel, enum attach_mode mode, bool v6, bool tcp_drops,
 		      struct bpf_program **p, int *n);
 
 #endif

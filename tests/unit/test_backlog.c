@@ -397,7 +397,8 @@ TEST(backlog_mode_programs)
 	struct backlog_bpf *skel = backlog_bpf__open();
 	struct bpf_program *p[BL_MAX_PROGS];
 	char why[160];
-	int tp_extra = btf_has_tracepoint("sk_data_ready") - 2 * !bl_tp_tcp_drops(why, sizeof(why));
+	bool drops = bl_tp_tcp_drops(why, sizeof(why));
+	int tp_extra = btf_has_tracepoint("sk_data_ready") - 2 * !drops;
 	size_t m;
 	int i, n;
 
@@ -405,9 +406,9 @@ TEST(backlog_mode_programs)
 	for (m = 0; m < ARRAY_SIZE(modes); m++) {
 		int extra = modes[m].mode == ATTACH_TRACEPOINT ? tp_extra : 0, also = 0;
 
-		bl_mode_programs(skel, modes[m].mode, false, p, &n);
+		bl_mode_programs(skel, modes[m].mode, false, drops, p, &n);
 		CHECK_INT(n, modes[m].n + extra);
-		bl_mode_programs(skel, modes[m].mode, true, p, &n);
+		bl_mode_programs(skel, modes[m].mode, true, drops, p, &n);
 		CHECK_INT(n, modes[m].n_v6 + extra);
 		for (i = 0; i < n; i++) {
 			const char *sec;
