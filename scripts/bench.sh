@@ -11,7 +11,9 @@
 # sections share scripts/bench/benchlib.py (servers, machine facts; not executable: no section).
 # Environment passed to sections: REPO, UDSPROBE, BENCH_PINGPONG, PYTHON; BENCH_QUICK=1 for a
 # short smoke run (numbers not meant to be committed). Sections in NAMED_ONLY (an hour long)
-# run only when named: `scripts/bench.sh trace-soak` (SOAK_DURATION, default 3600 s).
+# run only when named: `scripts/bench.sh trace-soak` (SOAK_DURATION, default 3600 s). A section
+# whose script exits non-zero fails the run; what it printed (a failed verdict) is kept in the
+# file, and only a script that printed nothing leaves the section's old text.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -66,11 +68,19 @@ failed=0
 for s in "${sections[@]}"; do
 	if [[ " ${run[*]} " == *" $s "* ]]; then
 		echo "bench: $s ($(script_of "$s"))" >&2
-		if "$(script_of "$s")" >"$tmp/$s.md"; then
+		rc=0
+		"$(script_of "$s")" >"$tmp/$s.md" || rc=$?
+		[ "$rc" -eq 0 ] && continue
+		failed=1
+		# a section that measured and failed its own check (its verdict) is the result:
+		# kept, never replaced by an older pass; one that wrote nothing keeps its old text
+		if [ -s "$tmp/$s.md" ]; then
+			echo "bench: section $s FAILED (exit $rc); its output kept" >&2
+			printf '\n_bench.sh: this section'"'"'s script exited %s (its check failed)._\n' \
+				"$rc" >>"$tmp/$s.md"
 			continue
 		fi
-		echo "bench: section $s FAILED; keeping its previous text" >&2
-		failed=1
+		echo "bench: section $s FAILED (exit $rc) without output; keeping its previous text" >&2
 	fi
 	existing "$s" >"$tmp/$s.md"
 	if [ ! -s "$tmp/$s.md" ]; then
