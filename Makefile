@@ -48,6 +48,7 @@ LIB_OBJS := $(filter-out $(OUTPUT)/user/udsprobe.o,$(USER_OBJS))
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_BIN := $(OUTPUT)/unit_tests
 BENCH_BIN := $(OUTPUT)/bench_pingpong
+FLOOR_BIN := $(OUTPUT)/hooks_floor
 
 ifeq ($(V),1)
 	Q =
@@ -99,6 +100,11 @@ $(BENCH_BIN): scripts/bench_pingpong.c | $(OUTPUT)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $< -o $@
 
+# The bench's floor: empty programs on --trace's hooks, chosen by udsprobe's own code.
+$(FLOOR_BIN): scripts/hooks_floor.c $(LIB_OBJS) $(SKELS) | $(OUTPUT)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $< $(LIB_OBJS) $(LIBS) -o $@
+
 test-unit: $(UNIT_BIN)
 	$(Q)$(UNIT_BIN)
 
@@ -112,13 +118,13 @@ test-vm: udsprobe
 test: udsprobe $(UNIT_BIN)
 	$(Q)tests/run.sh all
 
-bench: udsprobe $(BENCH_BIN)
+bench: udsprobe $(BENCH_BIN) $(FLOOR_BIN)
 	$(Q)scripts/bench.sh
 
 clean:
 	$(call msg,CLEAN,)
 	$(Q)rm -rf $(OUTPUT)/*.o $(OUTPUT)/*.d $(OUTPUT)/*.skel.h $(OUTPUT)/user $(OUTPUT)/tests \
-		$(UNIT_BIN) $(BENCH_BIN) udsprobe udsprobe-static
+		$(UNIT_BIN) $(BENCH_BIN) $(FLOOR_BIN) udsprobe udsprobe-static
 
 .DELETE_ON_ERROR:
 .SECONDARY:

@@ -149,27 +149,38 @@ struct mode_try {
 	struct flows_bpf *skel;	/* loaded and attached when the probe accepted the mode */
 };
 
-/* attach_choose's probe: open, configure, load and attach mode's programs. */
-static int mode_try(enum attach_mode mode, void *ctx, char *why, size_t len)
+int trace_bpf_select(struct flows_bpf *skel, const struct trace_opts *o, enum attach_mode mode,
+		     char *why, size_t len)
 {
 	struct bpf_program *progs[FL_MAX_MODE_PROGS];
-	struct mode_try *t = ctx;
 	int n, i, err;
 
 	err = mode_usable(mode, why, len);
 	if (err)
 		return err;
+	configure(skel, o);
+	n = mode_programs(skel, mode, progs);
+	n += poll_exit_programs(skel, progs + n);
+	for (i = 0; i < n; i++)
+		bpf_program__set_autoload(progs[i], true);
+	return 0;
+}
+
+/* attach_choose's probe: open, configure, load and attach mode's programs. */
+static int mode_try(enum attach_mode mode, void *ctx, char *why, size_t len)
+{
+	struct mode_try *t = ctx;
+	int err;
+
 	t->skel = flows_bpf__open();
 	if (!t->skel) {
 		err = -errno;
 		snprintf(why, len, "cannot open the BPF object: %s", strerror(-err));
 		return err;
 	}
-	configure(t->skel, t->o);
-	n = mode_programs(t->skel, mode, progs);
-	n += poll_exit_programs(t->skel, progs + n);
-	for (i = 0; i < n; i++)
-		bpf_program__set_autoload(progs[i], true);
+	err = trace_bpf_select(t->skel, t->o, mode, why, len);
+	if (err)
+		goto fail;
 	err = flows_bpf__load(t->skel);
 	if (err) {
 		snprintf(why, len, "cannot load the %s-mode programs: %s (rerun with -vv for the "

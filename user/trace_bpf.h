@@ -2,10 +2,22 @@
 #ifndef UDSPROBE_TRACE_BPF_H
 #define UDSPROBE_TRACE_BPF_H
 
+#include <stddef.h>
+
 #include "attach.h"
 #include "trace.h"
 
 struct flows_bpf;
+
+/*
+ * Configure an opened flows_bpf for o (filters, map sizes) and mark for loading exactly the
+ * programs mode attaches (its send/recv boundaries, the poll-family returns this kernel has
+ * events for, fork/exit where they keep state): what trace_bpf_open loads, and what the
+ * bench's empty-program floor (scripts/hooks_floor.c) mirrors. 0, or -EOPNOTSUPP with the
+ * reason in why when the mode's hooks are not on this kernel.
+ */
+int trace_bpf_select(struct flows_bpf *skel, const struct trace_opts *o, enum attach_mode mode,
+		     char *why, size_t len);
 
 /*
  * Open, configure (o's filters, map sizes), load and attach flows.bpf.c in the

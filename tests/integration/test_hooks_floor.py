@@ -1,0 +1,124 @@
+"""The bench's floor loader (.output/hooks_floor, scripts/hooks_floor.c): it attaches an empty
+program on exactly the hooks `udsprobe --trace` attaches in tracepoint mode (compared link by
+link with a running udsprobe's, filtered and unfiltered), holds them until stdin's EOF or
+SIGTERM, then exits 0 with every program gone; a bad argument exits 2. Host only (tracepoint
+mode, the mode the bench measures)."""
+import collections
+import os
+import re
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import wait_for
+
+REPO = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="loads BPF: needs root")
+
+
+@pytest.fixture(scope="session")
+def floor():
+    """Path of the loader: $HOOKS_FLOOR, else the repo's .output/hooks_floor (built if missing)."""
+    path = Path(os.environ.get("HOOKS_FLOOR", REPO / ".output" / "hooks_floor"))
+    if "HOOKS_FLOOR" not in os.environ and not path.exists():
+        res = subprocess.run(["make", "-C", str(REPO), ".output/hooks_floor"],
+                             capture_output=True, text=True)
+        if res.returncode != 0:
+            pytest.exit(f"cannot build hooks_floor:\n{res.stdout}{res.stderr}", returncode=1)
+    return str(path)
+
+
+def links_of(pid):
+    """{(link_type, tp_name): count} and {prog_tag} of the BPF links process pid holds."""
+    links, tags = collections.Counter(), set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") != "anon_inode:bpf_link":
+                continue
+            info = dict(re.findall(r"^(\w+):\s*(\S+)", Path(f"/proc/{pid}/fdinfo/{fd}").read_text(),
+                                   re.M))
+        except OSError:
+            continue
+        links[info["link_type"], info.get("tp_name")] += 1
+        tags.add(info["prog_tag"])
+    return links, tags
+
+
+def prog_ids(pid):
+    ids = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        m = re.search(r"^prog_id:\s*(\d+)", Path(f"/proc/{pid}/fdinfo/{fd}").read_text(), re.M)
+        if m:
+            ids.add(int(m[1]))
+    return ids
+
+
+def prog_exists(prog_id):
+    return subprocess.run(["bpftool", "prog", "show", "id", str(prog_id)],
+                          capture_output=True).returncode == 0
+
+
+def udsprobe_links(udsprobe, args):
+    tracer = subprocess.Popen([udsprobe, "--trace", "--attach", "tracepoint", *args],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        line = tracer.stderr.readline()
+        assert "tracing" in line, line
+        return links_of(tracer.pid)[0]
+    finally:
+        tracer.send_signal(signal.SIGINT)
+        tracer.communicate(timeout=60)
+
+
+def start_floor(floor, args):
+    p = subprocess.Popen([floor, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    line = p.stdout.readline()
+    m = re.match(r"ready: (\d+) hooks: (.*)$", line)
+    if not m:
+        p.kill()
+        raise AssertionError(f"no ready line: {line!r} {p.communicate()[1]!r}")
+    return p, int(m[1]), m[2].split()
+
+
+@pytest.mark.parametrize("filtered", [False, True], ids=["unfiltered", "filtered"])
+def test_same_hooks_as_udsprobe(udsprobe, floor, filtered):
+    sleeper = subprocess.Popen(["sleep", "120"])
+    try:
+        want = udsprobe_links(udsprobe, ["--pid", str(sleeper.pid)] if filtered else [])
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    p, n, hooks = start_floor(floor, ["--filtered"] if filtered else [])
+    try:
+        got, tags = links_of(p.pid)
+        progs = prog_ids(p.pid)
+    finally:
+        p.stdin.close()
+        assert p.wait(timeout=30) == 0, p.stderr.read()
+    assert got == want
+    assert n == len(hooks) == sum(got.values())
+    # tp_btf/sys_enter and the send/recv boundaries in every case; fork/exit follow the filter
+    assert {"sys_enter", "sock_send_length", "sock_recv_length"} <= {t for _, t in got}
+    assert (("raw_tracepoint", "sched_process_fork") in got) == filtered
+    assert len(tags) == 1, f"not one empty body: {tags}"
+    assert progs and wait_for(lambda: not any(prog_exists(i) for i in progs), timeout=10)
+
+
+def test_sigterm_detaches(floor):
+    p, n, _ = start_floor(floor, [])
+    progs = prog_ids(p.pid)
+    assert len(progs) >= 3
+    p.send_signal(signal.SIGTERM)
+    assert p.wait(timeout=30) == 0, p.stderr.read()
+    assert wait_for(lambda: not any(prog_exists(i) for i in progs), timeout=10)
+
+
+def test_bad_argument(floor):
+    res = subprocess.run([floor, "--pid"], capture_output=True, text=True, timeout=30)
+    assert res.returncode == 2
+    assert res.stderr == "usage: hooks_floor [--filtered]\n"
+    assert res.stdout == ""
