@@ -9,7 +9,7 @@
 # this time keep their current text, so each can be re-measured alone. To add one: drop a script
 # into scripts/bench/ and, to fix its place in the file, add its name to ORDER below. Python
 # sections share scripts/bench/benchlib.py (servers, machine facts; not executable: no section).
-# Environment passed to sections: REPO, UDSPROBE, BENCH_PINGPONG, PYTHON; BENCH_QUICK=1 for a
+# Environment passed to sections: REPO, UDSPROBE, BENCH_PINGPONG, HOOKS_FLOOR, PYTHON; BENCH_QUICK=1 for a
 # short smoke run (numbers not meant to be committed). Sections in NAMED_ONLY (an hour long)
 # run only when named: `scripts/bench.sh trace-soak` (SOAK_DURATION, default 3600 s). A section
 # whose script exits non-zero fails the run; what it printed (a failed verdict) is kept in the
@@ -20,6 +20,7 @@ cd "$(dirname "$0")/.."
 export REPO=$PWD
 export UDSPROBE=${UDSPROBE:-$REPO/udsprobe}
 export BENCH_PINGPONG=${BENCH_PINGPONG:-$REPO/.output/bench_pingpong}
+export HOOKS_FLOOR=${HOOKS_FLOOR:-$REPO/.output/hooks_floor}
 export PYTHON=${PYTHON:-/usr/bin/python3}
 OUT=${BENCH_OUT:-docs/BENCHMARKS.md}
 ORDER=(fidelity accuracy tracing-overhead trace-overhead trace-soak backlog-overhead backlog-storm)

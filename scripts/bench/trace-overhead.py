@@ -6,12 +6,15 @@ stderr.
 Loads: redis-server driven by redis-benchmark -t set,get over its unix socket and over
 127.0.0.1 at -c 1 and -c 50; wrk -> nginx (1 worker) -> php-fpm (4 workers) with php-fpm on a
 unix socket and on TCP. All servers start once, on private sockets and free loopback ports, and
-stop at the end. A *block* runs every load once: untraced, under `udsprobe --trace` filtered to
-the servers (--pid of redis-server, --comm php-fpm), or under an unfiltered `udsprobe --trace`
-(one tracer start per block: its start-up takes seconds). Each repetition runs the three blocks
-in a rotating order; ratios are traced/untraced of the same repetition.
-Env: UDSPROBE, BENCH_REPS (default 5), BENCH_QUICK=1 (short smoke run). Needs root, redis-server,
-redis-tools, nginx-light, php-fpm, wrk (scripts/install-deps.sh).
+stop at the end. A *block* runs every load once: untraced, under the hooks alone (hooks_floor
+--filtered: an empty program on every hook a filtered `--trace` attaches in tracepoint mode),
+under `udsprobe --trace` filtered to the servers (--pid of redis-server, --comm php-fpm), or
+under an unfiltered `udsprobe --trace` (one tracer start per block: its start-up takes seconds).
+Each repetition runs the four blocks in a rotating order; ratios are traced/untraced of the same
+repetition.
+Env: UDSPROBE, HOOKS_FLOOR (default .output/hooks_floor), BENCH_REPS (default 5), BENCH_QUICK=1
+(short smoke run). Needs root, redis-server, redis-tools, nginx-light, php-fpm, wrk
+(scripts/install-deps.sh).
 """
 import datetime
 import json
@@ -38,6 +41,7 @@ WRK_SECS = 1 if QUICK else 2
 WRK_CONNS = 50
 FPM_COMM = os.path.basename(PHP_FPM)[:15]
 TARGET = 0.10   # issue 11: at most 10 % fewer requests/s in tracepoint mode at -c 50
+HOOKS_FLOOR = os.environ.get("HOOKS_FLOOR", str(REPO / ".output" / "hooks_floor"))
 
 
 class Tracer:
@@ -65,6 +69,29 @@ class Tracer:
         if self.p.returncode != 0:
             raise RuntimeError(f"udsprobe --trace exit {self.p.returncode}: {err}")
         return json.loads(self.json.read_text())
+
+
+class Floor:
+    """hooks_floor --filtered holding empty programs on --trace's hooks until stop()."""
+
+    def __init__(self):
+        t0 = time.monotonic()
+        self.p = subprocess.Popen([HOOKS_FLOOR, "--filtered"], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if not select.select([self.p.stdout], [], [], 60)[0]:
+            self.p.kill()
+            raise RuntimeError("hooks_floor did not attach within 60 s")
+        line = self.p.stdout.readline()
+        if not line.startswith("ready: "):
+            raise RuntimeError(f"hooks_floor exited {self.p.wait()}: {self.p.stderr.read()}")
+        self.hooks = line.split(":", 2)[2].split()
+        self.startup = time.monotonic() - t0
+
+    def stop(self):
+        self.p.stdin.close()
+        if self.p.wait(timeout=60) != 0:
+            raise RuntimeError(f"hooks_floor exit {self.p.returncode}: {self.p.stderr.read()}")
+        return None
 
 
 def redis_bench(redis, transport, clients):
@@ -128,12 +155,16 @@ def sanity_counts(redis, doc, calls):
 
 
 def block(arm, filt, d, redis, todo, rps, cpu, sample):
-    """Every load once, untraced (arm 'off') or under one udsprobe --trace; returns the trace
-    document (None untraced) and the commandstats calls of the redis runs per transport."""
+    """Every load once, untraced (arm 'off'), under the empty programs ('hooks') or under one
+    udsprobe --trace; returns the trace document (None untraced or hooks only) and the
+    commandstats calls of the redis runs per transport."""
     sample["load"].append(load1())
     sample["others"].append(bpf_progs_held())
     tr = None
-    if arm != "off":
+    if arm == "hooks":
+        tr = Floor()
+        sample["hooks"] = tr.hooks
+    elif arm != "off":
         tr = Tracer(filt if arm == "filtered" else [], d)
         sample["startup"].append(tr.startup)
     calls = {"unix": {}, "tcp": {}}
@@ -156,7 +187,7 @@ def block(arm, filt, d, redis, todo, rps, cpu, sample):
 
 
 def measure(sample):
-    """REPS repetitions of the three blocks (untraced, filtered, unfiltered) in a rotating
+    """REPS repetitions of the four blocks (untraced, hooks only, filtered, unfiltered) in a rotating
     order; per load the requests/s of each block and the traced/untraced ratios per repetition"""
     d = Path(tempfile.mkdtemp(prefix="udsprobe-bench-trace."))
     os.chmod(d, 0o755)      # nginx and php-fpm workers run as nobody
@@ -174,7 +205,7 @@ def measure(sample):
             stacks[transport].wrk(0, WRK_CONNS, 1)     # warm-up
         todo = loads(redis, stacks)
         filt = ["--pid", str(redis.proc.pid), "--comm", FPM_COMM]
-        arms = ["off", "filtered", "all"]
+        arms = ["off", "hooks", "filtered", "all"]
         rps = {(label, tr): {a: [] for a in arms} for label, tr, _, _ in todo}
         cpu = {k: {a: [] for a in arms} for k in rps}
         for rep in range(REPS):
@@ -201,6 +232,36 @@ def ratio_cell(ratios):
     return f"{statistics.median(ratios):.3f} ({min(ratios):.3f}–{max(ratios):.3f})"
 
 
+def floor_share(ratios, cost):
+    """The part of the filtered run's cost the empty programs already pay (medians of the
+    ratios to untraced; cost(ratio) is the loss or extra it stands for), as a cell."""
+    hooks, filtered = (cost(statistics.median(ratios[a])) for a in ("hooks", "filtered"))
+    return f"{100 * hooks / filtered:.0f} %" if filtered > 0 else "n/a (no loss)"
+
+
+def floor_line(rows):
+    """The floor in two sentences: per -c 50 load and transport, the hooks' share of the
+    filtered run's loss of requests/s, and of its extra CPU time per request."""
+    loads = {}
+    for what, tr, _, ratios, _, cpu_ratios in rows:
+        if "-c 50" in what:
+            rps = statistics.median(ratios["hooks"]), statistics.median(ratios["filtered"])
+            loads.setdefault(what, {})[tr] = (floor_share(ratios, lambda r: 1 - r), rps,
+                                              floor_share(cpu_ratios, lambda r: r - 1))
+
+    def part(what):
+        u, t = loads[what]["unix"], loads[what]["tcp"]
+        return (f"{u[0]} (unix) / {t[0]} (tcp) (keeping {u[1][0]:.3f} / {t[1][0]:.3f} of the "
+                f"requests/s with the hooks only, {u[1][1]:.3f} / {t[1][1]:.3f} filtered; of "
+                f"the extra CPU time per request {u[2]} / {t[2]})")
+
+    redis, fpm = "redis-benchmark -c 50", f"wrk -c {WRK_CONNS} → nginx → php-fpm"
+    return (f"**Of the loss at -c 50, the hooks alone account for {part(redis)}; udsprobe's "
+            f"program bodies for the rest.** {fpm}: the hooks alone {part(fpm)}. The hooks' "
+            "share is what no program body can remove in tracepoint mode (docs/TRACE.md, "
+            "\"Overhead\"); the rest is what udsprobe's code still could.")
+
+
 def report(rows, sanity, sample, t0, t1):
     git = subprocess.run(["git", "-C", str(REPO), "describe", "--always", "--dirty"],
                          capture_output=True, text=True).stdout.strip()
@@ -214,7 +275,12 @@ def report(rows, sanity, sample, t0, t1):
           f"`--comm {FPM_COMM}` (php-fpm's workers: the nginx ↔ php-fpm messages; the wrk → nginx "
           "ones are not counted); *unfiltered*: "
           "no filter, every local AF_UNIX stream and loopback TCP message on the host (the "
-          "machine's other work included).\n")
+          "machine's other work included); *hooks only*: no udsprobe, an empty program on "
+          "every hook a filtered `--trace` attaches in tracepoint mode (`.output/hooks_floor "
+          "--filtered`, bpf/hooks_floor.bpf.c; the set derived from udsprobe's own choice): "
+          "the floor no program body can go below, since attaching a syscall tracepoint "
+          "alone sends every syscall on the host through the kernel's syscall-tracing slow "
+          "path (docs/TRACE.md, \"Overhead\").\n")
     print(f"- date: {t0:%Y-%m-%d %H:%M}–{t1:%H:%M} UTC ({(t1 - t0).total_seconds():.0f} s); kernel {platform.release()}; "
           f"CPU {cpu_name()}, {os.cpu_count()} CPUs; udsprobe git {git}; attach mode "
           f"{sample.get('mode', '?')}")
@@ -226,38 +292,44 @@ def report(rows, sanity, sample, t0, t1):
     print(f"- other processes' BPF programs (e.g. another `udsprobe --compare` tracing the "
           f"host, which slows untraced runs too) were loaded at the start of {len(busy)} of "
           f"{len(sample['others'])} blocks" + (f", up to {max(busy)} programs" if busy else ""))
-    print(f"- {REPS} repetitions, each running all loads untraced, filtered and unfiltered (one "
-          "tracer start per block of loads, started before and stopped after it), in a rotating "
-          "order; "
+    print(f"- {REPS} repetitions, each running all loads untraced, under the hooks only, filtered "
+          "and unfiltered (one tracer or hooks_floor start per block of loads, started before "
+          "and stopped after it), in a rotating order; "
           f"redis-benchmark `-t set,get -q --csv`, -n {REDIS_N[1]:,} at -c 1 and "
           f"{REDIS_N[50]:,} at -c 50 (set+get requests/s = 2n over the time of both tests); "
           f"wrk -t2 -c{WRK_CONNS} -d{WRK_SECS}s on a 4-worker php-fpm pool (listen.backlog 511, "
           "a PHP script that only echoes)")
     print(f"- udsprobe's start-up (exec to \"tracing\", outside the measured load) "
           f"{fmt(sample['startup'], '.2f')} s")
+    print(f"- hooks only: {len(sample.get('hooks', []))} hooks: "
+          f"{', '.join(sample.get('hooks', [])) or '?'}")
     print("- regenerate: `scripts/bench.sh trace-overhead` (`make bench` runs every section)\n")
-    print("| load | transport | req/s untraced | req/s --trace filtered | filtered/untraced | "
+    print("| load | transport | req/s untraced | req/s hooks only | hooks/untraced | "
+          "req/s --trace filtered | filtered/untraced | "
           "req/s --trace unfiltered | unfiltered/untraced | filtered within 10 % |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for what, transport, rps, ratios, _, _ in rows:
         ok = statistics.median(ratios["filtered"]) >= 1 - TARGET
         within = ("yes" if ok else "**no**") if "-c 50" in what else "(no target)"
-        print(f"| {what} | {transport} | {fmt(rps['off'])} | {fmt(rps['filtered'])} | "
+        print(f"| {what} | {transport} | {fmt(rps['off'])} | {fmt(rps['hooks'])} | "
+              f"{ratio_cell(ratios['hooks'])} | {fmt(rps['filtered'])} | "
               f"{ratio_cell(ratios['filtered'])} | {fmt(rps['all'])} | "
               f"{ratio_cell(ratios['all'])} | {within} |")
     print("\nMedian (min–max) over the repetitions; a ratio is traced/untraced of one "
           "repetition, then the median taken. The spread of the untraced column is this "
           "machine's noise floor.\n")
+    print(floor_line(rows) + "\n")
     print("CPU time per request, less sensitive to the other work on the machine than "
           "requests/s: user+sys µs of the servers' processes (/proc) plus the load generator "
           "(rusage) over the run, divided by its requests. The BPF programs run in the "
           "traced tasks and count there; on a CPU-bound server, throughput falls by about "
           "1 − 1/ratio.\n")
-    print("| load | transport | µs/request untraced | filtered | filtered/untraced | "
-          "unfiltered | unfiltered/untraced |")
-    print("|---|---|---|---|---|---|---|")
+    print("| load | transport | µs/request untraced | hooks only | hooks/untraced | filtered | "
+          "filtered/untraced | unfiltered | unfiltered/untraced |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for what, transport, _, _, cpu, ratios in rows:
-        print(f"| {what} | {transport} | {fmt(cpu['off'], '.1f')} | {fmt(cpu['filtered'], '.1f')} | "
+        print(f"| {what} | {transport} | {fmt(cpu['off'], '.1f')} | {fmt(cpu['hooks'], '.1f')} | "
+              f"{ratio_cell(ratios['hooks'])} | {fmt(cpu['filtered'], '.1f')} | "
               f"{ratio_cell(ratios['filtered'])} | {fmt(cpu['all'], '.1f')} | "
               f"{ratio_cell(ratios['all'])} |")
     print()
@@ -281,6 +353,9 @@ def report(rows, sanity, sample, t0, t1):
 
 
 def main():
+    if not os.access(HOOKS_FLOOR, os.X_OK):
+        raise SystemExit(f"trace-overhead: no {HOOKS_FLOOR}: build it with `make bench` "
+                         "(or make .output/hooks_floor)")
     t0 = datetime.datetime.now(datetime.timezone.utc)
     sample = {"load": [], "startup": [], "others": []}
     rows, sanity = measure(sample)
