@@ -77,6 +77,7 @@
 #endif
 
 #define SOCK_STREAM	1
+#define E2BIG		7
 #define MSG_PEEK	2
 #define TCP_CLOSE	7
 #define TCP_LISTEN	10
@@ -109,6 +110,7 @@ const volatile __u32 task_storage;
 __u64 misses[8];		/* enum fl_miss */
 __u64 outliers_dropped;		/* the ring buffer was full */
 __u64 dirs_made, dirs_deleted;	/* direction states (the LRU evicted the rest) */
+__u64 names_lost;		/* unix endpoint names the full uaddrs map had no room for */
 __u64 procs_exited;		/* followed processes whose last thread exited */
 __u64 procs_unfollowed;	/* children of followed processes the full tgids map left out */
 
@@ -201,9 +203,10 @@ struct {
 	__type(value, struct fl_stats);
 } flows SEC(".maps");
 
+/* Unix endpoint names by id (name_hash); user space moves them out as it goes. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1024);
+	__uint(max_entries, 1024);	/* set from user space */
 	__type(key, __u64);
 	__type(value, struct fl_uaddr);
 } uaddrs SEC(".maps");
@@ -498,8 +501,10 @@ static __always_inline void endpoint_of(struct sock *sk, const struct dir_key *k
 		BPF_CORE_READ_INTO(&ua.path, a, name[0].sun_path);
 		id = name_hash(&ua);
 		d->ep_id = id;
-		if (ua.len)
-			bpf_map_update_elem(&uaddrs, &id, &ua, BPF_NOEXIST);
+		/* user space moves the names out every few seconds; a name it could not keep
+		 * up with is counted (its flows are reported as "unix:unnamed") */
+		if (ua.len && bpf_map_update_elem(&uaddrs, &id, &ua, BPF_NOEXIST) == -E2BIG)
+			__sync_fetch_and_add(&names_lost, 1);
 		return;
 	}
 	{

@@ -331,10 +331,17 @@ out:
 
 void trace_run_free(struct trace_run *run)
 {
+	int i;
+
+	for (i = 0; i < run->n_flows; i++)
+		trace_flow_free(&run->flows[i]);
 	free(run->flows);
 	run->flows = NULL;
 	run->n_flows = run->flows_cap = 0;
 	free(run->outliers);
 	run->outliers = NULL;
 	run->n_outliers = 0;
+	free(run->names);
+	run->names = NULL;
+	run->n_names = run->names_cap = 0;
 }

@@ -11,7 +11,8 @@
 #include "flows.h"
 
 #define TR_MAX_PIDS	16	/* pids kept per flow end */
-#define TR_MAX_FLOWS	4096	/* flows kept (15 KiB each); more: counted in flow_map_full */
+#define TR_MAX_FLOWS	4096	/* flows kept; more: counted in flow_map_full */
+#define TR_MAX_NAMES	65536	/* unix endpoint names kept (~120 B each) */
 
 /* Options of --trace (its own ones; --pid/--port/--unix come from --backlog's parser). */
 extern const struct argp trace_argp;
@@ -47,6 +48,19 @@ struct flow_stage {
 	uint64_t p50_ns, p99_ns;
 };
 
+/* A histogram of FL_NBUCKETS buckets kept sparse: a flow fills a few dozen of them, and a
+ * long run keeps up to TR_MAX_FLOWS flows of six histograms each. */
+struct sparse_hist {
+	uint16_t *bucket;	/* ascending */
+	uint64_t *count;
+	int n, cap;
+};
+
+struct ep_name {
+	uint64_t id;		/* name_hash of flows.bpf.c, fl_key.ep_id */
+	struct fl_uaddr ua;
+};
+
 struct flow {
 	int transport;		/* enum fl_transport */
 	char endpoint[160];
@@ -58,7 +72,7 @@ struct flow {
 	struct flow_stage stages[FS__COUNT];
 	/* merged histograms while aggregating */
 	uint64_t lat_sum, st_sum[FS__COUNT], st_cnt[FS__COUNT];
-	uint64_t lat_hist[FL_NBUCKETS], st_hist[FS__COUNT][FL_NBUCKETS];
+	struct sparse_hist lat_hist, st_hist[FS__COUNT];
 };
 
 /* --slower-than: one message slower than the threshold, with its stage timeline. */
@@ -84,6 +98,9 @@ struct trace_run {
 	uint64_t misses[FM__COUNT];
 	uint64_t dirs_evicted;	/* direction states the LRU evicted (closed connections', mostly) */
 	uint64_t flows_not_kept;	/* messages of flows beyond TR_MAX_FLOWS */
+	struct ep_name *names;	/* unix endpoint names moved out of the uaddrs map, by id */
+	int n_names, names_cap;
+	uint64_t names_lost;	/* names neither the map nor names had room for */
 	uint64_t procs_exited;		/* followed processes that exited (--pid, -- COMMAND) */
 	uint64_t procs_unfollowed;	/* their children not followed: the process map was full */
 	const char *attach_mode;
@@ -108,6 +125,13 @@ uint64_t fl_hist_quantile(const uint64_t *hist, int n, double q);
 /* Trace until --duration, Ctrl-C or the command's exit; fills run (trace_run_free). */
 int trace_run(const struct trace_opts *o, struct trace_run *run);
 void trace_run_free(struct trace_run *run);
+/* What one flow holds (its histograms). */
+void trace_flow_free(struct flow *f);
+/* Add a kernel histogram (dense, FL_NBUCKETS buckets) into a kept one; -ENOMEM (h then holds
+ * the buckets below the one that failed). */
+int trace_hist_merge(struct sparse_hist *h, const __u32 *dense);
+/* The value at quantile q of a kept histogram: fl_hist_quantile of it made dense. */
+uint64_t trace_hist_quantile(const struct sparse_hist *h, double q);
 /* --comm values and the command given with --trace (the options of trace_argp). */
 int trace_comms(const char **out, int max);
 char **trace_command(void);

@@ -134,6 +134,7 @@ static void configure(struct flows_bpf *skel, const struct trace_opts *o)
 	bpf_map__set_max_entries(skel->maps.dirs, 16384);
 	bpf_map__set_max_entries(skel->maps.flows, 4096);
 	bpf_map__set_max_entries(skel->maps.tgids, 16384);
+	bpf_map__set_max_entries(skel->maps.uaddrs, 4096);
 	/* children followed, exited processes and threads dropped: only where that state is kept */
 	bpf_program__set_autoload(skel->progs.tp_sched_process_fork, skel->rodata->filter_procs);
 	bpf_program__set_autoload(skel->progs.tp_sched_process_exit,

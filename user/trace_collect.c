@@ -74,11 +74,88 @@ uint64_t fl_hist_quantile(const uint64_t *hist, int n, double q)
 	return fl_bucket_value(n - 1);
 }
 
-void trace_endpoint_name(struct flows_bpf *skel, const struct fl_key *k, char *out, size_t len)
+/* The kept name of unix endpoint id, else NULL; *at: where it would go (sorted by id). */
+static struct ep_name *name_find(const struct trace_run *run, uint64_t id, int *at)
+{
+	int lo = 0, hi = run->n_names;
+
+	while (lo < hi) {
+		int mid = (lo + hi) / 2;
+
+		if (run->names[mid].id == id)
+			return &run->names[mid];
+		if (run->names[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*at = lo;
+	return NULL;
+}
+
+/* Keep a name; false when there is no room (TR_MAX_NAMES, or no memory). */
+static bool name_keep(struct trace_run *run, uint64_t id, const struct fl_uaddr *ua)
+{
+	int at;
+
+	if (name_find(run, id, &at))
+		return true;
+	if (run->n_names == TR_MAX_NAMES)
+		return false;
+	if (run->n_names == run->names_cap) {
+		int ncap = run->names_cap ? run->names_cap * 2 : 64;
+		struct ep_name *n = realloc(run->names, ncap * sizeof(*n));
+
+		if (!n)
+			return false;
+		run->names = n;
+		run->names_cap = ncap;
+	}
+	memmove(&run->names[at + 1], &run->names[at], (run->n_names - at) * sizeof(*run->names));
+	run->names[at].id = id;
+	run->names[at].ua = *ua;
+	run->n_names++;
+	return true;
+}
+
+/*
+ * Move the unix endpoint names out of the uaddrs map into run: the map only needs room for
+ * the names made between two harvests, however many endpoints a long run sees. Keys are
+ * listed first (a walk from a deleted key starts over); a name run has no room for stays.
+ */
+static void names_take(struct flows_bpf *skel, struct trace_run *run)
+{
+	uint64_t keys[256], *prev = NULL;
+	struct fl_uaddr ua;
+	int n, i;
+
+	do {
+		n = 0;
+		prev = NULL;
+		while (n < (int)ARRAY_SIZE(keys) &&
+		       !bpf_map__get_next_key(skel->maps.uaddrs, prev, &keys[n], sizeof(keys[n]))) {
+			prev = &keys[n];
+			n++;
+		}
+		for (i = 0; i < n; i++) {
+			if (bpf_map__lookup_elem(skel->maps.uaddrs, &keys[i], sizeof(keys[i]), &ua,
+						 sizeof(ua), 0))
+				continue;
+			if (!name_keep(run, keys[i], &ua))
+				return;
+			bpf_map__delete_elem(skel->maps.uaddrs, &keys[i], sizeof(keys[i]), 0);
+		}
+	} while (n == (int)ARRAY_SIZE(keys));
+}
+
+void trace_endpoint_name(struct flows_bpf *skel, struct trace_run *run, const struct fl_key *k,
+			 char *out, size_t len)
 {
 	char ip[INET6_ADDRSTRLEN];
+	struct ep_name *kept;
 	struct fl_uaddr ua;
 	uint32_t n;
+	int at;
 
 	if (k->transport == FL_TCP) {
 		inet_ntop(k->v6 ? AF_INET6 : AF_INET, k->addr, ip, sizeof(ip));
@@ -89,8 +166,13 @@ void trace_endpoint_name(struct flows_bpf *skel, const struct fl_key *k, char *o
 		snprintf(out, len, "socketpair");
 		return;
 	}
-	if (bpf_map__lookup_elem(skel->maps.uaddrs, &k->ep_id, sizeof(k->ep_id), &ua,
-				 sizeof(ua), 0) || !ua.len) {
+	kept = name_find(run, k->ep_id, &at);
+	if (kept)
+		ua = kept->ua;
+	else if (bpf_map__lookup_elem(skel->maps.uaddrs, &k->ep_id, sizeof(k->ep_id), &ua,
+				      sizeof(ua), 0))
+		ua.len = 0;
+	if (!ua.len) {
 		snprintf(out, len, "unix:unnamed");
 		return;
 	}
@@ -159,22 +241,79 @@ static struct flow *flow_for(struct trace_run *run, const struct fl_key *k, cons
 	return f;
 }
 
-static void add_stats(struct flow *f, const struct fl_stats *s)
+int trace_hist_merge(struct sparse_hist *h, const __u32 *dense)
 {
-	int st, b;
+	int b, i;
+
+	for (b = 0, i = 0; b < FL_NBUCKETS; b++) {
+		if (!dense[b])
+			continue;
+		while (i < h->n && h->bucket[i] < b)
+			i++;
+		if (i < h->n && h->bucket[i] == b) {
+			h->count[i] += dense[b];
+			continue;
+		}
+		if (h->n == h->cap) {
+			int ncap = h->cap ? h->cap * 2 : 8;
+			uint16_t *nb = realloc(h->bucket, ncap * sizeof(*nb));
+			uint64_t *nc;
+
+			if (!nb)
+				return -ENOMEM;
+			h->bucket = nb;
+			nc = realloc(h->count, ncap * sizeof(*nc));
+			if (!nc)
+				return -ENOMEM;
+			h->count = nc;
+			h->cap = ncap;
+		}
+		memmove(&h->bucket[i + 1], &h->bucket[i], (h->n - i) * sizeof(*h->bucket));
+		memmove(&h->count[i + 1], &h->count[i], (h->n - i) * sizeof(*h->count));
+		h->bucket[i] = b;
+		h->count[i] = dense[b];
+		h->n++;
+	}
+	return 0;
+}
+
+uint64_t trace_hist_quantile(const struct sparse_hist *h, double q)
+{
+	uint64_t dense[FL_NBUCKETS] = { 0 };
+	int i;
+
+	for (i = 0; i < h->n; i++)
+		dense[h->bucket[i]] = h->count[i];
+	return fl_hist_quantile(dense, FL_NBUCKETS, q);
+}
+
+void trace_flow_free(struct flow *f)
+{
+	int st;
+
+	free(f->lat_hist.bucket);
+	free(f->lat_hist.count);
+	for (st = 0; st < FS__COUNT; st++) {
+		free(f->st_hist[st].bucket);
+		free(f->st_hist[st].count);
+	}
+}
+
+static int add_stats(struct flow *f, const struct fl_stats *s)
+{
+	int st, err;
 
 	f->messages += s->msgs;
 	f->bytes += s->bytes;
 	f->misses += s->misses;
 	f->lat_sum += s->lat_sum;
-	for (b = 0; b < FL_NBUCKETS; b++)
-		f->lat_hist[b] += s->lat_hist[b];
+	err = trace_hist_merge(&f->lat_hist, s->lat_hist);
 	for (st = 0; st < FS__COUNT; st++) {
 		f->st_sum[st] += s->st_sum[st];
 		f->st_cnt[st] += s->st_cnt[st];
-		for (b = 0; b < FL_NBUCKETS; b++)
-			f->st_hist[st][b] += s->st_hist[st][b];
+		err = err ?: trace_hist_merge(&f->st_hist[st], s->st_hist[st]);
 	}
+	return err;
 }
 
 static void finish(struct flow *f)
@@ -183,17 +322,17 @@ static void finish(struct flow *f)
 	int st;
 
 	f->mean = f->messages ? (double)f->lat_sum / f->messages : 0;
-	f->p50 = fl_hist_quantile(f->lat_hist, FL_NBUCKETS, 0.50);
-	f->p90 = fl_hist_quantile(f->lat_hist, FL_NBUCKETS, 0.90);
-	f->p99 = fl_hist_quantile(f->lat_hist, FL_NBUCKETS, 0.99);
+	f->p50 = trace_hist_quantile(&f->lat_hist, 0.50);
+	f->p90 = trace_hist_quantile(&f->lat_hist, 0.90);
+	f->p99 = trace_hist_quantile(&f->lat_hist, 0.99);
 	for (st = 0; st < FS__COUNT; st++) {
 		struct flow_stage *g = &f->stages[st];
 
 		g->name = fl_stage_names[st];
 		g->count = f->st_cnt[st];
 		g->ns_per_msg = f->messages ? (double)f->st_sum[st] / f->messages : 0;
-		g->p50_ns = fl_hist_quantile(f->st_hist[st], FL_NBUCKETS, 0.50);
-		g->p99_ns = fl_hist_quantile(f->st_hist[st], FL_NBUCKETS, 0.99);
+		g->p50_ns = trace_hist_quantile(&f->st_hist[st], 0.50);
+		g->p99_ns = trace_hist_quantile(&f->st_hist[st], 0.99);
 		sum += g->ns_per_msg;
 	}
 	f->coverage = f->mean > 0 ? sum / f->mean : 0;
@@ -222,7 +361,7 @@ static int merge_one(struct flows_bpf *skel, const struct trace_opts *o, struct 
 	char ep[160];
 	int c;
 
-	trace_endpoint_name(skel, key, ep, sizeof(ep));
+	trace_endpoint_name(skel, run, key, ep, sizeof(ep));
 	if (!trace_endpoint_selected(o, key, ep))
 		return 0;
 	f = flow_for(run, key, ep);
@@ -236,7 +375,8 @@ static int merge_one(struct flows_bpf *skel, const struct trace_opts *o, struct 
 	add_pid(&f->sender, key->s_tgid);
 	add_pid(&f->receiver, key->r_tgid);
 	for (c = 0; c < ncpu; c++)
-		add_stats(f, &vals[c]);
+		if (add_stats(f, &vals[c]))
+			return -ENOMEM;
 	return 0;
 }
 
@@ -312,12 +452,16 @@ static uint64_t dirs_evicted(struct flows_bpf *skel)
 
 int trace_harvest(struct flows_bpf *skel, const struct trace_opts *o, struct trace_run *run)
 {
+	names_take(skel, run);
 	return merge_flows(skel, o, run, true);
 }
 
 int trace_collect(struct flows_bpf *skel, const struct trace_opts *o, struct trace_run *run)
 {
-	int i, err = merge_flows(skel, o, run, false);
+	int i, err;
+
+	names_take(skel, run);
+	err = merge_flows(skel, o, run, false);
 
 	for (i = 0; i < run->n_flows; i++)
 		finish(&run->flows[i]);
@@ -327,6 +471,7 @@ int trace_collect(struct flows_bpf *skel, const struct trace_opts *o, struct tra
 		run->misses[i] = skel->bss->misses[i];
 	run->misses[FM_FLOW_FULL] += run->flows_not_kept;
 	run->dirs_evicted = dirs_evicted(skel);
+	run->names_lost = skel->bss->names_lost;
 	run->procs_exited = skel->bss->procs_exited;
 	run->procs_unfollowed = skel->bss->procs_unfollowed;
 	return err;

@@ -16,8 +16,9 @@ int trace_collect(struct flows_bpf *skel, const struct trace_opts *o, struct tra
  * from the flow map into run (a long run's new processes would fill the map). */
 int trace_harvest(struct flows_bpf *skel, const struct trace_opts *o, struct trace_run *run);
 /* A flow key's endpoint as the reports name it ("/run/x.sock", "@name", "socketpair",
- * "127.0.0.1:6379"), and whether --unix/--port select it. */
-void trace_endpoint_name(struct flows_bpf *skel, const struct fl_key *k, char *out, size_t len);
+ * "127.0.0.1:6379"; unix names from run's, else the map), and whether --unix/--port select it. */
+void trace_endpoint_name(struct flows_bpf *skel, struct trace_run *run, const struct fl_key *k,
+			 char *out, size_t len);
 bool trace_endpoint_selected(const struct trace_opts *o, const struct fl_key *k, const char *ep);
 
 #endif

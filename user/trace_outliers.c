@@ -45,7 +45,7 @@ static int take(void *ctx, void *data, size_t size)
 
 	if (size < sizeof(*r))
 		return 0;
-	trace_endpoint_name(t->skel, &r->key, ep, sizeof(ep));
+	trace_endpoint_name(t->skel, run, &r->key, ep, sizeof(ep));
 	if (!trace_endpoint_selected(t->o, &r->key, ep))
 		return 0;
 	if (run->n_outliers == TR_MAX_OUTLIERS) {

@@ -297,6 +297,9 @@ void trace_report_text(const struct trace_run *run, const struct trace_opts *o, 
 	for (i = 0; i < FM__COUNT; i++)
 		fprintf(f, " %s %llu", fl_miss_names[i], (unsigned long long)run->misses[i]);
 	fprintf(f, "; socket states evicted (LRU) %llu\n", (unsigned long long)run->dirs_evicted);
+	if (run->names_lost)
+		fprintf(f, "%llu unix endpoint names were not kept (the name map was full): their "
+			"flows are under \"unix:unnamed\"\n", (unsigned long long)run->names_lost);
 	if (run->procs_unfollowed)
 		fprintf(f, "%llu processes started by followed ones were not followed (the process "
 			"map of 16384 was full): their messages count only where the other end "
@@ -367,6 +370,7 @@ void trace_json_write(const struct trace_run *run, FILE *f)
 		jw_u64(&w, fl_miss_names[i], run->misses[i]);
 	jw_obj_end(&w);
 	jw_u64(&w, "socket_states_evicted", run->dirs_evicted);
+	jw_u64(&w, "endpoint_names_lost", run->names_lost);
 	jw_u64(&w, "processes_exited", run->procs_exited);
 	jw_u64(&w, "processes_not_followed", run->procs_unfollowed);
 	jw_bool(&w, "interrupted", run->interrupted);

@@ -24,6 +24,7 @@ from test_backlog import needs_stack, start_stack, world_dir, PHP_FPM  # noqa: F
 REPO = Path(__file__).resolve().parents[2]
 ECHO = str(REPO / "tests" / "trace" / "echo_pair.py")
 CHURN = str(REPO / "tests" / "trace" / "churn_pair.py")
+MANY = str(REPO / "tests" / "trace" / "many_endpoints.py")
 STAGES = ["send;call", "wait;epoll", "wait;busy", "recv;blocked", "recv;copy+return"]
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="--trace loads BPF: needs root")
@@ -272,6 +273,37 @@ def test_pid_number_reused_is_not_followed(trace, tmp_path):
     doc = json.loads(out.read_text())
     assert doc["processes_exited"] >= 1 and doc["processes_not_followed"] == 0, doc
     assert not flows_at(doc, str(sock)), "a new process with a followed process's number was traced"
+
+
+def test_endpoint_named_after_many_others(trace, tmp_path):
+    """More unix endpoints than the kernel's name map holds (4096) come and go before the one
+    asked for: user space moves the names out as it goes (every 10 s), so the last endpoint
+    is still named, selected by --unix and counted exactly; no name is lost."""
+    sock, tracer = tmp_path / "last.sock", None
+    out = tmp_path / "names.json"
+    try:
+        tracer = subprocess.Popen(trace + ["--unix", str(sock), "--json", str(out)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = tracer.stderr.readline()
+        assert "tracing" in line, line
+        # two processes of 2100 endpoints, a harvest (10 s) in between: 4200 names in all
+        subprocess.run([sys.executable, MANY, str(tmp_path / "a"), "2100"], check=True, timeout=120)
+        time.sleep(11)
+        subprocess.run([sys.executable, MANY, str(tmp_path / "b"), "2100"], check=True, timeout=120)
+        time.sleep(11)
+        subprocess.run([sys.executable, ECHO, "unix", str(sock), "200", "32"], check=True,
+                       capture_output=True, timeout=120)
+        tracer.send_signal(signal.SIGINT)
+        tracer.communicate(timeout=60)
+        assert tracer.returncode == 0
+    finally:
+        if tracer and tracer.poll() is None:
+            tracer.kill()
+            tracer.wait()
+    doc = json.loads(out.read_text())
+    assert doc["endpoint_names_lost"] == 0, doc
+    f = flows_at(doc, str(sock))
+    assert len(f) == 1 and f[0]["messages"] == 400, doc["flows"]
 
 
 @pytest.mark.parametrize("flt", [["--comm", "no-such-proc"], ["--port", "1"],

@@ -96,6 +96,38 @@ static void text_of(const struct trace_run *run, FILE *f)
 	trace_report_text(run, &o, f);
 }
 
+/* Flows keep their histograms sparse: merging kernel histograms in any order gives the
+ * dense sums' percentiles, buckets ascending, each once. */
+TEST(trace_sparse_histogram_matches_dense)
+{
+	static __u32 a[FL_NBUCKETS], b[FL_NBUCKETS];
+	uint64_t dense[FL_NBUCKETS] = { 0 };
+	struct flow f;
+	double q[] = { 0.01, 0.5, 0.9, 0.99, 1.0 };
+	int i, k;
+
+	memset(&f, 0, sizeof(f));
+	for (i = 0; i < FL_NBUCKETS; i += 7)
+		a[i] = i + 1;
+	for (i = FL_NBUCKETS - 1; i >= 0; i -= 11)
+		b[i] = 3;
+	b[0] = 5;
+	REQUIRE(trace_hist_merge(&f.lat_hist, b) == 0);
+	REQUIRE(trace_hist_merge(&f.lat_hist, a) == 0);
+	REQUIRE(trace_hist_merge(&f.lat_hist, b) == 0);
+	for (i = 0; i < FL_NBUCKETS; i++)
+		dense[i] = a[i] + 2ull * b[i];
+	for (k = 0; k < (int)(sizeof(q) / sizeof(q[0])); k++)
+		CHECK_INT(trace_hist_quantile(&f.lat_hist, q[k]), fl_hist_quantile(dense, FL_NBUCKETS, q[k]));
+	for (i = 1; i < f.lat_hist.n; i++)
+		CHECK(f.lat_hist.bucket[i - 1] < f.lat_hist.bucket[i]);
+	for (i = 0, k = 0; i < FL_NBUCKETS; i++)
+		k += dense[i] != 0;
+	CHECK_INT(f.lat_hist.n, k);
+	CHECK_INT(trace_hist_quantile(&f.st_hist[0], 0.5), 0);	/* empty */
+	trace_flow_free(&f);
+}
+
 TEST(trace_outlier_json_line)
 {
 	struct trace_outlier x = outlier(30, 3005);
