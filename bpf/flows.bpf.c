@@ -758,12 +758,20 @@ static __always_inline void dir_delete(const struct dir_key *k)
 		__sync_fetch_and_add(&dirs_deleted, 1);
 }
 
-/* The inode number of sk's socket (unique while sockets come and go, unlike addresses). */
-static __always_inline __u64 sock_ino(struct sock *sk)
+/* The inode number of sk's socket (unique while sockets come and go, unlike addresses).
+ * Read on every AF_UNIX send: direct, through the socket's file (the same inode), costs
+ * plain loads instead of two probe-read calls; a kernel socket has no file. */
+static __always_inline __u64 sock_ino(struct sock *sk, bool direct)
 {
-	struct socket *so = BPF_CORE_READ(sk, sk_socket);
+	struct socket *so = SK_RD(direct, sk, sk_socket);
+	struct file *f;
 
-	return so ? BPF_CORE_READ((struct socket_alloc *)so, vfs_inode.i_ino) : 0;
+	if (!so)
+		return 0;
+	f = direct ? so->file : NULL;
+	if (f)
+		return f->f_inode->i_ino;
+	return BPF_CORE_READ((struct socket_alloc *)so, vfs_inode.i_ino);
 }
 
 /* Drop a direction state an earlier connection left on reused socket addresses (its
@@ -789,9 +797,9 @@ static __always_inline struct dir_st *forget_dir(const struct dir_st *d, const s
  * server's path, seen with other redis-servers on the host), no receiver verdict yet.
  */
 static __always_inline bool unix_new_pair(struct dir_st *d, struct sock *sk,
-					  const struct dir_key *k)
+					  const struct dir_key *k, bool direct)
 {
-	__u64 ino = sock_ino(sk), t0;
+	__u64 ino = sock_ino(sk, direct), t0;
 
 	if (ino == d->sender_ino)
 		return false;
@@ -870,7 +878,7 @@ static __always_inline int on_send(struct sock *sk, int ret, bool direct)
 	d = bpf_map_lookup_elem(&dirs, &k);
 	if (d && d->sender_sk && d->sender_sk != (__u64)sk)	/* a closed socket's address, reused */
 		d = forget_dir(d, &k);
-	else if (d && d->sender_sk && k.kind == FL_UNIX && unix_new_pair(d, sk, &k))
+	else if (d && d->sender_sk && k.kind == FL_UNIX && unix_new_pair(d, sk, &k, direct))
 		d = forget_dir(d, &k);
 	if (!d) {	/* a hash lookup per send is a good part of its cost: only when new */
 		d = dir_new(&k);
@@ -880,7 +888,7 @@ static __always_inline int on_send(struct sock *sk, int ret, bool direct)
 	match = fill_task(comm, &tgid, &tid);
 	if (d->sender_sk == 0) {	/* the direction's first traced send */
 		d->sender_sk = (__u64)sk;
-		d->sender_ino = sock_ino(sk);
+		d->sender_ino = sock_ino(sk, direct);
 		endpoint_of(sk, &k, d);
 		d->ep_out = endpoint_out(d);
 		if (k.kind == FL_UNIX) {
@@ -900,7 +908,7 @@ static __always_inline int on_send(struct sock *sk, int ret, bool direct)
 	if (!match && d->r_match == END_NO) {
 		/* the receiver's verdict is this connection's only if the sender is the same
 		 * socket, not a new one whose pair took the old pair's addresses */
-		__u64 ino = sock_ino(sk);
+		__u64 ino = sock_ino(sk, direct);
 
 		if (ino == d->sender_ino)
 			return 0;
