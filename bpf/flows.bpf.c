@@ -113,6 +113,8 @@ __u64 dirs_made, dirs_deleted;	/* direction states (the LRU evicted the rest) */
 __u64 names_lost;		/* unix endpoint names the full uaddrs map had no room for */
 __u64 procs_exited;		/* followed processes whose last thread exited */
 __u64 procs_unfollowed;	/* children of followed processes the full tgids map left out */
+/* Bumped by user space after it adds to tgids: a task's cached answer from before is stale. */
+__u32 tgids_gen;
 
 struct task_st {
 	__u64 sys_ts;		/* entry of the current send/recv-family syscall */
@@ -122,6 +124,8 @@ struct task_st {
 	__u64 call_sk;		/* function modes: the sock of the socket call in progress */
 	__u32 sys_nr;
 	__u32 call_flags;	/* its recv flags */
+	__u32 tgids_gen;	/* tgids_gen + 1 when followed was found (0: never) */
+	__u32 followed;		/* its process was in tgids */
 };
 
 struct msg_ent {
@@ -531,11 +535,35 @@ static __always_inline bool comm_eq(const char *a, const volatile char *b)
 	return true;
 }
 
-static __always_inline bool proc_match(__u32 tgid, const char *comm, __u32 in_cg)
+/*
+ * Is the current process in tgids? A hash lookup per end of every message is a good part
+ * of its cost with --pid; the answer is kept in the task's state until user space adds a
+ * tgid (tgids_gen, read before the lookup). Nothing else changes it while the task lives:
+ * a tgid leaves the map when its last thread exits, a child's enters at fork, before the
+ * child runs.
+ */
+static __always_inline bool tgid_followed(__u32 tgid, struct task_st *t)
+{
+	__u32 gen = *(volatile __u32 *)&tgids_gen;
+	bool in;
+
+	if (t && t->tgids_gen == gen + 1)
+		return t->followed;
+	barrier();
+	in = bpf_map_lookup_elem(&tgids, &tgid) != NULL;
+	if (t) {
+		t->followed = in;
+		t->tgids_gen = gen + 1;
+	}
+	return in;
+}
+
+static __always_inline bool proc_match(__u32 tgid, const char *comm, __u32 in_cg,
+				       struct task_st *t)
 {
 	int i;
 
-	if (in_cg || bpf_map_lookup_elem(&tgids, &tgid))
+	if (in_cg || tgid_followed(tgid, t))
 		return true;
 	for (i = 0; i < FL_MAX_COMMS; i++) {
 		if (i >= n_comms)
@@ -699,7 +727,7 @@ static __always_inline void complete(struct dir_st *d, struct scratch *x)
 
 /* Who runs this end (comm, tgid, tid), and whether it counts for the process filters
  * (always without them); --cgroup asks the kernel at that moment. */
-static __always_inline __u32 fill_task(char *comm, __u32 *tgid, __u32 *tid)
+static __always_inline __u32 fill_task(char *comm, __u32 *tgid, __u32 *tid, struct task_st *t)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct task_struct *task = bpf_get_current_task_btf();
@@ -712,7 +740,7 @@ static __always_inline __u32 fill_task(char *comm, __u32 *tgid, __u32 *tid)
 	if (!filter_procs)
 		return 1;
 	in_cg = filter_cgroup && bpf_current_task_under_cgroup(&cgroup_filter, 0) == 1;
-	return proc_match(*tgid, comm, in_cg);
+	return proc_match(*tgid, comm, in_cg, t);
 }
 
 /* Does the endpoint filter exclude a direction whose endpoint is known? Only what is
@@ -817,9 +845,9 @@ static __always_inline bool unix_new_pair(struct dir_st *d, struct sock *sk,
 }
 
 /* The entry of the send() call this send is in; its handover time when outside one. */
-static __always_inline __u64 send_t0(__u64 now)
+static __always_inline __u64 send_t0(__u64 now, struct task_st *t)
 {
-	__u64 t0 = cur_entry(task_find());
+	__u64 t0 = cur_entry(t);
 
 	if (t0)
 		return t0;
@@ -868,6 +896,7 @@ static __always_inline int on_send(struct sock *sk, int ret, bool direct)
 	__u64 now, t0 = 0, tail;
 	struct dir_key k = {};
 	struct msg_ent *e;
+	struct task_st *t;
 	struct dir_st *d;
 	__u32 end, seq = 0, tgid, tid, match;
 	char comm[FL_COMM_LEN];
@@ -885,14 +914,15 @@ static __always_inline int on_send(struct sock *sk, int ret, bool direct)
 		if (!d)
 			return 0;
 	}
-	match = fill_task(comm, &tgid, &tid);
+	t = task_find();
+	match = fill_task(comm, &tgid, &tid, t);
 	if (d->sender_sk == 0) {	/* the direction's first traced send */
 		d->sender_sk = (__u64)sk;
 		d->sender_ino = sock_ino(sk, direct);
 		endpoint_of(sk, &k, d);
 		d->ep_out = endpoint_out(d);
 		if (k.kind == FL_UNIX) {
-			t0 = send_t0(now);
+			t0 = send_t0(now, t);
 			start_position(d, sk, ret, t0);
 		}
 	}
@@ -916,7 +946,7 @@ static __always_inline int on_send(struct sock *sk, int ret, bool direct)
 		d->r_match = END_UNKNOWN;
 	}
 	if (!t0)
-		t0 = send_t0(now);
+		t0 = send_t0(now, t);
 	tail = d->tail;
 	if (tail - d->head >= FL_FIFO) {
 		miss(FM_FIFO_FULL);
@@ -994,7 +1024,8 @@ static __always_inline int on_recv(struct sock *sk, int ret, int flags, bool dir
 		return 0;
 	}
 	r->ret_ts = now;
-	r->match = fill_task(r->comm, &r->tgid, &r->tid);
+	t = task_find();
+	r->match = fill_task(r->comm, &r->tgid, &r->tid, t);
 	d->r_match = r->match ? END_YES : END_NO;
 	if (!r->match && d->s_match == END_NO && d->head == d->tail) {
 		/* neither end counts and nothing is in flight: who read when is all a late
@@ -1004,7 +1035,6 @@ static __always_inline int on_recv(struct sock *sk, int ret, int flags, bool dir
 		__sync_fetch_and_add(&d->rpos, pos);
 		return 0;
 	}
-	t = task_find();
 	r->entry_ts = cur_entry(t);
 	r->poll_entry = t ? t->poll_entry : 0;
 	r->poll_exit = t ? t->poll_exit : 0;

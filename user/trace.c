@@ -158,11 +158,20 @@ static void seed_listen_ports(struct flows_bpf *skel)
 	}
 }
 
+/* Tasks keep whether their process is in tgids until this generation moves. */
+static void tgids_changed(struct flows_bpf *skel)
+{
+	__atomic_add_fetch(&skel->bss->tgids_gen, 1, __ATOMIC_SEQ_CST);
+}
+
 static int add_tgid(struct flows_bpf *skel, __u32 tgid)
 {
 	__u8 one = 1;
+	int err;
 
-	return bpf_map__update_elem(skel->maps.tgids, &tgid, sizeof(tgid), &one, sizeof(one), BPF_ANY);
+	err = bpf_map__update_elem(skel->maps.tgids, &tgid, sizeof(tgid), &one, sizeof(one), BPF_ANY);
+	tgids_changed(skel);
+	return err;
 }
 
 /* --cgroup PATH: the cgroup the kernel tests each end's task against. 0 or -errno. */
@@ -226,6 +235,10 @@ static int wait_loop(struct flows_bpf *skel, const struct trace_opts *o, pid_t c
 	int status, err = 0;
 
 	run->exit_status = -1;
+	/* once more well after the adds: a program that read the last bump before it saw the
+	 * new tgids (a weakly ordered CPU) cached its answer under a generation now gone */
+	usleep(20000);
+	tgids_changed(skel);
 	while (!udsprobe_stop) {
 		if (end && now_ns() >= end)
 			break;
