@@ -729,14 +729,14 @@ static __always_inline void complete(struct dir_st *d, struct scratch *x)
  * (always without them); --cgroup asks the kernel at that moment. */
 static __always_inline __u32 fill_task(char *comm, __u32 *tgid, __u32 *tid, struct task_st *t)
 {
-	__u64 id = bpf_get_current_pid_tgid();
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u32 in_cg;
 
-	/* two loads, not bpf_get_current_comm's copy loop (a good part of a hit's cost) */
+	/* loads, not bpf_get_current_comm's copy loop (a good part of a hit's cost) nor
+	 * another helper call for the ids (bpf_get_current_pid_tgid reads these two) */
 	__builtin_memcpy(comm, task->comm, FL_COMM_LEN);
-	*tgid = id >> 32;
-	*tid = (__u32)id;
+	*tgid = task->tgid;
+	*tid = task->pid;
 	if (!filter_procs)
 		return 1;
 	in_cg = filter_cgroup && bpf_current_task_under_cgroup(&cgroup_filter, 0) == 1;
