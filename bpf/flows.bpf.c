@@ -300,13 +300,14 @@ static __always_inline bool is_io_nr(long nr)
 	       nr == NR_sendmmsg || nr == NR_recvmmsg || nr == NR_sendfile || nr == NR_splice;
 }
 
-/* The current task's state, NULL when it has none yet. */
-static __always_inline struct task_st *task_find(void)
+/* The current task's state, NULL when it has none yet. task is the current task: the
+ * boundaries fetch it once (bpf_get_current_task_btf is a helper call) for every use. */
+static __always_inline struct task_st *task_find(struct task_struct *task)
 {
 	__u32 tid;
 
 	if (task_storage)
-		return bpf_task_storage_get(&task_store, bpf_get_current_task_btf(), NULL, 0);
+		return bpf_task_storage_get(&task_store, task, NULL, 0);
 	tid = (__u32)bpf_get_current_pid_tgid();
 	return bpf_map_lookup_elem(&tasks, &tid);
 }
@@ -330,13 +331,14 @@ static __always_inline struct task_st *task_get(void)
 }
 
 /* Entry time of the syscall the current task is in, if it is one we stamp. */
-static __always_inline __u64 cur_entry(struct task_st *t)
+static __always_inline __u64 cur_entry(struct task_st *t, struct task_struct *task)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
-	long nr = SYSNR(regs);
+	struct pt_regs *regs;
 
-	if (!t || !t->sys_ts || nr != t->sys_nr)
+	if (!t || !t->sys_ts)
+		return 0;
+	regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	if (SYSNR(regs) != t->sys_nr)
 		return 0;
 	return t->sys_ts;
 }
@@ -727,9 +729,9 @@ static __always_inline void complete(struct dir_st *d, struct scratch *x)
 
 /* Who runs this end (comm, tgid, tid), and whether it counts for the process filters
  * (always without them); --cgroup asks the kernel at that moment. */
-static __always_inline __u32 fill_task(char *comm, __u32 *tgid, __u32 *tid, struct task_st *t)
+static __always_inline __u32 fill_task(char *comm, __u32 *tgid, __u32 *tid, struct task_st *t,
+				       struct task_struct *task)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
 	__u32 in_cg;
 
 	/* loads, not bpf_get_current_comm's copy loop (a good part of a hit's cost) nor
@@ -832,7 +834,9 @@ static __always_inline bool unix_new_pair(struct dir_st *d, struct sock *sk,
 	if (ino == d->sender_ino)
 		return false;
 	if (d->head != d->tail || (int)(d->sent - d->rpos) > 0) {
-		t0 = cur_entry(task_find());
+		struct task_struct *task = bpf_get_current_task_btf();
+
+		t0 = cur_entry(task_find(task), task);
 		if (d->last.ret_ts >= (t0 ? t0 : bpf_ktime_get_ns()))
 			miss(FM_REUSED);
 		return true;
@@ -845,9 +849,9 @@ static __always_inline bool unix_new_pair(struct dir_st *d, struct sock *sk,
 }
 
 /* The entry of the send() call this send is in; its handover time when outside one. */
-static __always_inline __u64 send_t0(__u64 now, struct task_st *t)
+static __always_inline __u64 send_t0(__u64 now, struct task_st *t, struct task_struct *task)
 {
-	__u64 t0 = cur_entry(t);
+	__u64 t0 = cur_entry(t, task);
 
 	if (t0)
 		return t0;
@@ -895,6 +899,7 @@ static __always_inline int on_send(struct sock *sk, int ret, bool direct)
 {
 	__u64 now, t0 = 0, tail;
 	struct dir_key k = {};
+	struct task_struct *task;
 	struct msg_ent *e;
 	struct task_st *t;
 	struct dir_st *d;
@@ -914,15 +919,16 @@ static __always_inline int on_send(struct sock *sk, int ret, bool direct)
 		if (!d)
 			return 0;
 	}
-	t = task_find();
-	match = fill_task(comm, &tgid, &tid, t);
+	task = bpf_get_current_task_btf();
+	t = task_find(task);
+	match = fill_task(comm, &tgid, &tid, t, task);
 	if (d->sender_sk == 0) {	/* the direction's first traced send */
 		d->sender_sk = (__u64)sk;
 		d->sender_ino = sock_ino(sk, direct);
 		endpoint_of(sk, &k, d);
 		d->ep_out = endpoint_out(d);
 		if (k.kind == FL_UNIX) {
-			t0 = send_t0(now, t);
+			t0 = send_t0(now, t, task);
 			start_position(d, sk, ret, t0);
 		}
 	}
@@ -946,7 +952,7 @@ static __always_inline int on_send(struct sock *sk, int ret, bool direct)
 		d->r_match = END_UNKNOWN;
 	}
 	if (!t0)
-		t0 = send_t0(now, t);
+		t0 = send_t0(now, t, task);
 	tail = d->tail;
 	if (tail - d->head >= FL_FIFO) {
 		miss(FM_FIFO_FULL);
@@ -991,6 +997,7 @@ static __always_inline int on_recv(struct sock *sk, int ret, int flags, bool dir
 	__u64 now;
 	struct dir_key k = {};
 	struct scratch *x;
+	struct task_struct *task;
 	struct rcv_info *r;
 	struct task_st *t;
 	struct dir_st *d;
@@ -1024,8 +1031,9 @@ static __always_inline int on_recv(struct sock *sk, int ret, int flags, bool dir
 		return 0;
 	}
 	r->ret_ts = now;
-	t = task_find();
-	r->match = fill_task(r->comm, &r->tgid, &r->tid, t);
+	task = bpf_get_current_task_btf();
+	t = task_find(task);
+	r->match = fill_task(r->comm, &r->tgid, &r->tid, t, task);
 	d->r_match = r->match ? END_YES : END_NO;
 	if (!r->match && d->s_match == END_NO && d->head == d->tail) {
 		/* neither end counts and nothing is in flight: who read when is all a late
@@ -1035,7 +1043,7 @@ static __always_inline int on_recv(struct sock *sk, int ret, int flags, bool dir
 		__sync_fetch_and_add(&d->rpos, pos);
 		return 0;
 	}
-	r->entry_ts = cur_entry(t);
+	r->entry_ts = cur_entry(t, task);
 	r->poll_entry = t ? t->poll_entry : 0;
 	r->poll_exit = t ? t->poll_exit : 0;
 	__builtin_memcpy(&d->last, r, sizeof(*r));
@@ -1071,7 +1079,7 @@ int BPF_PROG(tp_sys_enter, struct pt_regs *regs, long nr)
 /* A poll-family call returned: its entry and return bound the receiver's wait in it. */
 static __always_inline void on_poll_exit(void)
 {
-	struct task_st *t = task_find();
+	struct task_st *t = task_find(bpf_get_current_task_btf());
 
 	if (!t || !t->poll_pend)
 		return;
@@ -1137,7 +1145,7 @@ static __always_inline void on_call_entry(struct socket *sock, int flags)
 /* The exit: what sock_send_length / sock_recv_length would have said. */
 static __always_inline void on_call_exit(int ret, bool sending)
 {
-	struct task_st *t = task_find();
+	struct task_st *t = task_find(bpf_get_current_task_btf());
 	struct sock *sk;
 
 	if (!t || !t->call_sk)
