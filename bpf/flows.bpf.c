@@ -89,6 +89,12 @@ struct unix_sock___inq {
 
 char LICENSE[] SEC("license") = "GPL";
 
+/* A cast of a BTF pointer the verifier turns into a move (6.2+): the sock's unix or TCP
+ * part after the family and protocol checks, without a bpf_skc_to_*_sock helper call.
+ * Only SK_BTF_CAST reaches it (a weak ksym: absent before 6.2). */
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
+#define SK_CAST(sk, type) ((type *)bpf_rdonly_cast((sk), bpf_core_type_id_kernel(type)))
+
 /* Filters, set between open and load. */
 const volatile __u32 filter_procs;		/* 1: only messages with an end in tgids, comms
 						 * or the cgroup */
@@ -359,11 +365,18 @@ static __always_inline bool v6_mapped(const __u32 *a)
 }
 
 /*
- * Reads of the sock on the hot path. Tracepoint mode passes direct: its sock is a
- * BTF pointer, read with plain loads (and one bpf_skc_to_* cast for the unix or
- * TCP part) instead of a probe-read helper call per field, a good part of a hit's
- * cost; the function modes hold the sock as a plain address (CO-RE probe reads).
+ * Reads of the sock on the hot path (direct, enum sk_access). Tracepoint mode's sock is
+ * a BTF pointer, read with plain loads instead of a probe-read helper call per field, a
+ * good part of a hit's cost; the function modes hold the sock as a plain address (CO-RE
+ * probe reads).
  */
+enum sk_access {
+	SK_PROBE,	/* a plain address: probe reads */
+	SK_BTF,		/* a BTF pointer; bpf_skc_to_* for the unix or TCP part (any kernel:
+			 * inet_sock_set_state, which every mode attaches) */
+	SK_BTF_CAST,	/* the same with SK_CAST (sock_send/recv_length: 6.3+) */
+};
+
 #define SK_RD(direct, p, field) ((direct) ? (p)->field : BPF_CORE_READ(p, field))
 #define SK_RD_INTO(direct, dst, p, field)					\
 	do {									\
@@ -373,20 +386,20 @@ static __always_inline bool v6_mapped(const __u32 *a)
 			BPF_CORE_READ_INTO(dst, p, field);			\
 	} while (0)
 
-static __always_inline __u64 unix_peer(struct sock *sk, bool direct)
+static __always_inline __u64 unix_peer(struct sock *sk, int direct)
 {
 	struct unix_sock *u;
 
 	if (!direct)
 		return (__u64)BPF_CORE_READ((struct unix_sock *)sk, peer);
-	u = bpf_skc_to_unix_sock(sk);
+	u = direct == SK_BTF_CAST ? SK_CAST(sk, struct unix_sock) : bpf_skc_to_unix_sock(sk);
 	return u ? (__u64)u->peer : 0;
 }
 
 /* The local port (network order) and the TCP position at this boundary: the sender's
  * write_seq, the receiver's copied_seq. Not skc_num: closing zeroes it
  * (inet_put_port) while the last bytes may still be read. */
-static __always_inline int tcp_port_seq(struct sock *sk, bool sending, bool direct,
+static __always_inline int tcp_port_seq(struct sock *sk, bool sending, int direct,
 					__u16 *lport, __u32 *seq)
 {
 	struct tcp_sock *tp;
@@ -397,7 +410,7 @@ static __always_inline int tcp_port_seq(struct sock *sk, bool sending, bool dire
 		*seq = sending ? BPF_CORE_READ(tp, write_seq) : BPF_CORE_READ(tp, copied_seq);
 		return 1;
 	}
-	tp = bpf_skc_to_tcp_sock(sk);
+	tp = direct == SK_BTF_CAST ? SK_CAST(sk, struct tcp_sock) : bpf_skc_to_tcp_sock(sk);
 	if (!tp)
 		return 0;
 	*lport = tp->inet_conn.icsk_inet.inet_sport;
@@ -410,7 +423,7 @@ static __always_inline int tcp_port_seq(struct sock *sk, bool sending, bool dire
  * receiving (sk is the receiver), and for TCP the position in *seq. 0 when sk is
  * not a connected AF_UNIX stream or a loopback TCP socket.
  */
-static __always_inline int dir_key_of(struct sock *sk, bool sending, bool direct,
+static __always_inline int dir_key_of(struct sock *sk, bool sending, int direct,
 				      struct dir_key *k, __u32 *seq)
 {
 	__u16 family = SK_RD(direct, sk, __sk_common.skc_family);
@@ -895,7 +908,7 @@ static __always_inline void start_position(struct dir_st *d, struct sock *sk, in
  * state: only its byte position moves (AF_UNIX), so that it is matched exactly again
  * from the moment an end counts.
  */
-static __always_inline int on_send(struct sock *sk, int ret, bool direct)
+static __always_inline int on_send(struct sock *sk, int ret, int direct)
 {
 	__u64 now, t0 = 0, tail;
 	struct dir_key k = {};
@@ -992,7 +1005,7 @@ static __always_inline bool stale_for_receiver(const struct dir_st *d, struct so
 	return d->recv_sk && d->recv_sk != (__u64)sk;
 }
 
-static __always_inline int on_recv(struct sock *sk, int ret, int flags, bool direct)
+static __always_inline int on_recv(struct sock *sk, int ret, int flags, int direct)
 {
 	__u64 now;
 	struct dir_key k = {};
@@ -1121,13 +1134,13 @@ POLL_EXIT(pselect6)
 SEC("?tp_btf/sock_send_length")
 int BPF_PROG(tp_sock_send_length, struct sock *sk, int ret, int flags)
 {
-	return on_send(sk, ret, true);
+	return on_send(sk, ret, SK_BTF_CAST);
 }
 
 SEC("?tp_btf/sock_recv_length")
 int BPF_PROG(tp_sock_recv_length, struct sock *sk, int ret, int flags)
 {
-	return on_recv(sk, ret, flags, true);
+	return on_recv(sk, ret, flags, SK_BTF_CAST);
 }
 
 /* Function modes: the entry of a socket-layer send/recv remembers its sock (and
@@ -1153,9 +1166,9 @@ static __always_inline void on_call_exit(int ret, bool sending)
 	sk = (struct sock *)t->call_sk;
 	t->call_sk = 0;
 	if (sending)
-		on_send(sk, ret, false);
+		on_send(sk, ret, SK_PROBE);
 	else
-		on_recv(sk, ret, t->call_flags, false);
+		on_recv(sk, ret, t->call_flags, SK_PROBE);
 }
 
 #define SEND_FUNC(func)								\
@@ -1189,7 +1202,7 @@ static __always_inline void on_tcp_close(struct sock *sk)
 	struct dir_st *d;
 	__u32 seq;
 
-	if (!dir_key_of(sk, false, true, &k, &seq))
+	if (!dir_key_of(sk, false, SK_BTF, &k, &seq))
 		return;
 	d = bpf_map_lookup_elem(&dirs, &k);
 	if (!d || stale_for_receiver(d, sk))
