@@ -96,21 +96,17 @@ static struct ep_name *name_find(const struct trace_run *run, uint64_t id, int *
 /* Keep a name; false when there is no room (TR_MAX_NAMES, or no memory). */
 static bool name_keep(struct trace_run *run, uint64_t id, const struct fl_uaddr *ua)
 {
+	struct ep_name *names;
 	int at;
 
 	if (name_find(run, id, &at))
 		return true;
 	if (run->n_names == TR_MAX_NAMES)
 		return false;
-	if (run->n_names == run->names_cap) {
-		int ncap = run->names_cap ? run->names_cap * 2 : 64;
-		struct ep_name *n = realloc(run->names, ncap * sizeof(*n));
-
-		if (!n)
-			return false;
-		run->names = n;
-		run->names_cap = ncap;
-	}
+	names = grow_array(run->names, &run->names_cap, run->n_names, sizeof(*names), 64);
+	if (!names)
+		return false;
+	run->names = names;
 	memmove(&run->names[at + 1], &run->names[at], (run->n_names - at) * sizeof(*run->names));
 	run->names[at].id = id;
 	run->names[at].ua = *ua;
@@ -222,15 +218,10 @@ static struct flow *flow_for(struct trace_run *run, const struct fl_key *k, cons
 	}
 	if (run->n_flows == TR_MAX_FLOWS)	/* a long run on a busy host: endpoints come and go */
 		return NULL;
-	if (run->n_flows == run->flows_cap) {
-		int ncap = run->flows_cap ? run->flows_cap * 2 : 16;
-		struct flow *n = realloc(run->flows, ncap * sizeof(*n));
-
-		if (!n)
-			return NULL;
-		run->flows = n;
-		run->flows_cap = ncap;
-	}
+	f = grow_array(run->flows, &run->flows_cap, run->n_flows, sizeof(*f), 16);
+	if (!f)
+		return NULL;
+	run->flows = f;
 	f = &run->flows[run->n_flows++];
 	memset(f, 0, sizeof(*f));
 	f->transport = k->transport;

@@ -17,6 +17,7 @@
 #include "flows.skel.h"
 #include "trace_collect.h"
 #include "trace_outliers.h"
+#include "util.h"
 
 struct trace_outliers {
 	struct ring_buffer *rb;
@@ -52,17 +53,12 @@ static int take(void *ctx, void *data, size_t size)
 		run->outliers_not_kept++;
 		return 0;
 	}
-	if (run->n_outliers == t->cap) {
-		int ncap = t->cap ? t->cap * 2 : 64;
-		struct trace_outlier *n = realloc(run->outliers, ncap * sizeof(*n));
-
-		if (!n) {
-			run->outliers_not_kept++;
-			return 0;
-		}
-		run->outliers = n;
-		t->cap = ncap;
+	x = grow_array(run->outliers, &t->cap, run->n_outliers, sizeof(*x), 64);
+	if (!x) {
+		run->outliers_not_kept++;
+		return 0;
 	}
+	run->outliers = x;
 	x = &run->outliers[run->n_outliers++];
 	memset(x, 0, sizeof(*x));
 	x->time_ns = r->bound[FB_SEND_ENTRY] + t->mono_to_wall;

@@ -99,6 +99,19 @@ int parse_duration_ns(const char *s, uint64_t max_ns, uint64_t *out)
 	return *out ? 0 : -ERANGE;
 }
 
+void *grow_array(void *p, int *cap, int n, size_t elem_size, int first)
+{
+	int ncap;
+
+	if (n < *cap)
+		return p;
+	ncap = *cap ? *cap * 2 : first;
+	p = realloc(p, (size_t)ncap * elem_size);
+	if (p)
+		*cap = ncap;
+	return p;
+}
+
 int split_list(char *s, char **items, int max_items)
 {
 	int n = 0;

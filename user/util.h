@@ -30,6 +30,10 @@ int parse_seconds(const char *s, double max, double *out);
 /* A duration with its unit: "50us", "1.5ms", "200ns", "1s"; in (0, max_ns] ns. */
 int parse_duration_ns(const char *s, uint64_t max_ns, uint64_t *out);
 
+/* A doubling array with room for element n: p itself, or p moved by realloc (*cap doubled,
+ * from first); NULL when out of memory (p still valid, *cap unchanged). */
+void *grow_array(void *p, int *cap, int n, size_t elem_size, int first);
+
 /* Split a comma list in place; returns the number of items or -E2BIG. */
 int split_list(char *s, char **items, int max_items);
 
