@@ -19,13 +19,13 @@
  */
 #include <errno.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <bpf/libbpf.h>
 
+#include "capability.h"
 #include "flows.skel.h"
 #include "hooks_floor.skel.h"
 #include "trace_bpf.h"
@@ -38,11 +38,6 @@ static volatile sig_atomic_t stop;
 static void on_signal(int sig)
 {
 	stop = 1;
-}
-
-static int quiet_libbpf(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	return level == LIBBPF_DEBUG ? 0 : vfprintf(stderr, fmt, ap);
 }
 
 /* The floor program for flows' section sec: the tp_btf one of the same section, or the shared
@@ -97,7 +92,7 @@ int main(int argc, char **argv)
 		o.pids = &any_pid;
 		o.n_pids = 1;
 	}
-	libbpf_set_print(quiet_libbpf);
+	libbpf_setup(0);	/* udsprobe's own libbpf filter: failures are reported here */
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 
