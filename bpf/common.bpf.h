@@ -18,6 +18,7 @@
 #define ETH_P_IPV6	0x86DD
 #define IPPROTO_TCP	6
 #define PF_KTHREAD	0x00200000
+#define RCV_SHUTDOWN	1
 
 /* The value at key, inserting init first when absent (BPF_NOEXIST: another CPU may
  * win the race, then its value is used); NULL when the map is full. */

@@ -191,14 +191,26 @@ __noinline int attribute_first_chunk(int slot)
 	return 0;
 }
 
-/* The message the current task is sending (NULL outside its send syscall). */
+static __always_inline bool in_flight(const struct msg_state *m)
+{
+	return m->t[B_SEND_ENTER] && !m->t[B_RECV_EXIT];
+}
+
+/*
+ * The message the current task is sending: NULL outside its send syscall, and once that
+ * message is complete. A receiver can finish before the send returns (its last data went
+ * out, the sender was preempted), and reply at once: the reply's segments then reach the
+ * sender's socket backlog and are delivered here, from the send's release_sock.
+ */
 static __always_inline struct msg_state *sending_msg(void)
 {
 	int s = current_slot();
+	struct msg_state *m;
 
 	if (s < 0 || !tasks[s & 1].in_send)
 		return NULL;
-	return &msgs[(s ^ 1) & 1];
+	m = &msgs[(s ^ 1) & 1];
+	return in_flight(m) ? m : NULL;
 }
 
 /* ---- handler bodies, one per boundary kind -------------------------------- */
@@ -257,11 +269,6 @@ static __always_inline void on_sender_boundary(__u32 b)
 
 	if (m && on_path(b))
 		stamp(m, b, cpu);
-}
-
-static __always_inline bool in_flight(const struct msg_state *m)
-{
-	return m->t[B_SEND_ENTER] && !m->t[B_RECV_EXIT];
 }
 
 /*
@@ -359,16 +366,27 @@ static __always_inline void on_backlog(void)
 	rx_boundary(B_T_BACKLOG, B_SOFTIRQ);
 }
 
-/* The in-flight TCP message the current task receives, once it has been signalled. */
-static __always_inline struct msg_state *receivers_msg(void)
+/*
+ * A later chunk (segment) of an in-flight TCP message, in whatever context delivered it: the
+ * receiver's own (its ACKs clock out the rest of the data), or ksoftirqd and softirqs at other
+ * tasks' irq exits, where a slow CPU defers NET_RX. Matched by the socket its first chunk
+ * reached; a FIN (the peer's close() while the message is unread) calls data-ready too after
+ * shutting the receive side, and is no chunk.
+ */
+static __always_inline struct msg_state *later_chunk_msg(const struct sock *sk)
 {
-	int r = current_slot();
-	struct msg_state *m;
+	__u32 i;
 
-	if (r < 0 || transport != TRANSPORT_TCP || attribution != ATTR_MESSAGE)
+	if (transport != TRANSPORT_TCP || attribution != ATTR_MESSAGE)
 		return NULL;
-	m = &msgs[r & 1];
-	return in_flight(m) && m->t[B_DATA_READY] ? m : NULL;
+#pragma unroll
+	for (i = 0; i < NR_SLOTS; i++) {
+		struct msg_state *m = &msgs[i];
+
+		if (in_flight(m) && m->t[B_DATA_READY] && m->rsk == (__u64)sk)
+			return BPF_CORE_READ_BITFIELD_PROBED(sk, sk_shutdown) & RCV_SHUTDOWN ? NULL : m;
+	}
+	return NULL;
 }
 
 static __always_inline void on_data_ready(const struct sock *sk)
@@ -379,13 +397,8 @@ static __always_inline void on_data_ready(const struct sock *sk)
 	/* TCP outside the send: deferred softirq, or the receiver's release_sock */
 	if (!m)
 		m = rx_msg(B_T_IP_RCV, B_DATA_READY, B_RECV_EXIT, cpu, true);
-	/*
-	 * A later chunk (segment) of a message already signalled, outside the send: only in the
-	 * receiver's own context (its ACKs clock out the rest of the data). A FIN queued by the
-	 * sender's close() also calls data-ready, and is no chunk.
-	 */
 	if (!m)
-		m = receivers_msg();
+		m = later_chunk_msg(sk);
 	if (!m)
 		return;
 	if (m->t[B_DATA_READY]) {
