@@ -105,6 +105,34 @@ static __always_inline void stamp(struct msg_state *m, __u32 b, __u32 cpu)
 	stamp_at(m, b, bpf_ktime_get_ns(), cpu);
 }
 
+/*
+ * A CPU and its hit counter at a slice boundary, in one word: the two tasks' CPUs can tick the
+ * same message at once, and a CPU paired with another CPU's count would make nonsense. 24 bits
+ * of each kind of hit: far more than one slice has.
+ */
+#define MARK_HITS 0xffffffull
+static __always_inline __u64 hit_mark(__u32 cpu, __u64 hits)
+{
+	return (__u64)(cpu & 0xffff) << 48 | ((hits >> 32) & MARK_HITS) << 24 | (hits & MARK_HITS);
+}
+
+/* Hits between two marks: on the same CPU, else one (as attribute() counts a stage's). */
+static __always_inline __u64 hits_between(__u64 from, __u64 to)
+{
+	if (from >> 48 != to >> 48)
+		return 1;
+	return (((to >> 24) - (from >> 24)) & MARK_HITS) << 32 | ((to - from) & MARK_HITS);
+}
+
+/* Bulk slicing starts at boundary b: its time, and its CPU's hit count for the first slice. */
+static __always_inline void slice_from(struct msg_state *m, __u32 b)
+{
+	if (b >= B__COUNT)
+		return;
+	m->slice_t = m->t[b];
+	m->slice_mark = hit_mark(m->cpu[b], m->hits[b]);
+}
+
 static __always_inline int account_inline(int slot, __u32 stage, __u64 ns, __u64 hits, __u64 book_ns)
 {
 	struct stage_acc *acc;
@@ -237,7 +265,7 @@ static __always_inline void on_send_enter(int s, __u32 cpu)
 	stamp_at(m, B_SEND_ENTER, now, cpu);
 	/* stream: a call whose chunks all leave later (ACK-clocked) is sliced from its entry */
 	if (slice_from_send || attribution == ATTR_PER_CALL)
-		m->slice_t = m->t[B_SEND_ENTER];
+		slice_from(m, B_SEND_ENTER);
 	if (ti->recv_exit && attribution == ATTR_MESSAGE) {
 		m->gap_ns = m->t[B_SEND_ENTER] - ti->recv_exit;
 		m->gap_hits = ti->recv_exit_cpu == cpu ? m->hits[B_SEND_ENTER] - ti->recv_exit_hits : 1;
@@ -409,9 +437,11 @@ static __always_inline void on_data_ready(const struct sock *sk)
 	m->chunks = 1;
 	stamp(m, B_DATA_READY, cpu);
 	m->rsk = (__u64)sk;
-	m->slice_t = m->t[B_DATA_READY];
-	if (attribution == ATTR_PER_CALL)	/* sliced from here: boundaries before it */
+	slice_from(m, B_DATA_READY);
+	if (attribution == ATTR_PER_CALL) {	/* sliced from here: boundaries before it */
 		__builtin_memset(m->bulk, 0, sizeof(m->bulk));
+		__builtin_memset(m->bulk_hits, 0, sizeof(m->bulk_hits));
+	}
 }
 
 static __always_inline void on_wake_end(__u32 for_transport)
@@ -447,13 +477,15 @@ static __always_inline void on_wake_end(__u32 for_transport)
  * neither runs, the sender asleep in send() waits for buffer space, else both wait for the
  * scheduler. Boundaries: sched_switch of either task, the sender's send() exit, recv() exit.
  */
-static __always_inline void bulk_tick(int r, __u64 now)
+static __always_inline void bulk_tick(int r, __u64 now, __u32 cpu)
 {
 	struct msg_state *m = &msgs[r & 1];
 	const struct task_info *snd = &tasks[(r ^ 1) & 1], *rcv = &tasks[r & 1];
+	__u64 mark;
 	__u32 k;
 
-	if (!m->slice_t || !in_flight(m) || now < m->slice_t)
+	/* no mark: a tick on another CPU stored a slice time after the next message's reset */
+	if (!m->slice_t || !m->slice_mark || !in_flight(m) || now < m->slice_t)
 		return;
 	if (snd->in_send && snd->on_cpu)
 		k = 0;
@@ -463,8 +495,12 @@ static __always_inline void bulk_tick(int r, __u64 now)
 		k = 2;
 	else
 		k = 3;
-	m->bulk[k & (NR_BULK - 1)] += now - m->slice_t;
+	k &= NR_BULK - 1;
+	m->bulk[k] += now - m->slice_t;
+	mark = hit_mark(cpu, cpu_hits[(cpu & (MAX_CPUS - 1)) * HITS_STRIDE]);
+	m->bulk_hits[k] += hits_between(m->slice_mark, mark);
 	m->slice_t = now;
+	m->slice_mark = mark;
 }
 
 /* task_struct::state became __state in 5.14 */
@@ -551,17 +587,17 @@ static __always_inline void account_slices(int s, const struct msg_state *m, __u
 
 #pragma unroll
 	for (k = 0; k < NR_BULK; k++)
-		account(s, C_BULK_SEND_COPY + k, m->bulk[k], 0);
+		account(s, C_BULK_SEND_COPY + k, m->bulk[k], m->bulk_hits[k]);
 	account(s, C_CHUNKS, chunks, 0);
 	account(s, C_SLEEPS, m->sender_slept, 0);
 }
 
-static __always_inline void finish_bulk(int s, __u64 now)
+static __always_inline void finish_bulk(int s, __u64 now, __u32 cpu)
 {
 	struct msg_state *m = &msgs[s & 1];
 
 	m->t[B_RECV_EXIT] = 0;	/* still in flight for the last tick */
-	bulk_tick(s, now);
+	bulk_tick(s, now, cpu);
 	m->t[B_RECV_EXIT] = now;
 	if (!slice_from_send)
 		attribute_first_chunk(s);
@@ -619,7 +655,7 @@ static __always_inline void finish_message(int s, struct task_info *ti, __u32 cp
 	/* several chunks: seen at data-ready, else by the copies or a sender that had to wait */
 	if (m->slice_t && (m->chunks > 1 ||
 			   (slice_from_send && (m->sender_slept || m->copies > 1)))) {
-		finish_bulk(s, now);
+		finish_bulk(s, now, cpu);
 		goto done;
 	}
 	/* a receiver done before the sender got there: zero-length stages (FILL_FROM_PREVIOUS) */
@@ -765,7 +801,7 @@ static __always_inline void on_sys_exit(long ret)
 	nr = ti->cur_syscall;
 	if (is_send(nr) && ti->in_send) {
 		stamp(&msgs[(s ^ 1) & 1], B_SEND_EXIT, cpu);
-		bulk_tick(s ^ 1, msgs[(s ^ 1) & 1].t[B_SEND_EXIT]);
+		bulk_tick(s ^ 1, msgs[(s ^ 1) & 1].t[B_SEND_EXIT], cpu);
 		if (attribution == ATTR_PER_CALL)
 			finish_send_call(s, ret);
 		ti->in_send = 0;
@@ -829,8 +865,8 @@ int BPF_PROG(tp_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	if (p < 0 && n < 0)
 		return 0;
 	now = bpf_ktime_get_ns();
-	bulk_tick(0, now);
-	bulk_tick(1, now);
+	bulk_tick(0, now, cpu);
+	bulk_tick(1, now, cpu);
 	if (p >= 0) {
 		tasks[p & 1].on_cpu = 0;
 		tasks[p & 1].blocked = !preempt && asleep(prev);

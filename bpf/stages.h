@@ -130,7 +130,9 @@ struct msg_state {
 	__u32 copies;		/* skbs the receiver copied (tracepoint mode: consumed) */
 	__u32 sender_slept;	/* times the sender slept inside this send() (send buffer full) */
 	__u64 slice_t;		/* bulk slicing: time of the last slice boundary, 0 = not started */
+	__u64 slice_mark;	/* its CPU and that CPU's hit counter (hit_mark) */
 	__u64 bulk[NR_BULK];	/* ns per slice kind since the first data-ready */
+	__u64 bulk_hits[NR_BULK];	/* probe hits in those slices, for the correction */
 };
 
 #endif
