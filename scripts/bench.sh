@@ -23,9 +23,10 @@ export BENCH_PINGPONG=${BENCH_PINGPONG:-$REPO/.output/bench_pingpong}
 export HOOKS_FLOOR=${HOOKS_FLOOR:-$REPO/.output/hooks_floor}
 export PYTHON=${PYTHON:-/usr/bin/python3}
 OUT=${BENCH_OUT:-docs/BENCHMARKS.md}
-ORDER=(fidelity accuracy tracing-overhead trace-overhead trace-soak backlog-overhead backlog-storm)
+ORDER=(fidelity accuracy calibration tracing-overhead trace-overhead trace-soak backlog-overhead backlog-storm)
 NAMED_ONLY=(trace-soak)
-declare -A TITLE=([fidelity]="Workload fidelity" [accuracy]="Accuracy" [tracing-overhead]="Tracing overhead"
+declare -A TITLE=([fidelity]="Workload fidelity" [accuracy]="Accuracy" [calibration]="Calibration stability"
+	[tracing-overhead]="Tracing overhead"
 	[trace-overhead]="Trace overhead on real programs" [trace-soak]="Trace soak"
 	[backlog-overhead]="Backlog watch overhead" [backlog-storm]="Backlog long run")
 

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -77,9 +78,18 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* This thread's CPU time: a loop preempted by other tasks is not charged their time slices. */
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
 static double time_syscall_loop(long nr, int calls)
 {
-	uint64_t t0 = now_ns();
+	uint64_t t0 = thread_cpu_ns();
 	struct rusage ru;
 	unsigned int cpu, node;
 	int i;
@@ -90,11 +100,13 @@ static double time_syscall_loop(long nr, int calls)
 		else
 			syscall(nr, &cpu, &node, NULL);	/* getppid ignores them */
 	}
-	return (double)(now_ns() - t0) / calls;
+	return (double)(thread_cpu_ns() - t0) / calls;
 }
 
-/* 15 alternating rounds: the two costs came out within ~7 % (other) and ~20 % (syscall) run to
- * run on a shared AMD EPYC; 9 rounds gave ~14 % and ~40 %. About 1.5 s at start-up. */
+/* 15 alternating rounds, timed in thread CPU time: on an AMD EPYC VM, quiet or with both CPUs
+ * busy, the two costs came out within ~2 % (other) and ~20 % (syscall: 86-89 or 101-107 ns,
+ * by program load) run to run, where wall-clock timing under load spread 83 % and 48 %
+ * (docs/BENCHMARKS.md, "Calibration stability"). About 1.5 s at start-up. */
 enum { CALIB_ROUNDS = 15, CALIB_CALLS = 40000 };
 
 /* Median of the paired differences of alternating timed loops (drift hits a pair alike). */
