@@ -16,6 +16,7 @@ Environment: UDSPROBE (binary), BENCH_QUICK=1 (one repeat, short runs: a smoke t
 committing), ACCURACY_REPEATS (default 3), ACCURACY_DURATION (seconds per workload run, 0.5).
 Markdown on stdout, progress on stderr.
 """
+import datetime
 import json
 import os
 import statistics
@@ -23,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 
-from benchlib import cpu_name
+from benchlib import cpu_name, load1
 
 UDSPROBE = os.environ.get("UDSPROBE", "./udsprobe")
 QUICK = os.environ.get("BENCH_QUICK") == "1"
@@ -58,7 +59,9 @@ def spread(values, fmt):
 
 
 def main():
+    load_before, started = load1(), datetime.datetime.now(datetime.timezone.utc)
     docs = [run_once(i) for i in range(REPEATS)]
+    load_after, ended = load1(), datetime.datetime.now(datetime.timezone.utc)
     rows = {}
     for doc in docs:
         for r in doc["results"]:
@@ -76,6 +79,7 @@ def main():
           "are unmatched + out of order / runs the kernel skipped.\n")
     print("| mode | size | cpu | transport | coverage | corr/untr | overhead | misses | bulk |")
     print("|---|---:|---|---|---:|---:|---:|---:|---:|")
+    outside, within = [], 0
     for key in sorted(rows, key=lambda k: (MODES.split(",").index(k[0]), k[1],
                                            PLACES.split(",").index(k[2]), k[3])):
         rs = rows[key]
@@ -91,6 +95,16 @@ def main():
         print(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {spread(cov, '{:.2f}')} | "
               f"{spread(corr, '{:.2f}') if key[0] == 'pingpong' else 'n/a'} | {spread(over, '{:.2f}')} | {miss}/{kmiss} | "
               f"{spread(bulk, '{:.0%}')} |")
+        med = statistics.median(c for c in corr if c is not None) if key[0] == "pingpong" and \
+            any(c is not None for c in corr) else None
+        if med is not None and abs(med - 1) <= 0.10:
+            within += 1
+        elif med is not None:
+            outside.append(f"{key[1]} B {key[2]} {key[3]} {med:.2f}")
+    print(f"\nMeasured {started:%Y-%m-%d %H:%M}–{ended:%H:%M} UTC, 1-minute load {load_before:.2f} "
+          f"before and {load_after:.2f} after. Corrected total within 10 % of untraced (median of "
+          f"the repeats) in {within} of {within + len(outside)} pingpong rows"
+          + (f"; outside: {', '.join(outside)}." if outside else "."))
 
 
 if __name__ == "__main__":
