@@ -58,11 +58,17 @@ struct msg_state msgs[NR_SLOTS];
 /* Written only by the task of that slot, so plain adds do not race. */
 struct stage_acc stats[NR_SLOTS * SLOT_STRIDE];	/* [slot][stage] */
 
+/* CPU cpu's hit counter. */
+static __always_inline __u64 *hits_of(__u32 cpu)
+{
+	return &cpu_hits[(cpu & (MAX_CPUS - 1)) * HITS_STRIDE];
+}
+
 static __always_inline __u32 count_hits(__u64 weight)
 {
 	__u32 cpu = bpf_get_smp_processor_id();
 
-	cpu_hits[(cpu & (MAX_CPUS - 1)) * HITS_STRIDE] += weight;
+	*hits_of(cpu) += weight;
 	return cpu;
 }
 
@@ -97,7 +103,7 @@ static __always_inline void stamp_at(struct msg_state *m, __u32 b, __u64 now, __
 		return;		/* first crossing wins */
 	m->t[b] = now;
 	m->cpu[b] = cpu;
-	m->hits[b] = cpu_hits[(cpu & (MAX_CPUS - 1)) * HITS_STRIDE];
+	m->hits[b] = *hits_of(cpu);
 }
 
 static __always_inline void stamp(struct msg_state *m, __u32 b, __u32 cpu)
@@ -497,7 +503,7 @@ static __always_inline void bulk_tick(int r, __u64 now, __u32 cpu)
 		k = 3;
 	k &= NR_BULK - 1;
 	m->bulk[k] += now - m->slice_t;
-	mark = hit_mark(cpu, cpu_hits[(cpu & (MAX_CPUS - 1)) * HITS_STRIDE]);
+	mark = hit_mark(cpu, *hits_of(cpu));
 	m->bulk_hits[k] += hits_between(m->slice_mark, mark);
 	m->slice_t = now;
 	m->slice_mark = mark;
@@ -535,7 +541,7 @@ static __always_inline void on_switch_in(__u32 next_tid, __u32 cpu, __u64 now)
 		return;
 	m->t[B_RUN] = ti->switch_in;
 	m->cpu[B_RUN] = cpu;
-	m->hits[B_RUN] = cpu_hits[(cpu & (MAX_CPUS - 1)) * HITS_STRIDE];
+	m->hits[B_RUN] = *hits_of(cpu);
 }
 
 /*
@@ -782,7 +788,7 @@ static __always_inline void on_sys_enter(long nr)
 		}
 		ti->recv_enter = bpf_ktime_get_ns();
 		ti->recv_enter_cpu = cpu;
-		ti->recv_enter_hits = cpu_hits[(cpu & (MAX_CPUS - 1)) * HITS_STRIDE];
+		ti->recv_enter_hits = *hits_of(cpu);
 	} else if (nr == NR_connect && tracing) {
 		ti->conn_enter = bpf_ktime_get_ns();
 		tasks[(s ^ 1) & 1].peer_conn_enter = ti->conn_enter;

@@ -28,14 +28,6 @@ struct trace_outliers {
 	int64_t mono_to_wall;	/* CLOCK_REALTIME - CLOCK_MONOTONIC at the start */
 };
 
-static int64_t clock_ns(clockid_t c)
-{
-	struct timespec ts;
-
-	clock_gettime(c, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static int take(void *ctx, void *data, size_t size)
 {
 	struct trace_outliers *t = ctx;
@@ -97,7 +89,7 @@ int trace_outliers_open(struct flows_bpf *skel, const struct trace_opts *o,
 	t->skel = skel;
 	t->o = o;
 	t->run = run;
-	t->mono_to_wall = clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC);
+	t->mono_to_wall = (int64_t)(clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC));
 	t->rb = ring_buffer__new(bpf_map__fd(skel->maps.outliers), take, t, NULL);
 	if (!t->rb) {
 		err = -errno;

@@ -78,18 +78,10 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* This thread's CPU time: a loop preempted by other tasks is not charged their time slices. */
-static uint64_t thread_cpu_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
+/* In this thread's CPU time: a loop preempted by other tasks is not charged their time slices. */
 static double time_syscall_loop(long nr, int calls)
 {
-	uint64_t t0 = thread_cpu_ns();
+	uint64_t t0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	struct rusage ru;
 	unsigned int cpu, node;
 	int i;
@@ -100,7 +92,7 @@ static double time_syscall_loop(long nr, int calls)
 		else
 			syscall(nr, &cpu, &node, NULL);	/* getppid ignores them */
 	}
-	return (double)(thread_cpu_ns() - t0) / calls;
+	return (double)(clock_ns(CLOCK_THREAD_CPUTIME_ID) - t0) / calls;
 }
 
 /* 15 alternating rounds, timed in thread CPU time: on an AMD EPYC VM, quiet or with both CPUs

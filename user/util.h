@@ -11,13 +11,19 @@
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
 
-/* Same clock as bpf_ktime_get_ns(), so user and BPF timestamps compare directly. */
-static inline uint64_t now_ns(void)
+/* Clock c in ns. */
+static inline uint64_t clock_ns(clockid_t c)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(c, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/* Same clock as bpf_ktime_get_ns(), so user and BPF timestamps compare directly. */
+static inline uint64_t now_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC);
 }
 
 /* Whole decimal number in [min, max]; no sign, no trailing junk. 0 or -EINVAL/-ERANGE. */

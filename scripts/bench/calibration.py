@@ -19,7 +19,7 @@ import statistics
 import subprocess
 import sys
 
-from benchlib import cpu_name, load1, log
+from benchlib import cpu_name, fmt, load1, log
 
 UDSPROBE = os.environ.get("UDSPROBE", "./udsprobe")
 QUICK = os.environ.get("BENCH_QUICK") == "1"
@@ -54,8 +54,7 @@ def stop_load(procs):
 
 def cell(xs):
     med = statistics.median(xs)
-    return med, (max(xs) - min(xs)) / med if med > 0 else float("inf"), \
-        f"{med:.0f} ({min(xs):.0f}–{max(xs):.0f})"
+    return med, (max(xs) - min(xs)) / med if med > 0 else float("inf"), fmt(xs)
 
 
 def main():
