@@ -147,17 +147,11 @@ struct listener *bl_listener_of(struct bl_state *s, const struct bl_key *k, bool
 
 static struct client *client_add(struct client **arr, int *n, int *cap)
 {
-	struct client *c;
+	struct client *c = grow_array(*arr, cap, *n, sizeof(*c), 8);
 
-	if (*n == *cap) {
-		int nc = *cap ? *cap * 2 : 8;
-
-		c = realloc(*arr, nc * sizeof(*c));
-		if (!c)
-			return NULL;
-		*arr = c;
-		*cap = nc;
-	}
+	if (!c)
+		return NULL;
+	*arr = c;
 	c = &(*arr)[(*n)++];
 	memset(c, 0, sizeof(*c));
 	return c;
@@ -222,15 +216,11 @@ static void comm_of(struct bl_bpf *b, struct client *c)
 
 int bl_doom(struct bl_doomed *d, const struct bl_key *k)
 {
-	struct bl_key *p;
+	struct bl_key *p = grow_array(d->keys, &d->cap, d->n, sizeof(*p), 64);
 
-	if (d->n == d->cap) {
-		p = realloc(d->keys, (d->cap ? d->cap * 2 : 64) * sizeof(*p));
-		if (!p)
-			return -ENOMEM;
-		d->keys = p;
-		d->cap = d->cap ? d->cap * 2 : 64;
-	}
+	if (!p)
+		return -ENOMEM;
+	d->keys = p;
 	d->keys[d->n++] = *k;
 	return 0;
 }

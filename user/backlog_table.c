@@ -104,17 +104,11 @@ int parse_unix_addr(const char *arg, char *path, uint32_t *len)
 
 struct listener *bl_add_listener(struct bl_state *s, int family)
 {
-	struct listener *l;
+	struct listener *l = grow_array(s->ls, &s->cap, s->n, sizeof(*l), 64);
 
-	if (s->n == s->cap) {
-		int cap = s->cap ? s->cap * 2 : 64;
-		void *p = realloc(s->ls, cap * sizeof(*s->ls));
-
-		if (!p)
-			return NULL;
-		s->ls = p;
-		s->cap = cap;
-	}
+	if (!l)
+		return NULL;
+	s->ls = l;
 	l = &s->ls[s->n++];
 	memset(l, 0, sizeof(*l));
 	l->family = family;
