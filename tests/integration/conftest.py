@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -88,6 +89,14 @@ def run_json(run, tmp_path):
 # ---- process and socket-directory helpers -----------------------------------------------
 
 SOCKDIR_RE = re.compile(r"^/tmp/udsprobe\.[A-Za-z0-9]{6}$")
+
+
+def free_port():
+    """A TCP port free on 127.0.0.1 now (the kernel's pick): a port derived from the pid can
+    be an ephemeral port some connection holds (seen: "bind: Address already in use")."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def proc_children(pid):

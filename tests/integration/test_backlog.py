@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import compile_helpers
+from conftest import compile_helpers, free_port
 
 REPO = Path(__file__).resolve().parents[2]
 ASSETS = REPO / "tests" / "backlog"
@@ -52,12 +52,6 @@ def world_dir():
     os.chmod(d, 0o755)
     yield Path(d)
     shutil.rmtree(d, ignore_errors=True)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def attach_args(udsprobe, mode):

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import compile_helpers
+from conftest import compile_helpers, free_port
 
 REPO = Path(__file__).resolve().parents[2]
 ASSETS = REPO / "tests" / "backlog"
@@ -31,12 +31,6 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="--backlog needs root"
 @pytest.fixture(scope="module")
 def bins(tmp_path_factory):
     return compile_helpers(tmp_path_factory, ("listen_noaccept", "fork_clients"), "metrics-bins")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def http_get(url, timeout=5):

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import compile_helpers
+from conftest import compile_helpers, free_port
 
 REPO = Path(__file__).resolve().parents[2]
 ASSETS = REPO / "tests" / "backlog"
@@ -241,7 +241,7 @@ def test_same_path_in_other_mount_ns_is_another_listener(udsprobe, procs, wdir):
 
 
 def test_syn_retransmits_in_other_netns_not_on_host_port(udsprobe, procs, bins, wdir):
-    port = 20000 + os.getpid() % 20000
+    port = free_port()
     host, _ = listen_ready(procs, [bins["listen_noaccept"], "tcp", str(port), "8"])
     p, _ = start_watch(udsprobe, procs, ["--quiet", "--duration", "4", "--interval", "0.5",
                                          "--json", wdir / "o.jsonl"])

@@ -9,7 +9,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +16,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
+from conftest import free_port
 
 # nginx -> php-fpm: the stack the backlog tests start (tests/backlog), reused
 from test_backlog import needs_stack, start_stack, world_dir, PHP_FPM  # noqa: F401 (fixture)
@@ -28,12 +29,6 @@ MANY = str(REPO / "tests" / "trace" / "many_endpoints.py")
 STAGES = ["send;call", "wait;epoll", "wait;busy", "recv;blocked", "recv;copy+return"]
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="--trace loads BPF: needs root")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* user/util.c: strict number parsing, lists, formatting, CPU helpers. */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "unit.h"
