@@ -444,10 +444,11 @@ static __always_inline void on_data_ready(const struct sock *sk)
 	stamp(m, B_DATA_READY, cpu);
 	m->rsk = (__u64)sk;
 	slice_from(m, B_DATA_READY);
-	if (attribution == ATTR_PER_CALL) {	/* sliced from here: boundaries before it */
-		__builtin_memset(m->bulk, 0, sizeof(m->bulk));
-		__builtin_memset(m->bulk_hits, 0, sizeof(m->bulk_hits));
-	}
+	/* Sliced from here on. Per call, boundaries before it are gone. Per message, the slices
+	 * hold nothing yet, unless a bulk_tick on the other CPU read the previous message and
+	 * wrote its last slice after this message's reset. */
+	__builtin_memset(m->bulk, 0, sizeof(m->bulk));
+	__builtin_memset(m->bulk_hits, 0, sizeof(m->bulk_hits));
 }
 
 static __always_inline void on_wake_end(__u32 for_transport)
