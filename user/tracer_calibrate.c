@@ -96,10 +96,20 @@ static double time_syscall_loop(long nr, int calls)
 }
 
 /* 15 alternating rounds, timed in thread CPU time: on an AMD EPYC VM, quiet or with both CPUs
- * busy, the two costs came out within ~2 % (other) and ~20 % (syscall: 86-89 or 101-107 ns,
- * by program load) run to run, where wall-clock timing under load spread 83 % and 48 %
- * (docs/BENCHMARKS.md, "Calibration stability"). About 1.5 s at start-up. */
-enum { CALIB_ROUNDS = 15, CALIB_CALLS = 40000 };
+ * busy, the two costs came out within ~2 % (other) and ~20 % (syscall) run to run, where
+ * wall-clock timing under load spread 83 % and 48 % (docs/BENCHMARKS.md, "Calibration
+ * stability"). The syscall kind's ~20 % is two levels that alternate in spells of 0.1-0.3 s
+ * (docs/STAGES.md). About 1.5 s at start-up. */
+enum { CALIB_ROUNDS = 15, CALIB_CALLS = 40000, CALIB_MIN_CALLS = 1000, CALIB_SIZING_CALLS = 2000 };
+/* Rounds per attach: under qemu TCG attaching and detaching a kprobe or fentry program took
+ * most of the calibration; three rounds of ~10 ms are still paired within a spell of the
+ * syscall kind's level (docs/STAGES.md). */
+enum { CALIB_BLOCK = 3 };
+_Static_assert(CALIB_ROUNDS % CALIB_BLOCK == 0, "whole blocks of rounds");
+/* A round's untraced loop lasts about this long: 40,000 calls of a syscall up to 250 ns (every
+ * host seen), fewer where a syscall is slower. Under qemu TCG (~2 us a call) a fixed 40,000
+ * took 5-7 s of each run's ~12 s. */
+#define CALIB_ROUND_NS 10e6
 
 /* Median of the paired differences of alternating timed loops (drift hits a pair alike). */
 static double paired_median(const double *plain, double *traced, int n)
@@ -135,36 +145,39 @@ static void destroy_all(struct bpf_link **links, int n)
 }
 
 /*
- * Time CALLS syscalls per round, alternating without and with `extra` attached, on top of
- * whatever is attached already; the median paired difference per call, or NAN when `extra`
- * could not be attached (a difference below zero is noise, not a failure). once: attach
- * `extra` one time only (fentry where the kernel cannot re-attach): every plain round first.
+ * Time CALLS syscalls per round, in blocks of rounds without and then with `extra` attached,
+ * on top of whatever is attached already; the median paired difference per call, or NAN when
+ * `extra` could not be attached (a difference below zero is noise, not a failure). once:
+ * attach `extra` one time only (fentry where the kernel cannot re-attach): one block.
  */
 static double time_with_and_without(struct tracer *tr, const struct stage_prog *extra, int n_extra,
-				    bool once)
+				    int calls, bool once)
 {
 	double plain[CALIB_ROUNDS], traced[CALIB_ROUNDS];
+	int block = once ? CALIB_ROUNDS : CALIB_BLOCK, i, j;
 	struct bpf_link *links[4];
-	int i;
 
-	if (once) {
-		for (i = 0; i < CALIB_ROUNDS; i++)
-			plain[i] = time_syscall_loop(tr->calib_nr, CALIB_CALLS);
+	for (i = 0; i < CALIB_ROUNDS; i += block) {
+		for (j = i; j < i + block; j++)
+			plain[j] = time_syscall_loop(tr->calib_nr, calls);
 		if (attach_all(extra, n_extra, links))
 			return NAN;
-		for (i = 0; i < CALIB_ROUNDS; i++)
-			traced[i] = time_syscall_loop(tr->calib_nr, CALIB_CALLS);
-		destroy_all(links, n_extra);
-		return paired_median(plain, traced, CALIB_ROUNDS);
-	}
-	for (i = 0; i < CALIB_ROUNDS; i++) {
-		plain[i] = time_syscall_loop(tr->calib_nr, CALIB_CALLS);
-		if (attach_all(extra, n_extra, links))
-			return NAN;
-		traced[i] = time_syscall_loop(tr->calib_nr, CALIB_CALLS);
+		for (j = i; j < i + block; j++)
+			traced[j] = time_syscall_loop(tr->calib_nr, calls);
 		destroy_all(links, n_extra);
 	}
 	return paired_median(plain, traced, CALIB_ROUNDS);
+}
+
+/* Calls per round: CALIB_CALLS, or fewer where CALIB_ROUND_NS holds fewer untraced calls. */
+static int calls_per_round(long nr)
+{
+	double ns = time_syscall_loop(nr, CALIB_SIZING_CALLS);
+
+	ns = MIN(ns, time_syscall_loop(nr, CALIB_SIZING_CALLS));	/* the first may run cold */
+	double calls = ns > 0 ? CALIB_ROUND_NS / ns : CALIB_CALLS;
+
+	return (int)MIN(MAX(calls, (double)CALIB_MIN_CALLS), (double)CALIB_CALLS);
 }
 
 /*
@@ -186,29 +199,31 @@ double tracer_calibrate(struct tracer *tr)
 	double sys_ns, other_ns;
 	const char *what = calib ? bpf_program__name(calib) : "its probe";	/* for the warning */
 	uint64_t hits;
+	int calls;
 
 	tr->syscall_hit_ns = 0;
 	if (!tr->calib.prog)
 		goto fail;
 	tracer_reset_state(tr);
 	tracer_set_tasks(tr, self, self, TR_TCP);
-	sys_ns = time_with_and_without(tr, sys, 2, false);
+	calls = calls_per_round(tr->calib_nr);
+	sys_ns = time_with_and_without(tr, sys, 2, calls, false);
 	if (isnan(sys_ns) || attach_all(sys, 2, held)) {
 		what = "sys_enter/sys_exit";
 		goto fail;
 	}
 	tr->skel->bss->calib_hits = 0;
-	other_ns = time_with_and_without(tr, &tr->calib, 1, tr->keep_links);
+	other_ns = time_with_and_without(tr, &tr->calib, 1, calls, tr->keep_links);
 	hits = tr->skel->bss->calib_hits;
 	destroy_all(held, 2);
 	tracer_reset_state(tr);
 	if (isnan(other_ns))
 		goto fail;
 	tr->syscall_hit_ns = MAX(sys_ns / 2, 0.0);
-	if (hits < (uint64_t)CALIB_ROUNDS * CALIB_CALLS) {
+	if (hits < (uint64_t)CALIB_ROUNDS * calls) {
 		fprintf(stderr, "udsprobe: warning: the calibration probe fired %llu times for %d "
 			"calls; the corrected breakdown subtracts only syscall-tracepoint hits\n",
-			(unsigned long long)hits, CALIB_ROUNDS * CALIB_CALLS);
+			(unsigned long long)hits, CALIB_ROUNDS * calls);
 		return 0;
 	}
 	if (other_ns <= 0 || sys_ns <= 0)
