@@ -393,22 +393,22 @@ run_job() {	# run_job N JOB...
 job_key() { set -- $1; [ "$1" = kernel ] && shift 2 && set -- kernel "$@"; echo "$*"; }
 est_default() {
 	case $1 in
-	"kernel debian-6.1") echo 900 ;;
-	"kernel debian-5.10") echo 1200 ;;	# 680 + test_backlog_metrics.py + both in tracepoint mode (~350)
-	"kernel debian-6.12") echo 1110 ;;
-	"kernel debian-6.12 fentry") echo 650 ;;
-	"kernel debian-6.12 kprobe,tracepoint") echo 480 ;;
-	# the arm64 guests with the test files: 848, 1,460, 1,435 and 64 s measured at load 9-12
-	# (2026-11-24, docs/KERNELS.md "arm64"), halved: the static arm64 checks before them took
-	# about twice as long at load 8-9 as in CI
-	"arm64 debian-6.12-arm64 fentry") echo 425 ;;
-	"arm64 debian-6.12-arm64 kprobe,tracepoint") echo 730 ;;
-	"arm64 debian-5.10-arm64") echo 790 ;;	# + test_backlog.py in tracepoint mode (69 s at load 1)
-	static-arm64) echo 35 ;;
-	static) echo 20 ;;
+	# a fresh-clone CI's job times (2026-11-24, AMD EPYC, at 2e467ac), some with a third guest
+	# running beside them: the order they give matters, not the seconds
+	"kernel debian-6.1") echo 850 ;;
+	"kernel debian-5.10") echo 900 ;;
+	"kernel debian-6.12") echo 760 ;;
+	"kernel debian-6.12 fentry") echo 460 ;;
+	"kernel debian-6.12 kprobe,tracepoint") echo 300 ;;
+	"arm64 debian-6.12-arm64 fentry") echo 340 ;;
+	"arm64 debian-6.12-arm64 kprobe,tracepoint") echo 650 ;;
+	"arm64 debian-5.10-arm64") echo 840 ;;
+	static-arm64) echo 25 ;;
+	static) echo 15 ;;
 	*) echo 600 ;;	# a kernel or split not measured yet
 	esac
 }
+
 est() {	# est JOB -> expected seconds
 	local k s
 	k=$(job_key "$1")
