@@ -95,11 +95,11 @@ static double time_syscall_loop(long nr, int calls)
 	return (double)(clock_ns(CLOCK_THREAD_CPUTIME_ID) - t0) / calls;
 }
 
-/* 15 alternating rounds, timed in thread CPU time: on an AMD EPYC VM, quiet or with both CPUs
+/* 15 paired rounds, timed in thread CPU time: on an AMD EPYC VM, quiet or with both CPUs
  * busy, the two costs came out within ~2 % (other) and ~20 % (syscall) run to run, where
  * wall-clock timing under load spread 83 % and 48 % (docs/BENCHMARKS.md, "Calibration
  * stability"). The syscall kind's ~20 % is two levels that alternate in spells of 0.1-0.3 s
- * (docs/STAGES.md). About 1.5 s at start-up. */
+ * (docs/STAGES.md). About 1 s at start-up on the host. */
 enum { CALIB_ROUNDS = 15, CALIB_CALLS = 40000, CALIB_MIN_CALLS = 1000, CALIB_SIZING_CALLS = 2000 };
 /* Rounds per attach: under qemu TCG attaching and detaching a kprobe or fentry program took
  * most of the calibration; three rounds of ~10 ms are still paired within a spell of the

@@ -172,7 +172,8 @@ def sockdir_of(pid):
     """The /tmp/udsprobe.XXXXXX directory of a running udsprobe, found through the AF_UNIX
     sockets its process tree holds (/proc/net/unix), or None while it has none bound."""
     inodes = socket_inodes(proc_tree(pid))
-    with open("/proc/net/unix") as f:
+    # other processes' abstract names can be any bytes (the reliability tests' are not UTF-8)
+    with open("/proc/net/unix", errors="surrogateescape") as f:
         next(f)
         for line in f:
             parts = line.split()

@@ -445,7 +445,7 @@ def upstream_held(endpoint):
     more (closed, or an orphan in FIN_WAIT/TIME_WAIT) has inode 0 and does not count."""
     n = 0
     if ":" not in endpoint:
-        for line in Path("/proc/net/unix").read_text().splitlines()[1:]:
+        for line in Path("/proc/net/unix").read_text(errors="surrogateescape").splitlines()[1:]:
             f = line.split()
             # Num RefCount Protocol Flags Type St Inode Path; St 01 = unconnected (the listener)
             if len(f) == 8 and f[7] == endpoint and f[5] != "01" and f[6] != "0":
