@@ -31,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 
-from benchlib import cpu_name, load1
+from benchlib import cpu_name, fmt, load1, rel_spread
 
 UDSPROBE = os.environ.get("UDSPROBE", "./udsprobe")
 QUICK = os.environ.get("BENCH_QUICK") == "1"
@@ -56,14 +56,12 @@ def run_once(i, modes):
             return json.load(f)
 
 
-def spread(values, fmt):
+def spread(values, spec):
+    """fmt's median (min–max) of the values there are; one value alone, "-" for none."""
     values = [v for v in values if v is not None]
-    if not values:
-        return "-"
-    med = statistics.median(values)
-    if len(values) == 1:
-        return fmt.format(med)
-    return f"{fmt.format(med)} ({fmt.format(min(values))}–{fmt.format(max(values))})"
+    if len(values) < 2:
+        return format(values[0], spec) if values else "-"
+    return fmt(values, spec)
 
 
 def main():
@@ -103,12 +101,11 @@ def main():
         kmiss = max(r.get("kernel_misses", 0) for r in rs)
         bulk = [r.get("bulk_messages", 0) / r["messages"] if r.get("messages") else None for r in rs]
         untr = [r["latency_ns"]["mean"] for r in rs if r.get("latency_ns", {}).get("mean")]
-        noise = (max(untr) - min(untr)) / statistics.median(untr) \
-            if key[0] == "pingpong" and len(untr) > 1 else None
-        print(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {spread(cov, '{:.2f}')} | "
-              f"{spread(corr, '{:.2f}') if key[0] == 'pingpong' else 'n/a'} | "
-              f"{'-' if noise is None else f'{noise:.0%}'} | {spread(over, '{:.2f}')} | {miss}/{kmiss} | "
-              f"{spread(bulk, '{:.0%}')} |")
+        noise = rel_spread(untr) if key[0] == "pingpong" and len(untr) > 1 else None
+        print(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {spread(cov, '.2f')} | "
+              f"{spread(corr, '.2f') if key[0] == 'pingpong' else 'n/a'} | "
+              f"{'-' if noise is None else f'{noise:.0%}'} | {spread(over, '.2f')} | {miss}/{kmiss} | "
+              f"{spread(bulk, '.0%')} |")
         med = statistics.median(c for c in corr if c is not None) if key[0] == "pingpong" and \
             any(c is not None for c in corr) else None
         if med is not None and abs(med - 1) <= 0.10:

@@ -83,6 +83,12 @@ def group_cpu(pgids):
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
+def rel_spread(xs):
+    """(max - min) / median: the spread the benches judge run-to-run noise by."""
+    med = statistics.median(xs)
+    return (max(xs) - min(xs)) / med if med > 0 else float("inf")
+
+
 def fmt(xs, spec=",.0f"):
     """median (min–max)"""
     return (f"{format(statistics.median(xs), spec)} "

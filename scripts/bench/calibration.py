@@ -19,7 +19,7 @@ import statistics
 import subprocess
 import sys
 
-from benchlib import cpu_name, fmt, load1, log
+from benchlib import cpu_name, fmt, load1, log, rel_spread
 
 UDSPROBE = os.environ.get("UDSPROBE", "./udsprobe")
 QUICK = os.environ.get("BENCH_QUICK") == "1"
@@ -53,8 +53,7 @@ def stop_load(procs):
 
 
 def cell(xs):
-    med = statistics.median(xs)
-    return med, (max(xs) - min(xs)) / med if med > 0 else float("inf"), fmt(xs)
+    return statistics.median(xs), rel_spread(xs), fmt(xs)
 
 
 def main():
