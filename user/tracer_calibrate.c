@@ -95,12 +95,13 @@ static double time_syscall_loop(long nr, int calls)
 	return (double)(clock_ns(CLOCK_THREAD_CPUTIME_ID) - t0) / calls;
 }
 
-/* 15 paired rounds, timed in thread CPU time: on an AMD EPYC VM, quiet or with both CPUs
- * busy, the two costs came out within ~2 % (other) and ~20 % (syscall) run to run, where
- * wall-clock timing under load spread 83 % and 48 % (docs/BENCHMARKS.md, "Calibration
- * stability"). The syscall kind's ~20 % is two levels that alternate in spells of 0.1-0.3 s
- * (docs/STAGES.md). About 1 s at start-up on the host. */
-enum { CALIB_ROUNDS = 15, CALIB_CALLS = 40000, CALIB_MIN_CALLS = 1000, CALIB_SIZING_CALLS = 2000 };
+/* 18 rounds, each timing the loop three ways back to back: untraced, with sys_enter/sys_exit,
+ * and with the calibration probe on top; in thread CPU time (wall-clock timing under load
+ * spread 83 % and 48 % run to run, docs/BENCHMARKS.md "Calibration stability"). Three loops a
+ * round where timing each kind apart took four, and both kinds' rounds span the whole
+ * calibration (~0.7 s on the host). The syscall kind's cost alternates between two levels in
+ * spells of 0.1 s to over 0.7 s (docs/STAGES.md): its run-to-run spread stays near 20 %. */
+enum { CALIB_ROUNDS = 18, CALIB_CALLS = 40000, CALIB_MIN_CALLS = 1000, CALIB_SIZING_CALLS = 2000 };
 /* Rounds per attach: under qemu TCG attaching and detaching a kprobe or fentry program took
  * most of the calibration; three rounds of ~10 ms are still paired within a spell of the
  * syscall kind's level (docs/STAGES.md). */
@@ -111,27 +112,38 @@ _Static_assert(CALIB_ROUNDS % CALIB_BLOCK == 0, "whole blocks of rounds");
  * took 5-7 s of each run's ~12 s. */
 #define CALIB_ROUND_NS 10e6
 
-/* Median of the paired differences of alternating timed loops (drift hits a pair alike). */
-static double paired_median(const double *plain, double *traced, int n)
+/* Programs a calibration step attaches, on top of the steps before it. */
+struct calib_step {
+	const struct stage_prog *progs;
+	int n;
+};
+enum { CALIB_MAX_STEPS = 2, CALIB_MAX_PROGS = 2 };
+
+/* Median of the paired differences `with - without`: each pair timed back to back, so drift
+ * hits both alike. */
+static double paired_median(const double *without, const double *with)
 {
+	double d[CALIB_ROUNDS];
 	int i;
 
-	for (i = 0; i < n; i++)
-		traced[i] -= plain[i];
-	qsort(traced, n, sizeof(double), cmp_double);
-	return traced[n / 2];
+	for (i = 0; i < CALIB_ROUNDS; i++)
+		d[i] = with[i] - without[i];
+	qsort(d, CALIB_ROUNDS, sizeof(double), cmp_double);
+	return d[CALIB_ROUNDS / 2];
 }
 
-/* Attach every program of extra into links; all or none (-1). */
-static int attach_all(const struct stage_prog *extra, int n_extra, struct bpf_link **links)
+/* Attach every program of a step into links; all or none (-1, errno kept). */
+static int attach_all(const struct calib_step *step, struct bpf_link **links)
 {
-	int j;
+	int j, err;
 
-	for (j = 0; j < n_extra; j++) {
-		links[j] = tracer_attach_prog(&extra[j]);
+	for (j = 0; j < step->n; j++) {
+		links[j] = tracer_attach_prog(&step->progs[j]);
 		if (libbpf_get_error(links[j])) {
+			err = errno;
 			while (j--)
 				bpf_link__destroy(links[j]);
+			errno = err;
 			return -1;
 		}
 	}
@@ -145,45 +157,75 @@ static void destroy_all(struct bpf_link **links, int n)
 }
 
 /*
- * Time CALLS syscalls per round, in blocks of rounds without and then with `extra` attached,
- * on top of whatever is attached already; the median paired difference per call, or NAN when
- * `extra` could not be attached (a difference below zero is noise, not a failure). once:
- * attach `extra` one time only (fentry where the kernel cannot re-attach): one block.
+ * Time CALLS syscalls per round on top of whatever is attached already: t[0] with nothing
+ * more, t[s + 1] with steps 0..s attached, in blocks of `block` rounds (each step attached
+ * once per block, all detached at its end). -1 with errno set and *failed = the step that
+ * could not be attached.
  */
-static double time_with_and_without(struct tracer *tr, const struct stage_prog *extra, int n_extra,
-				    int calls, bool once)
+static int time_steps(struct tracer *tr, const struct calib_step *steps, int n_steps, int calls,
+		      int block, double t[][CALIB_ROUNDS], int *failed)
 {
-	double plain[CALIB_ROUNDS], traced[CALIB_ROUNDS];
-	int block = once ? CALIB_ROUNDS : CALIB_BLOCK, i, j;
-	struct bpf_link *links[4];
+	struct bpf_link *links[CALIB_MAX_STEPS][CALIB_MAX_PROGS];
+	int i, j, s, attached, err;
 
 	for (i = 0; i < CALIB_ROUNDS; i += block) {
-		for (j = i; j < i + block; j++)
-			plain[j] = time_syscall_loop(tr->calib_nr, calls);
-		if (attach_all(extra, n_extra, links))
-			return NAN;
-		for (j = i; j < i + block; j++)
-			traced[j] = time_syscall_loop(tr->calib_nr, calls);
-		destroy_all(links, n_extra);
+		for (s = 0, attached = 0; s <= n_steps; s++) {
+			if (s > 0 && attach_all(&steps[s - 1], links[s - 1]))
+				break;
+			attached = s;
+			for (j = i; j < i + block; j++)
+				t[s][j] = time_syscall_loop(tr->calib_nr, calls);
+		}
+		err = errno;
+		while (attached--)
+			destroy_all(links[attached], steps[attached].n);
+		if (s <= n_steps) {
+			*failed = s - 1;
+			errno = err;
+			return -1;
+		}
 	}
-	return paired_median(plain, traced, CALIB_ROUNDS);
+	return 0;
 }
 
 /*
- * time_with_and_without, measured again while it comes out at or below zero: noise larger
- * than the cost, seen in qemu TCG guests on a busy host (a guest's CPU time runs on while
- * the host runs something else). Not when `once`: that program cannot be attached again.
+ * The two costs per call: the syscall tracepoints' (sys_ns) and, on top of them, the
+ * calibration probe's (other_ns). Measured again while either comes out at or below zero:
+ * noise larger than the cost, seen in qemu TCG guests on a busy host (a guest's CPU time runs
+ * on while the host runs something else). With keep_links the probe cannot be attached again:
+ * it is timed once, in one block on top of the held syscall tracepoints, after them.
+ * -1 with errno set and *failed = 0 (sys_enter/sys_exit) or 1 (the probe).
  */
 enum { CALIB_TRIES = 3 };
-static double time_cost(struct tracer *tr, const struct stage_prog *extra, int n_extra, int calls,
-			bool once)
+static int time_costs(struct tracer *tr, const struct calib_step steps[2], int calls,
+		      double *sys_ns, double *other_ns, int *tries, int *failed)
 {
-	double ns = time_with_and_without(tr, extra, n_extra, calls, once);
-	int i;
+	double t[3][CALIB_ROUNDS];
+	struct bpf_link *held[CALIB_MAX_PROGS];
+	int n_steps = tr->keep_links ? 1 : 2, err;
 
-	for (i = 1; i < CALIB_TRIES && !once && ns <= 0; i++)	/* false for NAN: attach failed */
-		ns = time_with_and_without(tr, extra, n_extra, calls, once);
-	return ns;
+	for (*tries = 1;; ++*tries) {
+		if (time_steps(tr, steps, n_steps, calls, CALIB_BLOCK, t, failed))
+			return -1;
+		*sys_ns = paired_median(t[0], t[1]);
+		*other_ns = n_steps == 2 ? paired_median(t[1], t[2]) : 1;
+		if ((*sys_ns > 0 && *other_ns > 0) || *tries == CALIB_TRIES)
+			break;
+	}
+	if (n_steps == 2)
+		return 0;
+	*failed = 0;
+	if (attach_all(&steps[0], held))
+		return -1;
+	err = time_steps(tr, &steps[1], 1, calls, CALIB_ROUNDS, t, failed) ? errno : 0;
+	destroy_all(held, steps[0].n);
+	if (err) {
+		*failed = 1;
+		errno = err;
+		return -1;
+	}
+	*other_ns = paired_median(t[0], t[1]);
+	return 0;
 }
 
 /* Calls per round: CALIB_CALLS, or fewer where CALIB_ROUND_NS holds fewer untraced calls. */
@@ -209,13 +251,13 @@ double tracer_calibrate(struct tracer *tr)
 		{ .prog = kernel_has_btf() ? tr->skel->progs.tp_sys_enter : tr->skel->progs.rtp_sys_enter },
 		{ .prog = kernel_has_btf() ? tr->skel->progs.tp_sys_exit : tr->skel->progs.rtp_sys_exit },
 	};
+	const struct calib_step steps[2] = { { sys, 2 }, { &tr->calib, 1 } };
 	struct bpf_program *calib = tracer_calib_program(tr->skel, tr->mode);
-	struct bpf_link *held[2];
 	pid_t self = syscall(SYS_gettid);
 	double sys_ns, other_ns;
 	const char *what = calib ? bpf_program__name(calib) : "its probe";	/* for the warning */
-	uint64_t hits;
-	int calls;
+	uint64_t hits, want;
+	int calls, tries, failed;
 
 	tr->syscall_hit_ns = 0;
 	if (!tr->calib.prog)
@@ -223,30 +265,28 @@ double tracer_calibrate(struct tracer *tr)
 	tracer_reset_state(tr);
 	tracer_set_tasks(tr, self, self, TR_TCP);
 	calls = calls_per_round(tr->calib_nr);
-	sys_ns = time_cost(tr, sys, 2, calls, false);
-	if (isnan(sys_ns) || attach_all(sys, 2, held)) {
-		what = "sys_enter/sys_exit";
+	tr->skel->bss->calib_hits = 0;
+	if (time_costs(tr, steps, calls, &sys_ns, &other_ns, &tries, &failed)) {
+		if (failed == 0)
+			what = "sys_enter/sys_exit";
 		goto fail;
 	}
-	tr->skel->bss->calib_hits = 0;
-	other_ns = time_cost(tr, &tr->calib, 1, calls, tr->keep_links);
 	hits = tr->skel->bss->calib_hits;
-	destroy_all(held, 2);
 	tracer_reset_state(tr);
-	if (isnan(other_ns))
-		goto fail;
 	tr->syscall_hit_ns = MAX(sys_ns / 2, 0.0);
-	if (hits < (uint64_t)CALIB_ROUNDS * calls) {
-		fprintf(stderr, "udsprobe: warning: the calibration probe fired %llu times for %d "
+	/* every try's probe rounds (one try with keep_links) */
+	want = (uint64_t)CALIB_ROUNDS * calls * (tr->keep_links ? 1 : tries);
+	if (hits < want) {
+		fprintf(stderr, "udsprobe: warning: the calibration probe fired %llu times for %llu "
 			"calls; the corrected breakdown subtracts only syscall-tracepoint hits\n",
-			(unsigned long long)hits, CALIB_ROUNDS * calls);
+			(unsigned long long)hits, (unsigned long long)want);
 		return 0;
 	}
 	if (other_ns <= 0 || sys_ns <= 0)
 		fprintf(stderr, "udsprobe: warning: probe-cost calibration measured no cost for %s "
 			"in %d tries (noise larger than one probe hit); the corrected breakdown "
 			"subtracts less\n", other_ns <= 0 ? "a probe hit" : "a syscall-tracepoint hit",
-			other_ns <= 0 && tr->keep_links ? 1 : CALIB_TRIES);
+			other_ns <= 0 && tr->keep_links ? 1 : tries);
 	return MAX(other_ns, 0.0);
 fail:
 	fprintf(stderr, "udsprobe: warning: probe-cost calibration could not attach %s: %s; the "
