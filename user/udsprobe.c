@@ -46,7 +46,7 @@ static struct outdir out_dir = { .fd = -1 };
 static int compare_lock(void)
 {
 	static const char path[] = "/run/udsprobe.lock";
-	char line[256];
+	char line[256], who[32] = "";
 	struct stat st;
 	long holder = 0;
 	FILE *f;
@@ -75,9 +75,12 @@ static int compare_lock(void)
 		}
 		fclose(f);
 	}
-	fprintf(stderr, "udsprobe: waiting for another udsprobe --compare (pid %ld) to finish: two "
-		"at once would share CPUs and trace each other's workloads (Ctrl-C gives up)\n",
-		holder);
+	/* no pid: /proc/locks shows 0 once the locker has exited while a forked child of it
+	 * still holds the open file (seen as one run ends and the next starts) */
+	if (holder)
+		snprintf(who, sizeof(who), " (pid %ld)", holder);
+	fprintf(stderr, "udsprobe: waiting for another udsprobe --compare%s to finish: two at once "
+		"would share CPUs and trace each other's workloads (Ctrl-C gives up)\n", who);
 	/* poll, not a blocking flock: a Ctrl-C landing just before a blocking call would be
 	 * missed until the other run ends */
 	while (flock(fd, LOCK_EX | LOCK_NB)) {
