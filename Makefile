@@ -83,6 +83,15 @@ $(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< > $@
 
+# VERSION is compiled in (reports name the commit their figures came from): the objects that
+# print it are rebuilt when it changes, a new commit or a tree turning dirty, not only when
+# their own source does. The stamp is rewritten only then.
+VERSION_STAMP := $(OUTPUT)/version.stamp
+$(shell mkdir -p $(OUTPUT) && (echo '$(VERSION)' | cmp -s - $(VERSION_STAMP) || \
+	echo '$(VERSION)' > $(VERSION_STAMP)))
+$(patsubst user/%.c,$(OUTPUT)/user/%.o,$(shell grep -l UDSPROBE_VERSION $(USER_SRCS))): \
+	$(VERSION_STAMP)
+
 # Every user object may include any skeleton; -MMD records which it really does.
 $(OUTPUT)/user/%.o: user/%.c $(SKELS) | $(OUTPUT)/user
 	$(call msg,CC,$@)
