@@ -393,6 +393,14 @@ int sockdir_create(char *path, size_t len)
 		char c;
 
 		close(fds[1]);
+		/* nothing else of udsprobe's: it outlives udsprobe by the clean-up, and would keep
+		 * its BPF objects loaded and its --compare lock held (the next run waited) */
+		if (fds[0] != 3 && dup2(fds[0], 3) == 3) {
+			close(fds[0]);
+			fds[0] = 3;
+		}
+		if (fds[0] == 3)
+			close_range(4, ~0U, 0);
 		setsid();	/* out of the terminal's process group: Ctrl-C is udsprobe's */
 		signal(SIGINT, SIG_IGN);
 		signal(SIGTERM, SIG_IGN);

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from conftest import alive, proc_tree, sockdir_of, wait_for
+from conftest import alive, proc_children, proc_tree, sockdir_of, wait_for
 
 # pingpong over unix for 3 s, then tcp for 3 s: long enough to catch it mid-run
 LONG_RUN = ("--compare", "--no-trace", "--mode", "pingpong", "--duration", "3")
@@ -70,6 +70,27 @@ def test_sockdir_removed_after_sigkill(spawn):
     p.wait(timeout=5)
     assert_cleaned(d, tree, timeout=5)
     assert time.monotonic() - t0 < 5
+
+
+def test_janitor_holds_only_its_pipe(spawn):
+    """The janitor outlives udsprobe by its clean-up: it must not keep udsprobe's BPF objects
+    loaded or its one-at-a-time --compare lock held meanwhile (the next --compare waited on it)."""
+    p = spawn("--compare", "--mode", "pingpong", "--duration", "3")  # traced: BPF fds exist
+    d = wait_for(lambda: sockdir_of(p.pid), timeout=30)
+    assert d, "no socket directory seen while udsprobe ran"
+    janitors = [c for c in proc_children(p.pid) if alive(c) and os.getsid(c) == c]
+    assert len(janitors) == 1, janitors
+    fds = {}
+    for fd in os.listdir(f"/proc/{janitors[0]}/fd"):
+        try:
+            fds[int(fd)] = os.readlink(f"/proc/{janitors[0]}/fd/{fd}")
+        except OSError:
+            pass
+    p.kill()
+    p.wait(timeout=5)
+    extra = {fd: what for fd, what in fds.items() if fd > 2}
+    assert len(extra) == 1 and next(iter(extra.values())).startswith("pipe:"), fds
+    assert_cleaned(d, [janitors[0]])
 
 
 def test_no_sockdir_leak_over_runs(run):
