@@ -90,7 +90,7 @@ static double time_syscall_loop(long nr, int calls)
 		if (nr == SYS_getrusage)
 			syscall(nr, RUSAGE_SELF, &ru);
 		else
-			syscall(nr, &cpu, &node, NULL);	/* getppid ignores them */
+			syscall(nr, &cpu, &node, NULL);	/* getppid and getpid ignore them */
 	}
 	return (double)(clock_ns(CLOCK_THREAD_CPUTIME_ID) - t0) / calls;
 }
@@ -156,14 +156,23 @@ static void destroy_all(struct bpf_link **links, int n)
 		bpf_link__destroy(links[n]);
 }
 
+/* A round's time per call: of the calibration syscall, or (ref_nr != 0) of it minus that of a
+ * reference syscall the probe does not hit, timed right after it, so drift hits both alike. */
+static double time_round(long nr, long ref_nr, int calls)
+{
+	double t = time_syscall_loop(nr, calls);
+
+	return ref_nr ? t - time_syscall_loop(ref_nr, calls) : t;
+}
+
 /*
- * Time CALLS syscalls per round on top of whatever is attached already: t[0] with nothing
- * more, t[s + 1] with steps 0..s attached, in blocks of `block` rounds (each step attached
- * once per block, all detached at its end). -1 with errno set and *failed = the step that
- * could not be attached.
+ * Time CALLS syscalls per round (time_round) on top of whatever is attached already: t[0]
+ * with nothing more, t[s + 1] with steps 0..s attached, in blocks of `block` rounds (each
+ * step attached once per block, all detached at its end). -1 with errno set and *failed =
+ * the step that could not be attached.
  */
 static int time_steps(struct tracer *tr, const struct calib_step *steps, int n_steps, int calls,
-		      int block, double t[][CALIB_ROUNDS], int *failed)
+		      long ref_nr, int block, double t[][CALIB_ROUNDS], int *failed)
 {
 	struct bpf_link *links[CALIB_MAX_STEPS][CALIB_MAX_PROGS];
 	int i, j, s, attached, err;
@@ -174,7 +183,7 @@ static int time_steps(struct tracer *tr, const struct calib_step *steps, int n_s
 				break;
 			attached = s;
 			for (j = i; j < i + block; j++)
-				t[s][j] = time_syscall_loop(tr->calib_nr, calls);
+				t[s][j] = time_round(tr->calib_nr, ref_nr, calls);
 		}
 		err = errno;
 		while (attached--)
@@ -193,7 +202,9 @@ static int time_steps(struct tracer *tr, const struct calib_step *steps, int n_s
  * calibration probe's (other_ns). Measured again while either comes out at or below zero:
  * noise larger than the cost, seen in qemu TCG guests on a busy host (a guest's CPU time runs
  * on while the host runs something else). With keep_links the probe cannot be attached again:
- * it is timed once, after them, in one block that attaches each step once.
+ * it is timed once, after them, in one block that attaches each step once, each round against
+ * getpid (which it does not hit): rounds before and after its one attach lie far apart, and
+ * under TCG drift between them once exceeded its cost (a 5.10 fentry guest measured 0).
  * -1 with errno set and *failed = 0 (sys_enter/sys_exit) or 1 (the probe).
  */
 enum { CALIB_TRIES = 3 };
@@ -204,7 +215,7 @@ static int time_costs(struct tracer *tr, const struct calib_step steps[2], int c
 	int n_steps = tr->keep_links ? 1 : 2;
 
 	for (*tries = 1;; ++*tries) {
-		if (time_steps(tr, steps, n_steps, calls, CALIB_BLOCK, t, failed))
+		if (time_steps(tr, steps, n_steps, calls, 0, CALIB_BLOCK, t, failed))
 			return -1;
 		*sys_ns = paired_median(t[0], t[1]);
 		if (n_steps == 2)
@@ -214,8 +225,8 @@ static int time_costs(struct tracer *tr, const struct calib_step steps[2], int c
 	}
 	if (n_steps == 2)
 		return 0;
-	/* one block, each step attached once (its untraced loops, ~0.2 s under TCG, go unused) */
-	if (time_steps(tr, steps, 2, calls, CALIB_ROUNDS, t, failed))
+	/* one block, each step attached once (its untraced rounds, ~0.4 s under TCG, go unused) */
+	if (time_steps(tr, steps, 2, calls, SYS_getpid, CALIB_ROUNDS, t, failed))
 		return -1;
 	*other_ns = paired_median(t[1], t[2]);
 	return 0;
