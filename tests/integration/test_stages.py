@@ -282,7 +282,10 @@ def test_large_messages_hold_their_copy_time(run_json, attach_mode, size):
         stages = message_stages(r)
         total = sum(s["ns_per_msg"] for s in stages)
         assert r["misses"] == 0 and r["out_of_order"] == 0, (tr, r)
-        assert 0.98 <= r["coverage"] <= 1.02, (tr, r["coverage"])
+        # a rare 0.89 in a 5.10 guest was not reproduced: print what coverage is made of
+        assert 0.98 <= r["coverage"] <= 1.02, (tr, r["coverage"], r["stage_sum_ns"],
+                                               r["traced_latency_ns"], r["messages"],
+                                               [(s["name"], s["ns_per_msg"]) for s in stages])
         for name, count in partition_counts(r["stages"], r["bulk_messages"]):
             want = r["messages"] - 1 if name == "app;gap" else r["messages"]
             assert count == want, (tr, name, count, r["kernel_misses"], r["stages"])
