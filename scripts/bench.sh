@@ -30,6 +30,18 @@ declare -A TITLE=([fidelity]="Workload fidelity" [accuracy]="Accuracy" [calibrat
 	[trace-overhead]="Trace overhead on real programs" [trace-soak]="Trace soak"
 	[backlog-overhead]="Backlog watch overhead" [backlog-storm]="Backlog long run")
 
+# The file is rewritten from its sections: text outside every section's markers (below the
+# heading this script writes) would be lost, so it stops before measuring anything.
+if [ -f "$OUT" ]; then
+	stray=$(awk 'NR > 6 && /^<!-- bench:/ { on = 1 } NR > 6 && !on && NF { print NR ": " substr($0, 1, 60) }
+		/^<!-- \/bench:/ { on = 0 }' "$OUT")
+	if [ -n "$stray" ]; then
+		printf 'bench.sh: %s has text outside its sections, which a run would drop:\n%s\nMove it inside a section'"'"'s markers (<!-- bench:NAME --> ... <!-- /bench:NAME -->) or delete it.\n' \
+			"$OUT" "$stray" >&2
+		exit 2
+	fi
+fi
+
 script_of() {	# the executable for a section, or nothing
 	local f
 	for f in scripts/bench/"$1".*; do

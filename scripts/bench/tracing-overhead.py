@@ -20,6 +20,7 @@ import platform
 import statistics
 import struct
 import subprocess
+import tempfile
 import time
 
 from benchlib import bpf_progs_held, cpu_name, load1, log
@@ -53,8 +54,18 @@ def host_modes():
 
 def one(mode, count, prefix=()):
     cmd = [*prefix, UDSPROBE, "--compare", "--attach", mode, "--mode", "pingpong", "--cpu", "same",
-           "--size", "64", "--count", str(count), "--json", "-"]
-    return run_json(cmd)
+           "--size", "64", "--count", str(count), "--json"]
+    if not prefix:
+        return run_json(cmd + ["-"])
+    # vm-run.sh sends the guest's stderr to its stdout too: the JSON goes through a file in the
+    # work dir, which the guest shares read-write at the same path
+    os.makedirs(".output", exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=".output", prefix="bench-vm-", suffix=".json") as f:
+        res = subprocess.run(cmd + [f.name], capture_output=True, text=True, timeout=1200)
+        if res.returncode != 0:
+            raise SystemExit(f"{' '.join(cmd)} failed ({res.returncode}):\n{res.stdout}")
+        with open(f.name) as out:    # udsprobe replaced the file (rename): read it anew
+            return json.load(out)
 
 
 def enable_bpf_stats():
