@@ -95,18 +95,22 @@ static double time_syscall_loop(long nr, int calls)
 	return (double)(clock_ns(CLOCK_THREAD_CPUTIME_ID) - t0) / calls;
 }
 
-/* 18 rounds, each timing the loop three ways back to back: untraced, with sys_enter/sys_exit,
- * and with the calibration probe on top; in thread CPU time (wall-clock timing under load
- * spread 83 % and 48 % run to run, docs/BENCHMARKS.md "Calibration stability"). Three loops a
- * round where timing each kind apart took four, and both kinds' rounds span the whole
- * calibration (~0.7 s on the host). The syscall kind's cost alternates between two levels in
- * spells of 0.1 s to over 0.7 s (docs/STAGES.md): its run-to-run spread stays near 20 %. */
-enum { CALIB_ROUNDS = 18, CALIB_CALLS = 40000, CALIB_MIN_CALLS = 1000, CALIB_SIZING_CALLS = 2000 };
+/* 36 rounds (18 where a syscall is slow), each timing the loop three ways back to back:
+ * untraced, with sys_enter/sys_exit, and with the calibration probe on top; in thread CPU time
+ * (wall-clock timing under load spread 83 % and 48 % run to run, docs/BENCHMARKS.md
+ * "Calibration stability"). Three loops a round where timing each kind apart took four, and
+ * both kinds' rounds span the whole calibration (~1.4 s on the host). The syscall kind's cost
+ * steps up for spells of 0.1 s to over a second (docs/STAGES.md): 36 rounds span more of them,
+ * and their lower quartile is read, not the median. Under qemu TCG 36 rounds took 0.5-2.4 s
+ * more per run than 18. */
+enum { CALIB_ROUNDS = 36, CALIB_SLOW_ROUNDS = 18, CALIB_CALLS = 40000, CALIB_MIN_CALLS = 1000,
+       CALIB_SIZING_CALLS = 2000 };
 /* Rounds per attach: under qemu TCG attaching and detaching a kprobe or fentry program took
  * most of the calibration; three rounds of ~10 ms are still paired within a spell of the
  * syscall kind's level (docs/STAGES.md). */
 enum { CALIB_BLOCK = 3 };
-_Static_assert(CALIB_ROUNDS % CALIB_BLOCK == 0, "whole blocks of rounds");
+_Static_assert(CALIB_ROUNDS % CALIB_BLOCK == 0 && CALIB_SLOW_ROUNDS % CALIB_BLOCK == 0,
+	       "whole blocks of rounds");
 /* A round's untraced loop lasts about this long: 40,000 calls of a syscall up to 250 ns (every
  * host seen), fewer where a syscall is slower. Under qemu TCG (~2 us a call) a fixed 40,000
  * took 5-7 s of each run's ~12 s. */
@@ -119,17 +123,19 @@ struct calib_step {
 };
 enum { CALIB_MAX_STEPS = 2, CALIB_MAX_PROGS = 2 };
 
-/* Median of the paired differences `with - without`: each pair timed back to back, so drift
- * hits both alike. */
-static double paired_median(const double *without, const double *with)
+/* Lower quartile of the paired differences `with - without`: each pair timed back to back, so
+ * drift hits both alike. Timing noise only adds (an interrupt, a preemption, a spell at the
+ * syscall kind's upper level): the median followed those spells, 30-45 % run to run in 5 of 6
+ * bench sections against 15-20 % in 9 of 9 (docs/STAGES.md). */
+static double paired_low_quartile(const double *without, const double *with, int rounds)
 {
 	double d[CALIB_ROUNDS];
 	int i;
 
-	for (i = 0; i < CALIB_ROUNDS; i++)
+	for (i = 0; i < rounds; i++)
 		d[i] = with[i] - without[i];
-	qsort(d, CALIB_ROUNDS, sizeof(double), cmp_double);
-	return d[CALIB_ROUNDS / 2];
+	qsort(d, rounds, sizeof(double), cmp_double);
+	return d[rounds / 4];
 }
 
 /* Attach every program of a step into links; all or none (-1, errno kept). */
@@ -166,18 +172,18 @@ static double time_round(long nr, long ref_nr, int calls)
 }
 
 /*
- * Time CALLS syscalls per round (time_round) on top of whatever is attached already: t[0]
- * with nothing more, t[s + 1] with steps 0..s attached, in blocks of `block` rounds (each
+ * Time ROUNDS rounds of CALLS syscalls (time_round) on top of whatever is attached already:
+ * t[0] with nothing more, t[s + 1] with steps 0..s attached, in blocks of `block` rounds (each
  * step attached once per block, all detached at its end). -1 with errno set and *failed =
  * the step that could not be attached.
  */
-static int time_steps(struct tracer *tr, const struct calib_step *steps, int n_steps, int calls,
-		      long ref_nr, int block, double t[][CALIB_ROUNDS], int *failed)
+static int time_steps(struct tracer *tr, const struct calib_step *steps, int n_steps, int rounds,
+		      int calls, long ref_nr, int block, double t[][CALIB_ROUNDS], int *failed)
 {
 	struct bpf_link *links[CALIB_MAX_STEPS][CALIB_MAX_PROGS];
 	int i, j, s, attached, err;
 
-	for (i = 0; i < CALIB_ROUNDS; i += block) {
+	for (i = 0; i < rounds; i += block) {
 		for (s = 0, attached = 0; s <= n_steps; s++) {
 			if (s > 0 && attach_all(&steps[s - 1], links[s - 1]))
 				break;
@@ -208,27 +214,27 @@ static int time_steps(struct tracer *tr, const struct calib_step *steps, int n_s
  * -1 with errno set and *failed = 0 (sys_enter/sys_exit) or 1 (the probe).
  */
 enum { CALIB_TRIES = 3 };
-static int time_costs(struct tracer *tr, const struct calib_step steps[2], int calls,
+static int time_costs(struct tracer *tr, const struct calib_step steps[2], int rounds, int calls,
 		      double *sys_ns, double *other_ns, int *tries, int *failed)
 {
 	double t[3][CALIB_ROUNDS];
 	int n_steps = tr->keep_links ? 1 : 2;
 
 	for (*tries = 1;; ++*tries) {
-		if (time_steps(tr, steps, n_steps, calls, 0, CALIB_BLOCK, t, failed))
+		if (time_steps(tr, steps, n_steps, rounds, calls, 0, CALIB_BLOCK, t, failed))
 			return -1;
-		*sys_ns = paired_median(t[0], t[1]);
+		*sys_ns = paired_low_quartile(t[0], t[1], rounds);
 		if (n_steps == 2)
-			*other_ns = paired_median(t[1], t[2]);
+			*other_ns = paired_low_quartile(t[1], t[2], rounds);
 		if ((*sys_ns > 0 && (n_steps == 1 || *other_ns > 0)) || *tries == CALIB_TRIES)
 			break;
 	}
 	if (n_steps == 2)
 		return 0;
 	/* one block, each step attached once (its untraced rounds, ~0.4 s under TCG, go unused) */
-	if (time_steps(tr, steps, 2, calls, SYS_getpid, CALIB_ROUNDS, t, failed))
+	if (time_steps(tr, steps, 2, rounds, calls, SYS_getpid, rounds, t, failed))
 		return -1;
-	*other_ns = paired_median(t[1], t[2]);
+	*other_ns = paired_low_quartile(t[1], t[2], rounds);
 	return 0;
 }
 
@@ -261,7 +267,7 @@ double tracer_calibrate(struct tracer *tr)
 	double sys_ns, other_ns = 0;
 	const char *what = calib ? bpf_program__name(calib) : "its probe";	/* for the warning */
 	uint64_t hits, want;
-	int calls, tries, failed;
+	int calls, rounds, tries, failed;
 
 	tr->syscall_hit_ns = 0;
 	if (!tr->calib.prog)
@@ -269,8 +275,9 @@ double tracer_calibrate(struct tracer *tr)
 	tracer_reset_state(tr);
 	tracer_set_tasks(tr, self, self, TR_TCP);
 	calls = calls_per_round(tr->calib_nr);
+	rounds = calls < CALIB_CALLS ? CALIB_SLOW_ROUNDS : CALIB_ROUNDS;
 	tr->skel->bss->calib_hits = 0;
-	if (time_costs(tr, steps, calls, &sys_ns, &other_ns, &tries, &failed)) {
+	if (time_costs(tr, steps, rounds, calls, &sys_ns, &other_ns, &tries, &failed)) {
 		if (failed == 0)
 			what = "sys_enter/sys_exit";
 		goto fail;
@@ -279,7 +286,7 @@ double tracer_calibrate(struct tracer *tr)
 	tracer_reset_state(tr);
 	tr->syscall_hit_ns = MAX(sys_ns / 2, 0.0);
 	/* every try's probe rounds (one try with keep_links) */
-	want = (uint64_t)CALIB_ROUNDS * calls * (tr->keep_links ? 1 : tries);
+	want = (uint64_t)rounds * calls * (tr->keep_links ? 1 : tries);
 	if (hits < want) {
 		fprintf(stderr, "udsprobe: warning: the calibration probe fired %llu times for %llu "
 			"calls; the corrected breakdown subtracts only syscall-tracepoint hits\n",
