@@ -97,12 +97,11 @@ static double time_syscall_loop(long nr, int calls)
 
 /* 36 rounds (18 where a syscall is slow), each timing the loop three ways back to back:
  * untraced, with sys_enter/sys_exit, and with the calibration probe on top; in thread CPU time
- * (wall-clock timing under load spread 83 % and 48 % run to run, docs/BENCHMARKS.md
- * "Calibration stability"). Three loops a round where timing each kind apart took four, and
- * both kinds' rounds span the whole calibration (~1.4 s on the host). The syscall kind's cost
- * steps up for spells of 0.1 s to over a second (docs/STAGES.md): 36 rounds span more of them,
- * and their lower quartile is read, not the median. Under qemu TCG 36 rounds took 0.5-2.4 s
- * more per run than 18. */
+ * (wall-clock timing under load spread 83 % and 48 % run to run: commit 8c874d7). Three loops
+ * a round where timing each kind apart took four, and both kinds' rounds span the whole
+ * calibration (~1.4 s on the host). The syscall kind's cost steps up for spells of 0.1 s to
+ * over a second (docs/STAGES.md): 36 rounds span more of them, and their lower quartile is
+ * read, not the median. Under qemu TCG 36 rounds took 0.5-2.4 s more per run than 18. */
 enum { CALIB_ROUNDS = 36, CALIB_SLOW_ROUNDS = 18, CALIB_CALLS = 40000, CALIB_MIN_CALLS = 1000,
        CALIB_SIZING_CALLS = 2000 };
 /* Rounds per attach: under qemu TCG attaching and detaching a kprobe or fentry program took
