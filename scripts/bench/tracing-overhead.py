@@ -35,11 +35,16 @@ VM_KERNEL = os.environ.get("BENCH_VM_KERNEL", "debian-6.12")
 NR_BPF = 321 if platform.machine() == "x86_64" else 280    # bpf(2): x86-64, arm64
 
 
-def run_json(cmd, timeout=1200):
-    res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+def run_json(cmd, timeout=1200, out=None):
+    """Run cmd, which ends in `--json`, and return its JSON: from stdout, or through the file
+    `out` (then stderr may be mixed into stdout, as vm-run.sh does with the guest's)."""
+    res = subprocess.run(cmd + [out or "-"], capture_output=True, text=True, timeout=timeout)
     if res.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed ({res.returncode}):\n{res.stderr}")
-    return json.loads(res.stdout)
+        raise SystemExit(f"{' '.join(cmd)} failed ({res.returncode}):\n{res.stderr or res.stdout}")
+    if not out:
+        return json.loads(res.stdout)
+    with open(out) as f:    # udsprobe replaced the file (rename): read it anew
+        return json.load(f)
 
 
 def host_modes():
@@ -56,16 +61,12 @@ def one(mode, count, prefix=()):
     cmd = [*prefix, UDSPROBE, "--compare", "--attach", mode, "--mode", "pingpong", "--cpu", "same",
            "--size", "64", "--count", str(count), "--json"]
     if not prefix:
-        return run_json(cmd + ["-"])
-    # vm-run.sh sends the guest's stderr to its stdout too: the JSON goes through a file in the
-    # work dir, which the guest shares read-write at the same path
+        return run_json(cmd)
+    # the guest's JSON goes through a file in the work dir, which it shares read-write at the
+    # same path
     os.makedirs(".output", exist_ok=True)
     with tempfile.NamedTemporaryFile(dir=".output", prefix="bench-vm-", suffix=".json") as f:
-        res = subprocess.run(cmd + [f.name], capture_output=True, text=True, timeout=1200)
-        if res.returncode != 0:
-            raise SystemExit(f"{' '.join(cmd)} failed ({res.returncode}):\n{res.stdout}")
-        with open(f.name) as out:    # udsprobe replaced the file (rename): read it anew
-            return json.load(out)
+        return run_json(cmd, out=f.name)
 
 
 def enable_bpf_stats():
