@@ -15,6 +15,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -188,7 +189,8 @@ static error_t bl_parse(int key, char *arg, struct argp_state *state)
 		break;
 	case ARGP_KEY_END:
 		if (!opts.enabled && trace_requested() && !(opts.interval_s || opts.prom_path ||
-							     opts.attach || opts.quiet || opts.f.netns ||
+							     opts.metrics_addr || opts.attach ||
+							     opts.quiet || opts.f.netns ||
 							     opts.source_given))
 			break;	/* --trace shares --unix, --port, --pid and --cgroup */
 		if (!opts.enabled && (opts.f.n_unix || opts.f.n_ports || opts.f.n_pids ||
@@ -229,6 +231,7 @@ struct bl_loop {
 	uint64_t t0, end_ns;
 	double interval;
 	bool write_failed;
+	FILE *gone;		/* out or json, once writing it failed: no more is written there */
 };
 
 static void prom_write(struct bl_loop *r)
@@ -279,7 +282,7 @@ static int check_args(struct bl_loop *r, enum attach_mode attach, enum attach_mo
 	int m;
 
 	*want = attach;
-	if (attach == ATTACH_AUTO && opts.attach) {
+	if (opts.attach) {
 		m = attach_mode_parse(opts.attach);
 		if (m < 0) {
 			fprintf(stderr, "udsprobe: --backlog-attach: unknown mode '%s' (valid: auto "
@@ -287,7 +290,14 @@ static int check_args(struct bl_loop *r, enum attach_mode attach, enum attach_mo
 				opts.attach);
 			return 2;
 		}
-		*want = m;
+		if (attach != ATTACH_AUTO && m != ATTACH_AUTO && m != (int)attach) {
+			fprintf(stderr, "udsprobe: --attach %s and --backlog-attach %s disagree: give "
+				"one of them\nTry 'udsprobe --help' for more information.\n",
+				attach_mode_names[attach], opts.attach);
+			return 2;
+		}
+		if (m != ATTACH_AUTO)
+			*want = m;
 	}
 	if (!has_bpf_caps()) {
 		fprintf(stderr, "udsprobe: --backlog needs root (CAP_BPF and CAP_PERFMON): run it "
@@ -390,7 +400,7 @@ static void report(struct bl_loop *r, uint64_t now)
 			s->ls[i].peak = MAX(s->ls[i].peak, s->ls[i].limit + 1);
 	if (!opts.quiet)
 		bl_print_interval(s, r->out, t);
-	if (r->json && r->json != stdout)
+	if (r->json)
 		bl_json_interval(s, r->json, t);
 	prom_write(r);
 	for (i = 0; i < s->n; i++)
@@ -424,6 +434,27 @@ static void wait_until(struct bl_loop *r, uint64_t now, uint64_t wake)
 	nanosleep(&ts, NULL);
 }
 
+/*
+ * The live view or the JSON lines could not be written: a closed pipe (`| head`; SIGPIPE is
+ * ignored) or a full disk. Said once; the watch stops, and what is still buffered for that
+ * stream is dropped, or close_stdout() and finish() would fail on it again.
+ */
+static bool output_gone(struct bl_loop *r)
+{
+	FILE *f = r->json && ferror(r->json) ? r->json : ferror(r->out) ? r->out : NULL;
+
+	if (!f)
+		return false;
+	fprintf(stderr, "udsprobe: --backlog: writing %s failed (a closed pipe or a full disk); "
+		"stopping\n", f == stdout ? "to standard output" : f == stderr ? "to standard error" :
+		r->json_path);
+	__fpurge(f);
+	clearerr(f);
+	r->gone = f;
+	r->write_failed = true;
+	return true;
+}
+
 static void loop(struct bl_loop *r)
 {
 	uint64_t period = (uint64_t)(r->interval * 1e9);
@@ -454,6 +485,8 @@ static void loop(struct bl_loop *r)
 			next_report += period;
 			if (next_report <= now)
 				next_report = now + period;
+			if (output_gone(r))
+				break;
 		}
 	}
 }
@@ -475,11 +508,12 @@ static void finish(struct bl_loop *r)
 			s->ls[i].peak = MAX(s->ls[i].peak, s->ls[i].limit + 1);
 	bl_sort(s);
 	t = (now_ns() - r->t0) / 1e9;
-	bl_print_summary(s, r->out, t);
-	if (r->json)
+	if (r->out != r->gone)
+		bl_print_summary(s, r->out, t);
+	if (r->json && r->json != r->gone)
 		bl_json_summary(s, r->json, t);
 	prom_write(r);
-	if (r->json && (ferror(r->json) || fflush(r->json))) {
+	if (r->json && r->json != r->gone && (ferror(r->json) || fflush(r->json))) {
 		fprintf(stderr, "udsprobe: writing --json %s failed\n", r->json_path);
 		r->write_failed = true;
 	}

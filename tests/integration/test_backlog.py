@@ -579,6 +579,9 @@ def test_nginx_php_fpm_tcp_attributed_to_listener(udsprobe, attach_mode, procs, 
     (["--unix", "/tmp/x.sock"], "need --backlog"),
     (["--backlog", "--compare"], "--backlog and --compare exclude each other"),
     (["--backlog", "--backlog-attach", "magic"], "unknown mode 'magic'"),
+    (["--backlog", "--attach", "tracepoint", "--backlog-attach", "magic"], "unknown mode 'magic'"),
+    (["--backlog", "--attach", "tracepoint", "--backlog-attach", "kprobe"],
+     "--attach tracepoint and --backlog-attach kprobe disagree"),
     (["--backlog", "--backlog-source", "proc"], "--backlog-source: 'proc' is not auto, iter or diag"),
     (["--backlog-source", "diag"], "need --backlog"),
 ])
@@ -586,6 +589,39 @@ def test_usage_errors(udsprobe, args, msg):
     r = subprocess.run([udsprobe, *args], capture_output=True, text=True, timeout=30)
     assert r.returncode == 2, r.stderr
     assert msg in r.stderr
+
+
+@pytest.mark.parametrize("json_out", [False, True], ids=["text", "json-stdout"])
+def test_closed_stdout_stops_the_watch(udsprobe, json_out):
+    """`--backlog | head`: once the reader is gone (SIGPIPE is ignored), the watch says so and
+    stops with exit 1 instead of running on until Ctrl-C."""
+    p = subprocess.Popen([udsprobe, "--backlog", "--interval", "0.1", "--duration", "60"] +
+                         (["--json", "-"] if json_out else []),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline()
+        p.stdout.close()
+        t0 = time.monotonic()
+        err = p.stderr.read()
+        p.wait(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert time.monotonic() - t0 < 20
+    assert p.returncode == 1, err
+    assert "--backlog: writing to standard output failed (a closed pipe or a full disk); " \
+        "stopping" in err
+    assert err.count("standard output") == 1, err     # said once
+
+
+def test_json_to_stdout_has_every_interval(udsprobe):
+    r = subprocess.run([udsprobe, "--backlog", "--interval", "0.2", "--duration", "1.1",
+                        "--json", "-"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    events = [json.loads(l)["event"] for l in r.stdout.splitlines()]
+    assert events.count("stats") >= 4, events
+    assert events[-2:] == ["summary", "run"] or events[-1] == "run", events
 
 
 def test_sigint_prints_summary_and_exits_0(udsprobe, attach_mode, procs, world_dir):
