@@ -194,34 +194,51 @@ static int set_cgroup(struct flows_bpf *skel, const char *path)
 	return err;
 }
 
-/* Fork the command, held on a pipe until tracing runs (write to *go_fd). */
-static pid_t spawn(char **argv, int *go_fd)
+/* Fork the command, held on a pipe until tracing runs (write to *go_fd); *err_fd reads
+ * execvp's errno if it fails, EOF once the command runs (close-on-exec). */
+static pid_t spawn(char **argv, int *go_fd, int *err_fd)
 {
-	int p[2];
+	int p[2], e[2];
 	pid_t pid;
 	char c;
 
 	if (pipe2(p, O_CLOEXEC))
 		return -1;
-	pid = fork();
-	if (pid < 0) {
+	if (pipe2(e, O_CLOEXEC)) {
 		close(p[0]);
 		close(p[1]);
 		return -1;
 	}
-	if (pid == 0) {
+	pid = fork();
+	if (pid < 0) {
+		close(p[0]);
 		close(p[1]);
+		close(e[0]);
+		close(e[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		int err;
+
+		close(p[1]);
+		close(e[0]);
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
 		signal(SIGPIPE, SIG_DFL);
 		if (read(p[0], &c, 1) != 1)
 			_exit(127);
 		execvp(argv[0], argv);
-		fprintf(stderr, "udsprobe: --trace: cannot run '%s': %s\n", argv[0], strerror(errno));
+		err = errno;
+		fprintf(stderr, "udsprobe: --trace: cannot run '%s': %s\n", argv[0], strerror(err));
+		/* the parent then exits 1; if this write fails it sees EOF and only exit status 127 */
+		if (write(e[1], &err, sizeof(err)) < 0)
+			_exit(127);
 		_exit(127);
 	}
 	close(p[0]);
+	close(e[1]);
 	*go_fd = p[1];
+	*err_fd = e[0];
 	return pid;
 }
 
@@ -271,8 +288,19 @@ static int wait_loop(struct flows_bpf *skel, const struct trace_opts *o, pid_t c
 	run->interrupted = udsprobe_stop;
 	run->duration_ns = now_ns() - t0;
 	if (child > 0) {	/* Ctrl-C or --duration before the command ended: stop it */
+		uint64_t give_up = now_ns() + 2000000000ull;
+		pid_t r;
+
 		kill(child, SIGTERM);
-		if (waitpid(child, &status, 0) == child)
+		while ((r = waitpid(child, &status, WNOHANG)) == 0 && now_ns() < give_up)
+			usleep(20000);
+		if (r == 0) {	/* it ignores SIGTERM: do not wait for it forever */
+			fprintf(stderr, "udsprobe: --trace: '%s' did not exit within 2 s of SIGTERM; "
+				"killed\n", o->argv ? o->argv[0] : "the command");
+			kill(child, SIGKILL);
+			r = waitpid(child, &status, 0);
+		}
+		if (r == child)
 			run->exit_status = WIFEXITED(status) ? WEXITSTATUS(status) :
 					   128 + WTERMSIG(status);
 	}
@@ -285,7 +313,7 @@ int trace_run(const struct trace_opts *o, struct trace_run *run)
 	struct trace_outliers *ol = NULL;
 	enum attach_mode mode;
 	pid_t child = 0;
-	int i, err, go = -1;
+	int i, err, go = -1, exec_err = -1;
 
 	memset(run, 0, sizeof(*run));
 	run->argv = o->argv;
@@ -306,7 +334,7 @@ int trace_run(const struct trace_opts *o, struct trace_run *run)
 	if (err)
 		goto out;
 	if (o->argv) {
-		child = spawn(o->argv, &go);
+		child = spawn(o->argv, &go, &exec_err);
 		if (child < 0) {
 			err = -errno;
 			fprintf(stderr, "udsprobe: --trace: cannot start '%s': %s\n", o->argv[0],
@@ -320,6 +348,10 @@ int trace_run(const struct trace_opts *o, struct trace_run *run)
 			fprintf(stderr, "udsprobe: --trace: the command did not start\n");
 		close(go);
 		go = -1;
+		/* EOF: it runs; an errno: execvp failed (said by the child) */
+		if (read(exec_err, &run->exec_errno, sizeof(run->exec_errno)) !=
+		    sizeof(run->exec_errno))
+			run->exec_errno = 0;
 	} else {
 		fprintf(stderr, "udsprobe: tracing%s; Ctrl-C to stop\n",
 			o->duration_s ? " for --duration" : "");
@@ -333,6 +365,8 @@ int trace_run(const struct trace_opts *o, struct trace_run *run)
 out:
 	if (go >= 0)
 		close(go);
+	if (exec_err >= 0)
+		close(exec_err);
 	if (child > 0) {	/* failed before the command ran */
 		kill(child, SIGKILL);
 		waitpid(child, NULL, 0);

@@ -35,8 +35,11 @@ struct trace_opts {
 	int verbose;
 };
 
+/* A task name as printed: str_escape()d (any local user picks his own process's name). */
+#define TR_COMM_TXT (FL_COMM_LEN * 4)
+
 struct flow_end {
-	char comm[FL_COMM_LEN];
+	char comm[TR_COMM_TXT];
 	uint32_t pids[TR_MAX_PIDS];
 	int n_pids;
 };
@@ -80,7 +83,7 @@ struct trace_outlier {
 	uint64_t time_ns;	/* its send() entry, wall clock (ns since the epoch) */
 	int transport;		/* enum fl_transport */
 	char endpoint[160];
-	char s_comm[FL_COMM_LEN], r_comm[FL_COMM_LEN];
+	char s_comm[TR_COMM_TXT], r_comm[TR_COMM_TXT];
 	uint32_t s_pid, s_tid, r_pid, r_tid;
 	uint64_t bytes, latency_ns;
 	uint32_t stages;	/* bit per enum fl_stage the message passed through */
@@ -106,6 +109,7 @@ struct trace_run {
 	const char *attach_mode;
 	char **argv;		/* the command, or NULL */
 	int exit_status;	/* the command's: exit code, or 128 + signal; -1 if still running */
+	int exec_errno;		/* the command could not be run (execvp failed): its errno, else 0 */
 	bool interrupted;
 	uint64_t slower_than_ns;	/* --slower-than, 0: not asked */
 	struct trace_outlier *outliers;	/* in the order they completed */

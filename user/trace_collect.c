@@ -206,14 +206,16 @@ static void add_pid(struct flow_end *e, uint32_t pid)
 
 static struct flow *flow_for(struct trace_run *run, const struct fl_key *k, const char *ep)
 {
+	char s_comm[TR_COMM_TXT], r_comm[TR_COMM_TXT];
 	struct flow *f;
 	int i;
 
+	str_escape(k->s_comm, strnlen(k->s_comm, FL_COMM_LEN), s_comm, sizeof(s_comm));
+	str_escape(k->r_comm, strnlen(k->r_comm, FL_COMM_LEN), r_comm, sizeof(r_comm));
 	for (i = 0; i < run->n_flows; i++) {
 		f = &run->flows[i];
 		if (f->transport == k->transport && !strcmp(f->endpoint, ep) &&
-		    !strncmp(f->sender.comm, k->s_comm, FL_COMM_LEN) &&
-		    !strncmp(f->receiver.comm, k->r_comm, FL_COMM_LEN))
+		    !strcmp(f->sender.comm, s_comm) && !strcmp(f->receiver.comm, r_comm))
 			return f;
 	}
 	if (run->n_flows == TR_MAX_FLOWS)	/* a long run on a busy host: endpoints come and go */
@@ -226,9 +228,8 @@ static struct flow *flow_for(struct trace_run *run, const struct fl_key *k, cons
 	memset(f, 0, sizeof(*f));
 	f->transport = k->transport;
 	snprintf(f->endpoint, sizeof(f->endpoint), "%s", ep);
-	memcpy(f->sender.comm, k->s_comm, FL_COMM_LEN);
-	memcpy(f->receiver.comm, k->r_comm, FL_COMM_LEN);
-	f->sender.comm[FL_COMM_LEN - 1] = f->receiver.comm[FL_COMM_LEN - 1] = 0;
+	memcpy(f->sender.comm, s_comm, sizeof(s_comm));
+	memcpy(f->receiver.comm, r_comm, sizeof(r_comm));
 	return f;
 }
 

@@ -23,7 +23,7 @@ static void flow_file(int i, const struct flow *fl, const char *ext, char *buf, 
 	size_t n;
 	char *p;
 
-	n = snprintf(buf, len, "flow-%d-%s-%s-to-%s", i + 1, trace_transport_name(fl->transport),
+	n = snprintf(buf, len, "flow-%d-%s-%.24s-to-%.24s", i + 1, trace_transport_name(fl->transport),
 		     fl->sender.comm, fl->receiver.comm);
 	for (p = buf; *p && (size_t)(p - buf) < n; p++)
 		if (!(*p >= 'a' && *p <= 'z') && !(*p >= 'A' && *p <= 'Z') &&

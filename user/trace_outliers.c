@@ -56,9 +56,8 @@ static int take(void *ctx, void *data, size_t size)
 	x->time_ns = r->bound[FB_SEND_ENTRY] + t->mono_to_wall;
 	x->transport = r->key.transport;
 	memcpy(x->endpoint, ep, sizeof(ep));
-	memcpy(x->s_comm, r->key.s_comm, FL_COMM_LEN);
-	memcpy(x->r_comm, r->key.r_comm, FL_COMM_LEN);
-	x->s_comm[FL_COMM_LEN - 1] = x->r_comm[FL_COMM_LEN - 1] = 0;
+	str_escape(r->key.s_comm, strnlen(r->key.s_comm, FL_COMM_LEN), x->s_comm, sizeof(x->s_comm));
+	str_escape(r->key.r_comm, strnlen(r->key.r_comm, FL_COMM_LEN), x->r_comm, sizeof(x->r_comm));
 	x->s_pid = r->key.s_tgid;
 	x->s_tid = r->s_tid;
 	x->r_pid = r->key.r_tgid;

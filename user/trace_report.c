@@ -436,6 +436,8 @@ int trace_main(const char *json_path, const char *out_dir, double duration_s,
 		status = 1;
 		goto out;
 	}
+	if (run.exec_errno)
+		status = 1;	/* the command never ran (said above): a runtime failure */
 	if (!json_path || strcmp(json_path, "-"))
 		trace_report_text(&run, &o, stdout);
 	if (json_path && trace_report_json(&run, json_path))

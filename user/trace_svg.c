@@ -75,7 +75,7 @@ static void stage_title(const struct flow *fl, const char *path, double ns, cons
 
 void trace_svg_write(const struct trace_run *run, const struct flow *fl, double scale, FILE *f)
 {
-	char a[32], b[32], c[32], lab[200], title[400], fill[8], sub[400];
+	char a[32], b[32], c[32], lab[400], title[400], fill[8], sub[400];
 	double max = scale > 0 ? PW / scale : 0, step = nice_step(max), v, x, y = 150, h;
 	size_t p;
 	int st;

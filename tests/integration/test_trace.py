@@ -7,6 +7,7 @@ nginx -> php-fpm over FastCGI (unix and TCP), a Go echo pair (when Go is install
 Every test starts, drives and stops its own processes on loopback; no fixed ports."""
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -14,6 +15,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 
@@ -319,9 +321,88 @@ def test_filters_matching_nothing(trace, tmp_path, flt):
 
 
 def test_bad_usage(udsprobe):
-    for args in (["--comm", "x"], ["--trace", "--compare"], ["--trace", "--comm", "x" * 16]):
+    for args in (["--comm", "x"], ["--trace", "--compare"], ["--trace", "--comm", "x" * 16],
+                 ["--trace", "--metrics", "127.0.0.1:9464", "--duration", "1"]):
         res = subprocess.run([udsprobe] + args, capture_output=True, text=True)
         assert res.returncode == 2, (args, res.stderr)
+
+
+HOSTILE_NAMES = r"""
+import ctypes, os, socket
+libc = ctypes.CDLL(None)
+a, b = socket.socketpair()
+if os.fork() == 0:
+    libc.prctl(15, b'x"y\\\x01\xff\xc3</svg>', 0, 0, 0)   # PR_SET_NAME
+    for _ in range(200):
+        b.recv(10)
+        b.send(b"z")
+    os._exit(0)
+libc.prctl(15, b"../../\x1b[31m", 0, 0, 0)
+for _ in range(200):
+    a.send(b"q")
+    a.recv(10)
+os.wait()
+"""
+
+
+def test_hostile_process_names_are_escaped(trace, tmp_path):
+    """Any user names his own processes: control bytes, invalid UTF-8, quotes and markup in a
+    name reach no terminal, JSON, SVG or file name raw."""
+    out = tmp_path / "out"
+    res = subprocess.run(trace + ["--json", str(tmp_path / "t.json"), "--out", str(out), "--",
+                                  sys.executable, "-c", HOSTILE_NAMES],
+                         capture_output=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert b"\x1b" not in res.stdout and b"\x01" not in res.stdout
+    res.stdout.decode("utf-8")
+    doc = json.loads((tmp_path / "t.json").read_bytes().decode("utf-8"))
+    pairs = {(f["sender"]["comm"], f["receiver"]["comm"]) for f in doc["flows"]}
+    one, two = "../../\\x1b[31m", 'x"y\\\\\\x01\\xff\\xc3</svg>'
+    assert pairs == {(one, two), (two, one)}, pairs
+    svgs = list(out.glob("*.svg"))
+    assert len(svgs) == 2
+    for f in svgs + [out / "report.md", out / "trace.json"]:
+        data = f.read_bytes()
+        assert b"\x1b" not in data and b"\x01" not in data, f
+        data.decode("utf-8")
+    for f in svgs:
+        ElementTree.parse(f)        # well-formed XML
+    for f in out.iterdir():         # names made of the comms: only safe characters
+        assert re.fullmatch(r"[A-Za-z0-9._-]+", f.name), f.name
+
+
+def test_command_that_ignores_sigterm_is_killed(trace, tmp_path):
+    """Ctrl-C: the command gets SIGTERM, then SIGKILL 2 s later; udsprobe does not wait for
+    it to end by itself."""
+    cmd = "trap '' TERM; sleep 60 >/dev/null 2>&1 & wait"    # the sleep keeps no pipe open
+    p = subprocess.Popen(trace + ["--", "sh", "-c", cmd],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    try:
+        time.sleep(1.5)
+        t0 = time.monotonic()
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=30)
+        took = time.monotonic() - t0
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+        else:
+            subprocess.run(["pkill", "-KILL", "-s", str(p.pid)])    # the orphaned sleep
+    assert p.returncode == 0, err
+    assert "did not exit within 2 s of SIGTERM; killed" in err
+    assert "exit status 137" in out
+    assert took < 20, took
+
+
+def test_command_that_cannot_run_exits_1(trace, tmp_path):
+    res = subprocess.run(trace + ["--", str(tmp_path / "no-such-command")],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 1, res.stderr
+    assert "cannot run" in res.stderr and "No such file or directory" in res.stderr
+    res = subprocess.run(trace + ["--", "false"], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr     # the command's own status is reported, not passed on
+    assert "exit status 1" in res.stdout
 
 
 @pytest.fixture
