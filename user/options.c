@@ -413,6 +413,13 @@ static int compare_validate(struct options *o, bool sweep)
 	}
 	if (cmp->count && cmp->duration_s)
 		why = "--count and --duration exclude each other";
+	else if (cmp->n_thinks && !cmp->modes[WL_PINGPONG])
+		why = "--think is pingpong's client work: add pingpong to --mode";
+	else if ((o->json_path && o->folded_path && strcmp(o->json_path, "-") &&
+		  !strcmp(o->json_path, o->folded_path)) ||
+		 (o->json_path && o->svg_path && !strcmp(o->json_path, o->svg_path)) ||
+		 (o->folded_path && o->svg_path && !strcmp(o->folded_path, o->svg_path)))
+		why = "--json, --folded and --svg need different paths (one would overwrite another)";
 	else if (!cmp->trace && o->folded_path)
 		why = "--folded draws the traced stages and --no-trace has none: drop --no-trace "
 		      "(--out works with both)";

@@ -27,6 +27,8 @@ static struct {
 	int dirfd;
 	char tmp[TMP_LEN];
 } pending[MAX_PENDING];
+/* The --out directory udsprobe made, while open: removed with them if it is still empty. */
+static const char *volatile made_dir;
 
 void outfile_remove_pending(void)
 {
@@ -35,6 +37,8 @@ void outfile_remove_pending(void)
 	for (i = 0; i < MAX_PENDING; i++)
 		if (pending[i].used)
 			unlinkat(pending[i].dirfd, pending[i].tmp, 0);
+	if (made_dir)
+		rmdir(made_dir);	/* fails, as it should, when a finished file is inside */
 }
 
 static int pending_add(int dirfd, const char tmp[TMP_LEN])
@@ -374,6 +378,8 @@ int outdir_open(struct outdir *od, const char *what, const char *dir)
 		fprintf(stderr, "udsprobe: %s: cannot write into '%s': %s\n", what, dir,
 			strerror(-err));
 		outdir_close(od, true);
+	} else if (od->created) {
+		made_dir = od->path;
 	}
 	return err;
 }
@@ -383,6 +389,8 @@ void outdir_close(struct outdir *od, bool remove_if_empty)
 	if (od->fd >= 0)
 		close(od->fd);
 	od->fd = -1;
+	if (made_dir == od->path)
+		made_dir = NULL;
 	if (od->created && remove_if_empty)
 		rmdir(od->path);	/* fails, as it should, when anything is inside */
 }

@@ -61,6 +61,7 @@ BAD = [
     (["--compare", "--no-trace", "--warmup", "-1"], "warmup"),
     (["--compare", "--no-trace", "--json", ""], "json"),
     (["--compare", "--no-trace", "--count", "10", "--duration", "1"], "duration"),
+    (["--compare", "--no-trace", "--mode", "stream,connect", "--think", "10us"], "think"),
     (["--compare", "--no-trace", "--bogus-option"], "bogus-option"),
     (["--compare", "--no-trace", "extra"], "extra"),
     (["--compare", "--no-trace", "--count"], "count"),

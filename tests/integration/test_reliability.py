@@ -616,6 +616,23 @@ def test_second_signal_while_writing_leaves_no_temp_file(spawn, tmp_path, attach
                     json.loads((rep / name).read_text())
 
 
+def test_second_signal_removes_the_out_dir_it_made(spawn, tmp_path, attach_mode):
+    # two signals during the calibration, before anything was written: the directory udsprobe
+    # created for --out goes with it (the fatal path removes it, as it removes temporary files)
+    rep = tmp_path / "rep"
+    p = spawn("--compare", "--mode", "pingpong", "--count", "100000", "--out", rep,
+              *(("--attach", attach_mode) if attach_mode else ()))
+    read_until(p, "calibrating")
+    time.sleep(0.3)
+    assert rep.is_dir()
+    os.kill(p.pid, signal.SIGINT)
+    time.sleep(0.005)       # two at once would merge into one pending signal
+    os.kill(p.pid, signal.SIGINT)
+    p.communicate(timeout=20)
+    assert p.returncode == -signal.SIGINT      # the second one's path: died of it
+    assert not rep.exists(), os.listdir(rep)
+
+
 # ---- issue 15.2: unprivileged user, read-only cwd, missing TMPDIR ------------------------
 
 def test_nobody_untraced_works_anywhere(nobody_binary):

@@ -240,6 +240,9 @@ def test_out_untraced_writes_report_without_pictures(run, tmp_path):
     ["--no-trace", "--svg", "x.svg"],
     ["--svg", "-"],
     ["--json", "-", "--folded", "-"],
+    ["--json", "same", "--folded", "same"],
+    ["--json", "same", "--svg", "same"],
+    ["--folded", "same", "--svg", "same"],
     ["--out", ""],
 ])
 def test_usage_errors_exit_2(run, tmp_path, args):
