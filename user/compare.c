@@ -12,9 +12,10 @@
 /*
  * Defaults sized so that plain --compare finishes in about 15 s on a 2-vCPU VM; large messages
  * get fewer, so that a run moves at most a fixed number of bytes (a 16 MiB stream run would
- * otherwise move 16 TB).
+ * otherwise move 16 TB), and so do pingpongs with --think (1 ms would take 200 s per run).
  */
-uint64_t default_count(enum wl_mode mode, uint64_t msg_size)
+#define THINK_BUDGET_NS 2000000000ull
+uint64_t default_count(enum wl_mode mode, uint64_t msg_size, uint64_t think_ns)
 {
 	uint64_t count, budget;
 
@@ -24,7 +25,10 @@ uint64_t default_count(enum wl_mode mode, uint64_t msg_size)
 	case WL_CONNECT: return 20000;
 	default: return 1000;
 	}
-	return MAX(MIN(count, budget / MAX(msg_size, 1)), 16);
+	count = MIN(count, budget / MAX(msg_size, 1));
+	if (think_ns)	/* the client's think time: at most THINK_BUDGET_NS of it per run */
+		count = MIN(count, THINK_BUDGET_NS / think_ns);
+	return MAX(count, 16);
 }
 
 uint64_t default_warmup(enum wl_mode mode, uint64_t count)
@@ -202,14 +206,16 @@ static int run_pair(struct tracer *tr, const struct compare_opts *opts, struct c
 	pr->place = sp->place;
 	for (t = 0; t < TR__COUNT; t++) {
 		struct transport_result *x = &pr->tr[t];
-		uint64_t count = opts->count;
+		uint64_t count = opts->count, sized = default_count(sp->mode, sp->size, sp->think_ns);
 
 		if (!count && !opts->duration_s)
-			count = default_count(sp->mode, sp->size);
+			count = sized;
 		x->cfg = (struct wl_config){
 			.transport = t, .mode = sp->mode, .msg_size = sp->size,
 			.count = count, .duration_s = opts->duration_s,
-			.warmup = opts->warmup == UINT64_MAX ? default_warmup(sp->mode, count) : opts->warmup,
+			/* --duration: the warm-up a count run of this size gets (16 MiB: 3, not 1000) */
+			.warmup = opts->warmup == UINT64_MAX ? default_warmup(sp->mode, count ?: sized) :
+							       opts->warmup,
 			.place = sp->place, .sock_dir = sp->sockdir,
 			.think_ns = sp->think_ns,
 		};

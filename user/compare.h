@@ -68,7 +68,8 @@ struct comparison {
 	bool think;			/* --think given: pingpong results carry think_ns */
 };
 
-uint64_t default_count(enum wl_mode mode, uint64_t msg_size);
+/* Messages per run unless --count says: bounded in bytes per size, and in think time. */
+uint64_t default_count(enum wl_mode mode, uint64_t msg_size, uint64_t think_ns);
 uint64_t default_warmup(enum wl_mode mode, uint64_t count);
 /* 0, -EINTR on Ctrl-C, other -errno on failure (message printed). */
 int compare_run(const struct compare_opts *opts, struct comparison *cmp);

@@ -120,10 +120,12 @@ static const struct argp_option opts[] = {
 	{ "count", OPT_COUNT, "N", 0,
 	  "Measured messages (pingpong: round trips; connect: connections) per run "
 	  "(default: pingpong 200000, stream 1000000, connect 20000; fewer for large "
-	  "sizes, at most 512 MiB (pingpong) or 4 GiB (stream) per run)" },
+	  "sizes, at most 512 MiB (pingpong) or 4 GiB (stream) per run, and with --think, "
+	  "at most 2 s of think time per run)" },
 	{ "duration", OPT_DURATION, "S", 0, "Run each workload for S seconds instead of --count" },
 	{ "warmup", OPT_WARMUP, "N", 0,
-	  "Unmeasured messages first (default: min(count/10, 1000); connect 200)" },
+	  "Unmeasured messages first (default: min(count/10, 1000); connect 200; with "
+	  "--duration, as for the default count of the size)" },
 	{ "cpu", OPT_CPU, "LIST", 0,
 	  "CPU placement: same (both on one CPU, default), split (client and server on "
 	  "different CPUs), none (scheduler decides)" },

@@ -41,6 +41,18 @@ def test_think_is_in_every_round_trip_and_explained(udsprobe, tmp_path):
     assert m, res.stdout
 
 
+def test_think_bounds_the_default_count(udsprobe, tmp_path):
+    # no --count: at most 2 s of think time per run (20 ms: 100 round trips, not 200000)
+    out = tmp_path / "r.json"
+    res = subprocess.run([udsprobe, "--compare", "--no-trace", "--mode", "pingpong",
+                          "--think", "20ms", "--json", str(out)],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    for r in json.loads(out.read_text())["results"]:
+        assert r["count"] == 100, r
+        assert r["elapsed_ns"] >= 100 * 20000000
+
+
 def test_without_think_no_field_and_no_line(udsprobe, tmp_path):
     out = tmp_path / "r.json"
     res = subprocess.run([udsprobe, "--compare", "--no-trace", "--mode", "pingpong", "--count", "500",

@@ -143,19 +143,29 @@ TEST(compare_default_warmup)
 	CHECK_U64(default_warmup(WL_CONNECT, 100), 10);
 	CHECK_U64(default_warmup(WL_PINGPONG, 5), 1);
 	CHECK_U64(default_warmup(WL_PINGPONG, 1), 1);
-	CHECK_U64(default_warmup(WL_PINGPONG, 0), 1000);	/* --duration runs */
+	CHECK_U64(default_warmup(WL_PINGPONG, 0), 1000);
 	CHECK_U64(default_warmup(WL_CONNECT, 0), 200);
+	/* --duration runs warm up as the default count of their size does (compare.c run_pair):
+	 * a 16 MiB pingpong 3 round trips, not 1000 (~10 s of a 0.3 s --sweep run) */
+	CHECK_U64(default_warmup(WL_PINGPONG, default_count(WL_PINGPONG, 16 << 20, 0)), 3);
+	CHECK_U64(default_warmup(WL_STREAM, default_count(WL_STREAM, 16 << 20, 0)), 25);
+	CHECK_U64(default_warmup(WL_PINGPONG, default_count(WL_PINGPONG, 64, 0)), 1000);
 }
 
 TEST(compare_default_count)
 {
-	CHECK_U64(default_count(WL_PINGPONG, 64), 200000);
-	CHECK_U64(default_count(WL_STREAM, 64), 1000000);
-	CHECK_U64(default_count(WL_CONNECT, 64), 20000);
+	CHECK_U64(default_count(WL_PINGPONG, 64, 0), 200000);
+	CHECK_U64(default_count(WL_STREAM, 64, 0), 1000000);
+	CHECK_U64(default_count(WL_CONNECT, 64, 0), 20000);
 	/* large messages: a run moves at most 512 MiB (pingpong) or 4 GiB (stream), 16 at least */
-	CHECK_U64(default_count(WL_PINGPONG, 1 << 20), 512);
-	CHECK_U64(default_count(WL_STREAM, 1 << 20), 4096);
-	CHECK_U64(default_count(WL_STREAM, 16 << 20), 256);
-	CHECK_U64(default_count(WL_PINGPONG, 16 << 20), 32);
-	CHECK_U64(default_count(WL_CONNECT, 16 << 20), 20000);
+	CHECK_U64(default_count(WL_PINGPONG, 1 << 20, 0), 512);
+	CHECK_U64(default_count(WL_STREAM, 1 << 20, 0), 4096);
+	CHECK_U64(default_count(WL_STREAM, 16 << 20, 0), 256);
+	CHECK_U64(default_count(WL_PINGPONG, 16 << 20, 0), 32);
+	CHECK_U64(default_count(WL_CONNECT, 16 << 20, 0), 20000);
+	/* --think: at most 2 s of the client's think time per run */
+	CHECK_U64(default_count(WL_PINGPONG, 64, 10000), 200000);
+	CHECK_U64(default_count(WL_PINGPONG, 64, 1000000), 2000);
+	CHECK_U64(default_count(WL_PINGPONG, 64, 100000000), 20);
+	CHECK_U64(default_count(WL_PINGPONG, 16 << 20, 1000000), 32);
 }
