@@ -107,7 +107,7 @@ static bool accepts(int family, const char *unix_path, unsigned port)
 	return ok;
 }
 
-void file_tail(const char *path, char *buf, size_t len)
+size_t file_tail(const char *path, char *buf, size_t len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	off_t size;
@@ -115,27 +115,33 @@ void file_tail(const char *path, char *buf, size_t len)
 
 	buf[0] = 0;
 	if (fd < 0)
-		return;
+		return 0;
 	size = lseek(fd, 0, SEEK_END);
 	if (size > (off_t)len - 1)
 		lseek(fd, size - (off_t)len + 1, SEEK_SET);
 	else
 		lseek(fd, 0, SEEK_SET);
 	n = read(fd, buf, len - 1);
-	buf[n > 0 ? n : 0] = 0;
+	if (n < 0)
+		n = 0;
+	buf[n] = 0;
 	close(fd);
+	return n;
 }
 
 static void say_output(const struct program_server *s)
 {
 	char tail[2048];
+	size_t n = file_tail(s->out_path, tail, sizeof(tail));
 
-	file_tail(s->out_path, tail, sizeof(tail));
-	if (!tail[0])
+	if (!n) {
 		fprintf(stderr, "It printed nothing.\n");
-	else
-		fprintf(stderr, "It printed (the end):\n%s%s", tail,
-			tail[strlen(tail) - 1] == '\n' ? "" : "\n");
+		return;
+	}
+	fprintf(stderr, "It printed (the end):\n");
+	fwrite(tail, 1, n, stderr);
+	if (tail[n - 1] != '\n')
+		fputc('\n', stderr);
 }
 
 int server_wait_ready(struct program_server *s, const char *unix_path, const unsigned *ports,

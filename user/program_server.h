@@ -36,7 +36,8 @@ void server_stop(struct program_server *s);
  * subreaper: programs_run sets PR_SET_CHILD_SUBREAPER): SIGTERM, then SIGKILL, reaped.
  */
 void stop_leftovers(pid_t keep);
-/* The last len - 1 bytes of a file, NUL-terminated, into buf (empty when unreadable). */
-void file_tail(const char *path, char *buf, size_t len);
+/* The last len - 1 bytes of a file, NUL-terminated, into buf (empty when unreadable); how many.
+ * The bytes may hold NULs of their own: use the count, not strlen. */
+size_t file_tail(const char *path, char *buf, size_t len);
 
 #endif

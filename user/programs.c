@@ -229,9 +229,8 @@ static void read_output(struct program_side *sd, const char *path)
 
 	if (!buf)
 		return;
-	file_tail(path, buf, PG_OUTPUT_MAX + 1);
 	sd->output = buf;
-	sd->output_len = strlen(buf);
+	sd->output_len = file_tail(path, buf, PG_OUTPUT_MAX + 1);
 	sd->output_cut = !stat(path, &st) && st.st_size > PG_OUTPUT_MAX;
 	unlink(path);
 }
@@ -290,8 +289,9 @@ static int check_client(const struct program_compare *pc, int s)
 	if (sd->output_len) {
 		size_t from = sd->output_len > 2000 ? sd->output_len - 2000 : 0;
 
-		fprintf(stderr, "%s%s", sd->output + from,
-			sd->output[sd->output_len - 1] == '\n' ? "" : "\n");
+		fwrite(sd->output + from, 1, sd->output_len - from, stderr);
+		if (sd->output[sd->output_len - 1] != '\n')
+			fputc('\n', stderr);
 	}
 	return -ECHILD;
 }

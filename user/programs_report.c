@@ -164,7 +164,9 @@ static void output_tail(const struct program_side *sd, int n, FILE *f)
 			break;
 		}
 	for (p = start; p < end;) {
-		size_t len = MIN(strcspn(p, "\n"), (size_t)(end - p));
+		/* memchr, not strcspn: the output may hold NULs */
+		const char *nl = memchr(p, '\n', end - p);
+		size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
 		const char *seg = p;
 		size_t seg_len = len;
 		char raw[1024], line[1024];

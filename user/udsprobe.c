@@ -154,8 +154,11 @@ static int do_compare(void)
 	struct comparison cmp = {};
 	int err, e;
 
-	if (programs_requested())
-		return programs_main(env.json_path, env.out_dir, env.verbose);
+	if (programs_requested()) {
+		/* your programs' runs are traced too: the same one-at-a-time rule */
+		err = compare_lock();
+		return err ? err : programs_main(env.json_path, env.out_dir, env.verbose);
+	}
 	if (env.cmp.trace && geteuid() != 0) {
 		fprintf(stderr, "udsprobe: tracing needs root (CAP_BPF and CAP_PERFMON): run it with "
 			"sudo, or add --no-trace to run the workload only\n");

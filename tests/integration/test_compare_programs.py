@@ -112,6 +112,41 @@ def test_placeholders_and_out_dir(udsprobe, tmp_path):
     assert "No message on" in res.stdout  # echo sends nothing on either endpoint
 
 
+def test_output_with_nul_bytes_kept_whole(udsprobe, tmp_path):
+    """A client's output may hold NUL bytes (binary replies): what follows them is kept in the
+    JSON, the --out file and the text report, and a failure message shows the end."""
+    out = tmp_path / "report"
+    client = r"printf 'head\000middle\000\ntail-marker\n'"
+    res, doc = compare(udsprobe, tmp_path, "--client-unix", client, "--client-tcp",
+                       client + "; exit 5", "--out", str(out))
+    assert res.returncode == 1, res.stderr
+    assert "tail-marker" in res.stderr     # the failing client's end, in its failure message
+    u, t = doc["results"]
+    assert u["output"] == "head\ufffdmiddle\ufffd\ntail-marker\n", u["output"]
+    assert (out / "client-unix.out").read_bytes() == b"head\0middle\0\ntail-marker\n"
+    assert "tail-marker" in res.stdout and "head\\0middle\\0" in res.stdout, res.stdout
+
+
+def test_programs_wait_for_another_compare(udsprobe, tmp_path):
+    """Your programs' compare takes the one-at-a-time lock as the built-in one does."""
+    first = subprocess.Popen([udsprobe, "--compare", "--no-trace", "--mode", "pingpong",
+                              "--count", "600000"], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        seen = []
+        while not any("pingpong unix" in l for l in seen):     # it holds the lock now
+            seen.append(first.stderr.readline())
+            assert seen[-1], seen
+        res, doc = compare(udsprobe, tmp_path, "--client-unix", "true", "--client-tcp", "true")
+        waited = first.poll() is not None
+    finally:
+        first.kill()
+        first.wait()
+    assert res.returncode == 0, res.stderr
+    assert f"waiting for another udsprobe --compare (pid {first.pid})" in res.stderr, res.stderr
+    assert waited      # it ran only once the first had ended
+
+
 def test_server_never_ready(udsprobe, tmp_path):
     t0 = time.monotonic()
     res, doc = compare(udsprobe, tmp_path, "--server", "echo warming up on {unix} {port}; exec sleep 37.25",
