@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -198,8 +199,8 @@ static int set_cgroup(struct flows_bpf *skel, const char *path)
  * execvp's errno if it fails, EOF once the command runs (close-on-exec). */
 static pid_t spawn(char **argv, int *go_fd, int *err_fd)
 {
+	pid_t pid, parent = getpid();
 	int p[2], e[2];
-	pid_t pid;
 	char c;
 
 	if (pipe2(p, O_CLOEXEC))
@@ -222,6 +223,11 @@ static pid_t spawn(char **argv, int *go_fd, int *err_fd)
 
 		close(p[1]);
 		close(e[0]);
+		/* udsprobe killed outright (SIGKILL, a second Ctrl-C): the command goes too, as the
+		 * workload's processes do; Ctrl-C once gives it SIGTERM first (wait_loop) */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(127);
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
 		signal(SIGPIPE, SIG_DFL);

@@ -300,6 +300,7 @@ int workload_run(const struct wl_config *cfg, const struct wl_hooks *hooks, stru
 	}
 	if (pipe2(go, O_CLOEXEC)) {
 		err = -errno;
+		fprintf(stderr, "udsprobe: workload: cannot make a pipe: %s\n", strerror(-err));
 		goto out_close;
 	}
 
@@ -308,6 +309,8 @@ int workload_run(const struct wl_config *cfg, const struct wl_hooks *hooks, stru
 		server_child(cfg, sh, lfd, scpu);
 	if (server < 0) {
 		err = -errno;
+		fprintf(stderr, "udsprobe: workload: cannot start the server process: %s\n",
+			strerror(-err));
 		goto out_close;
 	}
 	track(&cur_server, server);
@@ -318,6 +321,9 @@ int workload_run(const struct wl_config *cfg, const struct wl_hooks *hooks, stru
 	}
 	if (client < 0) {
 		err = -errno;
+		fprintf(stderr, "udsprobe: workload: cannot start the client process: %s\n",
+			strerror(-err));
+		failed = true;	/* said: the server's SIGKILL below is ours, not its failure */
 		kill(server, SIGKILL);
 		goto out_reap;
 	}
@@ -330,6 +336,9 @@ int workload_run(const struct wl_config *cfg, const struct wl_hooks *hooks, stru
 	if (hooks && hooks->spawned) {
 		err = hooks->spawned(hooks->ctx, client, server);
 		if (err) {
+			fprintf(stderr, "udsprobe: workload: preparing the run failed: %s\n",
+				strerror(-err));
+			failed = true;	/* the kills below are ours */
 			kill(client, SIGKILL);
 			kill(server, SIGKILL);
 			goto out_reap;
@@ -338,6 +347,9 @@ int workload_run(const struct wl_config *cfg, const struct wl_hooks *hooks, stru
 	/* one byte each: both start together */
 	if (write(go[1], "gg", 2) != 2) {
 		err = -errno;
+		fprintf(stderr, "udsprobe: workload: cannot start the processes: %s\n",
+			strerror(-err));
+		failed = true;
 		kill(client, SIGKILL);
 		kill(server, SIGKILL);
 	}
