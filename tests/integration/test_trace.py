@@ -395,6 +395,34 @@ def test_command_that_ignores_sigterm_is_killed(trace, tmp_path):
     assert took < 20, took
 
 
+def test_command_dies_with_udsprobe(trace, tmp_path):
+    """udsprobe killed outright (SIGKILL): the command it runs is killed with it."""
+    name = f"orph{os.getpid()}"[:15]            # the command's comm: found by pgrep -x
+    sleeper = tmp_path / name
+    shutil.copy("/bin/sleep", sleeper)
+    p = subprocess.Popen(trace + ["--", str(sleeper), "300"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def running():
+        return subprocess.run(["pgrep", "-x", name], capture_output=True).stdout
+    try:
+        deadline = time.monotonic() + 60
+        while not running():
+            assert time.monotonic() < deadline and p.poll() is None, "the command never ran"
+            time.sleep(0.05)
+        p.kill()
+        p.wait()
+        deadline = time.monotonic() + 10
+        while running():
+            assert time.monotonic() < deadline, "the command outlived udsprobe"
+            time.sleep(0.05)
+    finally:
+        subprocess.run(["pkill", "-KILL", "-x", name])
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
 def test_command_that_cannot_run_exits_1(trace, tmp_path):
     res = subprocess.run(trace + ["--", str(tmp_path / "no-such-command")],
                          capture_output=True, text=True, timeout=60)
