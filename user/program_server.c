@@ -319,13 +319,16 @@ static bool all_gone(struct program_server *s, const int *pids, int n, int ms)
 {
 	uint64_t end = now_ns() + (uint64_t)ms * 1000000;
 	int status, i;
+	pid_t pid;
 
 	for (;;) {
 		bool left = false;
 
 		server_alive(s);
-		while (waitpid(-s->pid, &status, WNOHANG) > 0)
-			;	/* its orphans, ours as the subreaper */
+		/* its orphans, ours as the subreaper; and the leader if it exited just now */
+		while ((pid = waitpid(-s->pid, &status, WNOHANG)) > 0)
+			if (pid == s->pid && s->exit_status < 0)
+				s->exit_status = exit_code(status);
 		for (i = 0; i < n; i++) {
 			waitpid(pids[i], &status, WNOHANG);
 			left |= !kill(pids[i], 0);
