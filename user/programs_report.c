@@ -13,6 +13,7 @@
 #include "json_writer.h"
 #include "outfile.h"
 #include "programs_report.h"
+#include "reports.h"
 #include "trace_report.h"
 #include "util.h"
 
@@ -338,34 +339,38 @@ void programs_md(const struct program_compare *pc, FILE *f)
 
 /* ------------------------------------------------------------------ the action */
 
-static int write_at(struct outdir *od, const char *name, const struct program_compare *pc,
-		    int what)
+/* One file of the --out directory: 0 report.md, 1 report.json, 2 + side its client's output. */
+static int pg_file_write(FILE *f, const void *ctx, int what)
 {
-	struct outfile of;
-	int err = outfile_begin_at(&of, "--out", od->fd, od->path, name);
+	const struct program_compare *pc = ctx;
 
-	if (err)
-		return err;
 	if (what == 0)
-		programs_md(pc, of.f);
+		programs_md(pc, f);
 	else if (what == 1)
-		programs_json_write(pc, of.f);
+		programs_json_write(pc, f);
 	else
-		fwrite(pc->side[what - 2].output, 1, pc->side[what - 2].output_len, of.f);
-	return outfile_commit(&of, 0);
+		fwrite(pc->side[what - 2].output, 1, pc->side[what - 2].output_len, f);
+	return 0;
 }
 
+/* Through out_set: the manifest lets a rerun (or another action's run) in the same directory
+ * replace exactly its own files, e.g. a client that did not run this time keeps no old output. */
 static int write_out(const struct program_compare *pc, struct outdir *od)
 {
-	int err, s;
+	struct out_set *set = out_set_begin(od);
+	int err, e, s;
 
-	err = write_at(od, "report.md", pc, 0);
+	if (!set)
+		return -ENOMEM;
+	err = out_set_write(set, "report.md", pg_file_write, pc, 0);
 	if (!err)
-		err = write_at(od, "report.json", pc, 1);
+		err = out_set_write(set, "report.json", pg_file_write, pc, 1);
 	for (s = 0; s < PG__COUNT && !err; s++)
 		if (pc->side[s].ran)
-			err = write_at(od, s == PG_UNIX ? "client-unix.out" : "client-tcp.out", pc, 2 + s);
-	return err;
+			err = out_set_write(set, s == PG_UNIX ? "client-unix.out" : "client-tcp.out",
+					    pg_file_write, pc, 2 + s);
+	e = out_set_end(set);
+	return err ? err : e;
 }
 
 static int write_outputs(const struct program_compare *pc, const char *json_path,

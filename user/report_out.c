@@ -50,6 +50,7 @@ static bool our_name(const char *name)
 	static const char *const fixed[] = {
 		"report.md", "report.json", "stages.folded", "unix.folded", "tcp.folded",
 		"udsprobe.svg", "sweep.svg", "think.svg", "trace.json", "slow.jsonl",
+		"client-unix.out", "client-tcp.out",
 	};
 	size_t i;
 

@@ -107,7 +107,7 @@ def test_placeholders_and_out_dir(udsprobe, tmp_path):
     assert "{" not in r["command"].replace("{other}", "")
     assert not os.path.exists(d)
     assert sorted(p.name for p in out.iterdir()) == [
-        "client-tcp.out", "client-unix.out", "report.json", "report.md"]
+        ".udsprobe-manifest", "client-tcp.out", "client-unix.out", "report.json", "report.md"]
     assert (out / "client-unix.out").read_text() == r["output"]
     assert "No message on" in res.stdout  # echo sends nothing on either endpoint
 
@@ -145,6 +145,24 @@ def test_programs_wait_for_another_compare(udsprobe, tmp_path):
     assert res.returncode == 0, res.stderr
     assert f"waiting for another udsprobe --compare (pid {first.pid})" in res.stderr, res.stderr
     assert waited      # it ran only once the first had ended
+
+
+def test_out_reused_holds_only_this_run(udsprobe, tmp_path):
+    """--out of a built-in --compare, then of programs, in one directory: the second run
+    replaces exactly the first one's files (the manifest), no flame graph of the first stays."""
+    out = tmp_path / "report"
+    res = subprocess.run([udsprobe, "--compare", "--mode", "pingpong", "--count", "200",
+                          "--out", str(out)], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert list(out.glob("flame-*.svg")) and list(out.glob("*.folded"))
+    (out / "mine.txt").write_text("the user's own file")
+    res, _ = compare(udsprobe, tmp_path, "--client-unix", "echo u", "--client-tcp", "echo t",
+                     "--out", str(out))
+    assert res.returncode == 0, res.stderr
+    assert sorted(p.name for p in out.iterdir()) == [
+        ".udsprobe-manifest", "client-tcp.out", "client-unix.out", "mine.txt", "report.json",
+        "report.md"]
+    assert (out / "client-unix.out").read_text() == "u\n"
 
 
 def test_server_never_ready(udsprobe, tmp_path):
