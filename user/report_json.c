@@ -41,6 +41,7 @@ static void trace(struct jw *w, const struct trace_result *t)
 	}
 	if (t->bulk_messages) {
 		jw_double(w, "chunks_per_msg", t->chunks_per_msg);
+		jw_u64(w, "chunks_counted", t->chunks_counted);
 		jw_double(w, "sender_sleeps_per_msg", t->sleeps_per_msg);
 	}
 	jw_arr_begin(w, "stages");

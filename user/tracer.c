@@ -471,6 +471,7 @@ int tracer_collect(struct tracer *tr, const struct wl_config *cfg, double probe_
 	res->out_of_order = tr->skel->bss->msgs_overwritten + tr->skel->bss->msgs_wrong_sock;
 	res->kernel_misses = kernel_missed(tr) - tr->missed_at_begin;
 	read_slot(tr, C_CHUNKS, &acc);
+	res->chunks_counted = acc.count;
 	res->chunks_per_msg = acc.count ? (double)acc.sum_ns / acc.count : 0;
 	read_slot(tr, C_SLEEPS, &acc);
 	res->sleeps_per_msg = acc.count ? (double)acc.sum_ns / acc.count : 0;

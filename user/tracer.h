@@ -45,6 +45,7 @@ struct trace_result {
 	uint64_t xmit_calls;		/* stream, TCP: send() calls that put a segment on the device */
 	double syscall_hit_ns;		/* calibrated cost of a syscall-tracepoint hit */
 	double chunks_per_msg;		/* of those: skbs (UDS) or segments (TCP) per message */
+	uint64_t chunks_counted;	/* of those, the ones whose chunks were seen (0: uncounted) */
 	double sleeps_per_msg;		/* of those: the sender's sleeps for buffer space */
 };
 

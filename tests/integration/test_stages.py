@@ -325,7 +325,16 @@ def test_large_stream_calls_are_sliced_where_the_work_is(run_json, attach_mode, 
         # 6.12) cannot see: it slices the call from its entry and counts none
         blind = f"{tr} sk_data_ready" in (data.get("boundaries_missing") or "")
         assert r["bulk_messages"] == n, (tr, r)
-        assert r["chunks_per_msg"] == 0 if blind else r["chunks_per_msg"] > 1, (tr, blind, r)
+        if blind:
+            assert r["chunks_per_msg"] == 0 and r["chunks_counted"] == 0, (tr, r)
+        elif tr == "unix" or r["chunks_counted"] or not IN_VM:
+            # UDS data-ready runs in the sender's send(), always; in a qemu TCG guest a TCP
+            # call's may all run after it, in a deferred NET_RX softirq (seen once, arm64 5.10):
+            # that call is uncounted, and the average is over the calls counted
+            assert r["chunks_per_msg"] > 1 and 0 < r["chunks_counted"] <= n, (tr, r)
+        else:
+            assert r["chunks_per_msg"] == 0, (tr, r)
+            assert "uncounted segments on TCP" in res.stdout, res.stdout
         assert "send;return" not in stages, (tr, stages)
         assert not [x for x in stages if x.startswith("deliver;")], (tr, stages)
         assert all(s["ns_per_msg"] >= 0 for s in r["stages"]), (tr, r["stages"])
