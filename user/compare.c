@@ -12,7 +12,7 @@
 #define THINK_BUDGET_NS 2000000000ull	/* --think: think time per run with the default count */
 
 /*
- * Defaults sized so that plain --compare finishes in about 15 s on a 2-vCPU VM; large messages
+ * Defaults sized so that plain --compare finishes in about 25 s on a 2-vCPU VM; large messages
  * get fewer, so that a run moves at most a fixed number of bytes (a 16 MiB stream run would
  * otherwise move 16 TB), and so do pingpongs with --think (1 ms would take 200 s per run).
  */
