@@ -14,9 +14,10 @@
  *                                                                      inside an AF_UNIX connect)
  *   tcp listen drop:
  *     SYN phase           tcp_conn_request      tcp_conn_request      tp_btf consume_skb and
- *     ACK phase           tcp_v{4,6}_syn_       tcp_v{4,6}_syn_        kfree_skb of a segment to a
- *                         recv_sock             recv_sock              watched port, when the
- *                                                                      listener's sk_drops moved
+ *                         without a tcp_v{4,6}_ (same)                kfree_skb of a segment to a
+ *                         send_synack in it                           watched port, when the
+ *     ACK phase           tcp_v{4,6}_syn_       tcp_v{4,6}_syn_        listener's sk_drops moved
+ *                         recv_sock -> NULL     recv_sock -> NULL
  *   tcp client connect    tcp_connect           tcp_connect           tp_btf inet_sock_set_state
  *   tcp SYN retransmit    tcp_retransmit_skb    tcp_retransmit_skb    tp_btf tcp_retransmit_skb
  *   unix conn queued      sock_def_readable     sock_def_readable     tp_btf sk_data_ready (6.6+)
@@ -27,7 +28,8 @@
  *                         inet_accept           accept{,4}            (the new fd's socket)
  *
  * Every TCP listen drop (tcp_listendrop) increments the listener's sk_drops,
- * so a drop is "sk_drops moved across the call" (probe modes) or "sk_drops
+ * so a drop is "sk_drops moved across the call and the call sent no SYN-ACK" or
+ * "syn_recv_sock returned NULL" (probe modes) or "sk_drops
  * moved since the last segment to this port was freed" (tracepoint mode: the
  * SYN or ACK is freed right after tcp_listendrop, in the same softirq). It is
  * an overflow when the accept queue is full then (sk_ack_backlog >
@@ -596,9 +598,9 @@ static __always_inline void tcp_child_queued(struct sock *sk, __u64 child, bool 
  * which does not nest on a CPU. */
 struct stash {
 	__u64 conn_sk, conn_skb;
-	__u32 conn_drops, pad;
+	__u32 conn_drops;
+	__u32 conn_answered;	/* a SYN-ACK was sent inside tcp_conn_request */
 	__u64 recv_sk, recv_skb;
-	__u32 recv_drops, pad2;
 };
 
 struct {
@@ -615,6 +617,13 @@ static __always_inline struct stash *stash(void)
 	return bpf_map_lookup_elem(&stashes, &zero);
 }
 
+/* The SYN phase. The listener's sk_drops is shared: a drop on another CPU (a SYN, an
+ * ACK and its second increment in tcp_v4_rcv's discard_and_relse) can move it while this
+ * call runs, and 2-CPU guests under a connect storm counted 363 overflows for 299. So a
+ * call dropped its SYN iff sk_drops moved AND it sent no SYN-ACK: every path that keeps
+ * the SYN (queued, fast open, syncookie) sends one through af_ops->send_synack, and the
+ * drop label runs tcp_listendrop() exactly once. Per-CPU stash: tcp_conn_request runs in
+ * softirq, which does not nest on a CPU. */
 static __always_inline void tcp_conn_request_enter(struct sock *sk, struct sk_buff *skb)
 {
 	struct stash *s = stash();
@@ -624,21 +633,29 @@ static __always_inline void tcp_conn_request_enter(struct sock *sk, struct sk_bu
 	s->conn_sk = (__u64)sk;
 	s->conn_skb = (__u64)skb;
 	s->conn_drops = sk_drops_read(sk);
+	s->conn_answered = 0;
+}
+
+/* tcp_v{4,6}_send_synack: for a fast-open SYN its socket is the child, so any SYN-ACK
+ * inside the call answers it (outside one, a retransmit from the timer: ignored). */
+static __always_inline void tcp_synack_sent(void)
+{
+	struct stash *s = stash();
+
+	if (s && s->conn_sk)
+		s->conn_answered = 1;
 }
 
 static __always_inline void tcp_conn_request_exit(void)
 {
 	struct stash *s = stash();
 	struct sock *sk;
-	__u32 now;
 
 	if (!s || !s->conn_sk)
 		return;
 	sk = (struct sock *)s->conn_sk;
-	now = sk_drops_read(sk);
-	if ((__s32)(now - s->conn_drops) > 0)
-		tcp_listen_drop(sk, (struct sk_buff *)s->conn_skb, TCP_SYN_DROP,
-				now - s->conn_drops);
+	if (!s->conn_answered && sk_drops_read(sk) != s->conn_drops)
+		tcp_listen_drop(sk, (struct sk_buff *)s->conn_skb, TCP_SYN_DROP, 1);
 	s->conn_sk = 0;
 }
 
@@ -649,16 +666,15 @@ static __always_inline void syn_recv_sock_enter(struct sock *sk, struct sk_buff 
 	if (s) {
 		s->recv_sk = (__u64)sk;
 		s->recv_skb = (__u64)skb;
-		s->recv_drops = sk_drops_read(sk);
 	}
 }
 
-/* syn_recv_sock fails (returns NULL) only through tcp_listendrop(), so "sk_drops
- * moved across the call" is the drop; otherwise its return value (child, read
- * with bpf_get_func_ret in fexit: the argument list differs between kernels) is
- * the connection about to be queued. For a v4-mapped segment tcp_v6_syn_recv_sock
- * calls tcp_v4_syn_recv_sock: the inner exit counts and clears the stash, so
- * the outer one counts nothing. */
+/* syn_recv_sock fails (returns NULL) only through tcp_listendrop(), so NULL is the drop
+ * (not "sk_drops moved": another CPU's drop can move it while this call queues its child);
+ * otherwise its return value (child, read with bpf_get_func_ret in fexit: the argument list
+ * differs between kernels) is the connection about to be queued. For a v4-mapped segment
+ * tcp_v6_syn_recv_sock calls tcp_v4_syn_recv_sock: the inner exit counts and clears the
+ * stash, so the outer one counts nothing. */
 static __always_inline void syn_recv_sock_exit(__u64 child)
 {
 	struct stash *s = stash();
@@ -667,9 +683,9 @@ static __always_inline void syn_recv_sock_exit(__u64 child)
 	if (!s || !s->recv_sk)
 		return;
 	sk = (struct sock *)s->recv_sk;
-	if (sk_drops_read(sk) != s->recv_drops)
+	if (!child)
 		tcp_listen_drop(sk, (struct sk_buff *)s->recv_skb, TCP_ACK_DROP, 1);
-	else if (child)	/* queued next (inet_csk_complete_hashdance): depth before it */
+	else	/* queued next (inet_csk_complete_hashdance): depth before it */
 		tcp_child_queued(sk, child, true);
 	s->recv_sk = 0;
 }
@@ -792,6 +808,8 @@ FEXIT_KRETPROBE(unix_wait_for_peer, long, unix_wait_end((__u32)bpf_get_current_p
 FENTRY_KPROBE(tcp_conn_request, tcp_conn_request_enter(sk, skb),
 	      void *rsk_ops, void *af_ops, struct sock *sk, struct sk_buff *skb)
 FEXIT_KRETPROBE(tcp_conn_request, long, tcp_conn_request_exit())
+FENTRY_KPROBE(tcp_v4_send_synack, tcp_synack_sent(), const struct sock *sk)
+FENTRY_KPROBE(tcp_v6_send_synack, tcp_synack_sent(), const struct sock *sk)
 
 FENTRY_KPROBE(tcp_v4_syn_recv_sock, syn_recv_sock_enter(sk, skb),
 	      struct sock *sk, struct sk_buff *skb)

@@ -41,6 +41,8 @@ static const struct probe_target {
 	ENTRY_FEXIT(unix_stream_connect, false),
 	ENTRY_RET(unix_wait_for_peer, false),
 	ENTRY_RET(tcp_conn_request, false),
+	ENTRY(tcp_v4_send_synack, false),	/* the SYN was kept: not a drop */
+	ENTRY(tcp_v6_send_synack, true),
 	ENTRY_RET(tcp_v4_syn_recv_sock, false),
 	ENTRY_RET(tcp_v6_syn_recv_sock, true),
 	ENTRY(tcp_connect, false),
