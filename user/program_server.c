@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -22,14 +21,9 @@
 #include "program_server.h"
 #include "util.h"
 
-static int exit_code(int status)
-{
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 int server_start(struct program_server *s, const char *cmd, const char *out_path)
 {
-	pid_t pid;
+	pid_t pid, parent = getpid();
 	int fd;
 
 	s->pid = 0;
@@ -54,10 +48,9 @@ int server_start(struct program_server *s, const char *cmd, const char *out_path
 		int null = open("/dev/null", O_RDONLY);
 
 		setpgid(0, 0);
-		prctl(PR_SET_PDEATHSIG, SIGTERM);	/* udsprobe killed: no orphan server */
-		signal(SIGINT, SIG_DFL);
-		signal(SIGTERM, SIG_DFL);
-		signal(SIGPIPE, SIG_DFL);
+		/* udsprobe killed: no orphan server (SIGTERM: a server may clean up) */
+		if (!child_dies_with_parent(parent, SIGTERM, true))
+			_exit(127);
 		if (null >= 0)
 			dup2(null, 0);
 		dup2(fd, 1);

@@ -339,17 +339,20 @@ void programs_md(const struct program_compare *pc, FILE *f)
 
 /* ------------------------------------------------------------------ the action */
 
-/* One file of the --out directory: 0 report.md, 1 report.json, 2 + side its client's output. */
+/* The files of the --out directory; a client's output is PG_FILE_CLIENT + its side. */
+enum pg_file { PG_FILE_MD, PG_FILE_JSON, PG_FILE_CLIENT };
+
 static int pg_file_write(FILE *f, const void *ctx, int what)
 {
 	const struct program_compare *pc = ctx;
 
-	if (what == 0)
+	if (what == PG_FILE_MD)
 		programs_md(pc, f);
-	else if (what == 1)
+	else if (what == PG_FILE_JSON)
 		programs_json_write(pc, f);
 	else
-		fwrite(pc->side[what - 2].output, 1, pc->side[what - 2].output_len, f);
+		fwrite(pc->side[what - PG_FILE_CLIENT].output, 1,
+		       pc->side[what - PG_FILE_CLIENT].output_len, f);
 	return 0;
 }
 
@@ -362,13 +365,13 @@ static int write_out(const struct program_compare *pc, struct outdir *od)
 
 	if (!set)
 		return -ENOMEM;
-	err = out_set_write(set, "report.md", pg_file_write, pc, 0);
+	err = out_set_write(set, "report.md", pg_file_write, pc, PG_FILE_MD);
 	if (!err)
-		err = out_set_write(set, "report.json", pg_file_write, pc, 1);
+		err = out_set_write(set, "report.json", pg_file_write, pc, PG_FILE_JSON);
 	for (s = 0; s < PG__COUNT && !err; s++)
 		if (pc->side[s].ran)
 			err = out_set_write(set, s == PG_UNIX ? "client-unix.out" : "client-tcp.out",
-					    pg_file_write, pc, 2 + s);
+					    pg_file_write, pc, PG_FILE_CLIENT + s);
 	e = out_set_end(set);
 	return err ? err : e;
 }

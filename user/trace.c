@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -225,12 +224,8 @@ static pid_t spawn(char **argv, int *go_fd, int *err_fd)
 		close(e[0]);
 		/* udsprobe killed outright (SIGKILL, a second Ctrl-C): the command goes too, as the
 		 * workload's processes do; Ctrl-C once gives it SIGTERM first (wait_loop) */
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
+		if (!child_dies_with_parent(parent, SIGKILL, true))
 			_exit(127);
-		signal(SIGINT, SIG_DFL);
-		signal(SIGTERM, SIG_DFL);
-		signal(SIGPIPE, SIG_DFL);
 		if (read(p[0], &c, 1) != 1)
 			_exit(127);
 		execvp(argv[0], argv);
@@ -277,8 +272,7 @@ static int wait_loop(struct flows_bpf *skel, const struct trace_opts *o, pid_t c
 			pid_t r = waitpid(child, &status, WNOHANG);
 
 			if (r == child) {
-				run->exit_status = WIFEXITED(status) ? WEXITSTATUS(status) :
-						   128 + WTERMSIG(status);
+				run->exit_status = exit_code(status);
 				child = 0;
 				break;
 			}
@@ -307,8 +301,7 @@ static int wait_loop(struct flows_bpf *skel, const struct trace_opts *o, pid_t c
 			r = waitpid(child, &status, 0);
 		}
 		if (r == child)
-			run->exit_status = WIFEXITED(status) ? WEXITSTATUS(status) :
-					   128 + WTERMSIG(status);
+			run->exit_status = exit_code(status);
 	}
 	return err;
 }

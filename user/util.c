@@ -3,11 +3,14 @@
 #include <errno.h>
 #include <math.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -295,4 +298,21 @@ int allowed_cpu(int nth)
 		if (CPU_ISSET(cpu, &set) && nth-- == 0)
 			return cpu;
 	return -1;
+}
+
+bool child_dies_with_parent(int parent, int sig, bool pipe_default)
+{
+	prctl(PR_SET_PDEATHSIG, sig);
+	if (getppid() != parent)	/* it died before prctl: the signal will never come */
+		return false;
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	if (pipe_default)
+		signal(SIGPIPE, SIG_DFL);
+	return true;
+}
+
+int exit_code(int status)
+{
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }

@@ -72,4 +72,12 @@ bool kernel_at_least(unsigned int major, unsigned int minor);
 int allowed_cpu_count(void);
 int allowed_cpu(int nth);
 
+/* In a child just forked from `parent`: die of `sig` when the parent dies (PR_SET_PDEATHSIG,
+ * so nothing of ours outlives a SIGKILLed udsprobe), and take the default action for SIGINT,
+ * SIGTERM (and SIGPIPE, with pipe_default) again. False when the parent is already gone:
+ * then no one would send that signal, and the child should exit. */
+bool child_dies_with_parent(int parent, int sig, bool pipe_default);
+/* A wait() status as a shell gives it: the exit code, or 128 + the signal. */
+int exit_code(int status);
+
 #endif

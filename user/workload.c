@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/time.h>
 #include <sys/socket.h>
@@ -128,11 +127,9 @@ static void child_start(pid_t parent, int go_fd)
 {
 	char c;
 
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (getppid() != parent)
+	/* SIGPIPE stays ignored: a peer gone mid-run is an error the child reports */
+	if (!child_dies_with_parent(parent, SIGKILL, false))
 		_exit(1);
-	signal(SIGINT, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
 	if (read(go_fd, &c, 1) != 1)
 		_exit(1);	/* parent gave up before starting us */
 	close(go_fd);

@@ -268,7 +268,11 @@ def test_nothing_left_behind(spawn, attach_mode, how):
     assert not left, left
 
 
-LARGE_COUNT = {"64K": 30 if IN_VM else 2000, "1M": 8 if IN_VM else 150}
+# In a guest, enough messages that one round trip's hiccup cannot decide coverage: with 8 round
+# trips (16 messages) an arm64 5.10 TCG guest once had one round trip ~9 ms longer than the rest
+# outside every stage (0.897, twice in ~15 CIs); 50 runs of 8 in amd64 5.10 and 6.1 guests, two
+# at once, gave 0.998-1.000. 50 round trips at 1 MiB take ~1 s there.
+LARGE_COUNT = {"64K": 200 if IN_VM else 2000, "1M": 50 if IN_VM else 150}
 
 
 @pytest.mark.parametrize("size", sorted(LARGE_COUNT))
@@ -282,7 +286,7 @@ def test_large_messages_hold_their_copy_time(run_json, attach_mode, size):
         stages = message_stages(r)
         total = sum(s["ns_per_msg"] for s in stages)
         assert r["misses"] == 0 and r["out_of_order"] == 0, (tr, r)
-        # a rare 0.89 in a 5.10 guest was not reproduced: print what coverage is made of
+        # print what coverage is made of, should it fail
         assert 0.98 <= r["coverage"] <= 1.02, (tr, r["coverage"], r["stage_sum_ns"],
                                                r["traced_latency_ns"], r["messages"],
                                                [(s["name"], s["ns_per_msg"]) for s in stages])

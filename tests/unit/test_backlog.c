@@ -385,11 +385,11 @@ TEST(backlog_mode_programs)
 		const char *also;		/* more programs' sections, each exactly once */
 		int n_v6, n;
 	} modes[] = {
-		{ ATTACH_FENTRY, "fentry/", "fexit/", NULL, 17, 15 },
+		{ ATTACH_FENTRY, "fentry/", "fexit/", NULL, 19, 16 },
 		/* connect's and accept's results at their syscall exits: no kretprobe on
 		 * unix_stream_connect, unix_accept, inet_accept (maxactive, backlog.bpf.c) */
 		{ ATTACH_KPROBE, "kprobe/", "kretprobe/", "tracepoint/syscalls/sys_exit_connect "
-		  "tracepoint/syscalls/sys_exit_accept tracepoint/syscalls/sys_exit_accept4", 15, 13 },
+		  "tracepoint/syscalls/sys_exit_accept tracepoint/syscalls/sys_exit_accept4", 17, 14 },
 		/* + tp_btf/sk_data_ready where the kernel has it (6.6+); - the two TCP drop
 		 * programs where they cannot load (bl_tp_tcp_drops: before 5.17) */
 		{ ATTACH_TRACEPOINT, "tracepoint/", "tp_btf/", NULL, 9, 9 },
