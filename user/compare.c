@@ -6,6 +6,7 @@
 
 #include "compare.h"
 #include "interrupt.h"
+#include "tmpdir.h"
 #include "tracer.h"
 #include "util.h"
 
@@ -260,7 +261,7 @@ static int mode_thinks(const struct compare_opts *opts, enum wl_mode m)
 int compare_run(const struct compare_opts *opts, struct comparison *cmp)
 {
 	struct tracer *tr = NULL;
-	char sockdir[64] = "";
+	struct tmpdir sockdir = { .fd = -1 };	/* the socket files */
 	int m, s, p, k, n = 0, total = 0, err;
 
 	memset(cmp, 0, sizeof(*cmp));
@@ -293,12 +294,10 @@ int compare_run(const struct compare_opts *opts, struct comparison *cmp)
 			goto out;
 		}
 	}
-	sockdir[0] = 0;
-	err = sockdir_create(sockdir, sizeof(sockdir));
+	err = tmpdir_create(&sockdir, "udsprobe", 0700);
 	if (err) {
 		fprintf(stderr, "udsprobe: cannot create a private socket directory in /tmp: %s\n",
 			strerror(-err));
-		sockdir[0] = 0;
 		goto out;
 	}
 	for (p = 0; p < CPU__COUNT; p++) {
@@ -309,7 +308,7 @@ int compare_run(const struct compare_opts *opts, struct comparison *cmp)
 				for (k = 0; k < mode_thinks(opts, m); k++) {
 					struct pair_spec spec = { m, opts->sizes[s], p,
 								  m == WL_PINGPONG && opts->n_thinks ?
-								  opts->thinks[k] : 0, sockdir, n, total };
+								  opts->thinks[k] : 0, sockdir.path, n, total };
 
 					err = run_repeated(tr, opts, cmp, &spec, &cmp->pairs[n]);
 					if (err)
@@ -319,8 +318,7 @@ int compare_run(const struct compare_opts *opts, struct comparison *cmp)
 		}
 	}
 out:
-	if (sockdir[0])
-		sockdir_remove(sockdir);
+	tmpdir_remove(&sockdir);
 	tracer_close(tr);
 	return err;
 }

@@ -21,7 +21,8 @@
 #include "program_server.h"
 #include "util.h"
 
-int server_start(struct program_server *s, const char *cmd, const char *out_path)
+int server_start(struct program_server *s, const char *cmd, const char *out_path,
+		 struct tmpdir *guard)
 {
 	pid_t pid, parent = getpid();
 	int fd;
@@ -29,6 +30,7 @@ int server_start(struct program_server *s, const char *cmd, const char *out_path
 	s->pid = 0;
 	s->exit_status = -1;
 	s->cmd = cmd;
+	s->guard = guard;
 	snprintf(s->out_path, sizeof(s->out_path), "%s", out_path);
 	fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0) {
@@ -62,6 +64,8 @@ int server_start(struct program_server *s, const char *cmd, const char *out_path
 	setpgid(pid, pid);	/* both sides: whichever runs first */
 	close(fd);
 	s->pid = pid;
+	if (guard)
+		tmpdir_guard(guard, pid);
 	return 0;
 }
 
@@ -286,7 +290,17 @@ int server_group_pids(const struct program_server *s, int *pids, int max)
 	return s->pid > 0 ? tree_of(s->pid, pids, max) : 0;
 }
 
-void stop_leftovers(pid_t keep)
+static bool kept(pid_t pid, const pid_t *keep, int n_keep)
+{
+	int i;
+
+	for (i = 0; i < n_keep; i++)
+		if (pid == keep[i])
+			return true;
+	return false;
+}
+
+void stop_leftovers(const pid_t *keep, int n_keep)
 {
 	int pids[64], n, i, round;
 
@@ -296,13 +310,13 @@ void stop_leftovers(pid_t keep)
 
 		n = children(pids, (int)ARRAY_SIZE(pids));
 		for (i = 0; i < n; i++)
-			if (pids[i] != keep && !kill(pids[i], sig))
+			if (!kept(pids[i], keep, n_keep) && !kill(pids[i], sig))
 				left++;
 		if (!left)
 			return;
 		usleep(200000);
 		for (i = 0; i < n; i++)
-			if (pids[i] != keep)
+			if (!kept(pids[i], keep, n_keep))
 				waitpid(pids[i], NULL, WNOHANG);
 	}
 }
@@ -352,5 +366,7 @@ void server_stop(struct program_server *s)
 			s->exit_status = exit_code(status);
 		all_gone(s, pids, n, 1000);
 	}
+	if (s->guard)
+		tmpdir_forget(s->guard, s->pid);
 	s->pid = 0;
 }

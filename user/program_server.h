@@ -9,15 +9,20 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+#include "tmpdir.h"
+
 struct program_server {
 	pid_t pid;		/* also its process group; 0 when not running */
 	int exit_status;	/* exit code or 128 + signal once reaped; -1 before */
 	const char *cmd;	/* as run (for messages) */
 	char out_path[4096];	/* its stdout and stderr */
+	struct tmpdir *guard;	/* its group dies with udsprobe through this janitor */
 };
 
-/* Start cmd with output to out_path. 0 or -errno (message printed). */
-int server_start(struct program_server *s, const char *cmd, const char *out_path);
+/* Start cmd with output to out_path, its process group guarded by guard's janitor (NULL:
+ * none). 0 or -errno (message printed). */
+int server_start(struct program_server *s, const char *cmd, const char *out_path,
+		 struct tmpdir *guard);
 /*
  * Wait until a connect() to unix_path (NULL: none) and to 127.0.0.1:port for each of ports (at
  * most 4) succeeds, at most timeout_s. 0; -ETIMEDOUT, -ECHILD (it exited) or -EINTR (Ctrl-C),
@@ -32,10 +37,11 @@ int server_group_pids(const struct program_server *s, int *pids, int max);
 /* SIGTERM to the group and every descendant, SIGKILL after 3 s to whatever is left; reaped. */
 void server_stop(struct program_server *s);
 /*
- * Our children other than keep (a client's processes that outlived it come to udsprobe, the
- * subreaper: programs_run sets PR_SET_CHILD_SUBREAPER): SIGTERM, then SIGKILL, reaped.
+ * Our children other than the n_keep in keep (a client's processes that outlived it come to
+ * udsprobe, the subreaper: programs_run sets PR_SET_CHILD_SUBREAPER): SIGTERM, then SIGKILL,
+ * reaped.
  */
-void stop_leftovers(pid_t keep);
+void stop_leftovers(const pid_t *keep, int n_keep);
 /* The last len - 1 bytes of a file, NUL-terminated, into buf (empty when unreadable); how many.
  * The bytes may hold NULs of their own: use the count, not strlen. */
 size_t file_tail(const char *path, char *buf, size_t len);

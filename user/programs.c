@@ -10,7 +10,6 @@
 #include <argp.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +22,7 @@
 #include "interrupt.h"
 #include "program_server.h"
 #include "programs.h"
+#include "tmpdir.h"
 #include "util.h"
 
 #define MAX_SERVER_PIDS	256
@@ -139,7 +139,7 @@ static char *fill(const char *tmpl, const struct program_compare *pc)
 	char port[16], port2[16];
 	const struct { const char *name, *value; } ph[] = {
 		{ "{unix}", pc->unix_path }, { "{port}", port }, { "{port2}", port2 },
-		{ "{dir}", pc->dir },
+		{ "{dir}", pc->dir.path },
 	};
 	size_t cap = strlen(tmpl) + 1, len = 0, i;
 	const char *p;
@@ -172,18 +172,15 @@ static int setup(struct program_compare *pc)
 {
 	int err, s;
 
-	snprintf(pc->dir, sizeof(pc->dir), "/tmp/udsprobe-compare.XXXXXX");
-	if (!mkdtemp(pc->dir)) {
-		err = -errno;
-		fprintf(stderr, "udsprobe: --compare: cannot create a private directory in /tmp: %s\n",
-			strerror(-err));
-		pc->dir[0] = 0;
-		return err;
-	}
 	/* others may pass through to the socket by its name (servers that drop privileges,
 	 * php-fpm pools, nginx workers) but not list the directory */
-	chmod(pc->dir, 0711);
-	snprintf(pc->unix_path, sizeof(pc->unix_path), "%s/server.sock", pc->dir);
+	err = tmpdir_create(&pc->dir, "udsprobe-compare", 0711);
+	if (err) {
+		fprintf(stderr, "udsprobe: --compare: cannot create a private directory in /tmp: %s\n",
+			strerror(-err));
+		return err;
+	}
+	snprintf(pc->unix_path, sizeof(pc->unix_path), "%s/server.sock", pc->dir.path);
 	err = free_port(0, &pc->port);
 	if (!err)
 		err = free_port(pc->port, &pc->port2);
@@ -200,24 +197,6 @@ static int setup(struct program_compare *pc)
 		if (!(pc->side[s].cmd = fill(popts.client[s], pc)))
 			return -ENOMEM;
 	return 0;
-}
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)ftw;
-	if (flag == FTW_DP)
-		rmdir(path);
-	else
-		unlink(path);
-	return 0;
-}
-
-/* The private directory and what the programs left in it (never following links). */
-static void remove_dir(struct program_compare *pc)
-{
-	if (pc->dir[0])
-		nftw(pc->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
 }
 
 /* ------------------------------------------------------------------ clients */
@@ -246,6 +225,7 @@ static int run_client(struct program_compare *pc, int s, const int *pids, int n_
 	unsigned ports[] = { pc->port };
 	struct trace_opts o = {
 		.pids = pids, .n_pids = n_pids, .verbose = verbose, .argv = argv,
+		.guard = &pc->dir,	/* its own process group, which dies with udsprobe */
 	};
 	int err;
 
@@ -256,7 +236,8 @@ static int run_client(struct program_compare *pc, int s, const int *pids, int n_
 		o.ports = ports;
 		o.n_ports = 1;
 	}
-	snprintf(out_path, sizeof(out_path), "%s/client-%s.out", pc->dir, s == PG_UNIX ? "unix" : "tcp");
+	snprintf(out_path, sizeof(out_path), "%s/client-%s.out", pc->dir.path,
+		 s == PG_UNIX ? "unix" : "tcp");
 	/* the path is ours (mkdtemp: no quote in it); the command follows as sh code */
 	if (asprintf(&script, "exec </dev/null >'%s' 2>&1\n%s", out_path, sd->cmd) < 0)
 		return -ENOMEM;
@@ -306,7 +287,8 @@ static int run_clients(struct program_compare *pc, struct program_server *srv, i
 		if (srv->pid > 0)	/* its workers forked so far; later ones are followed */
 			n_pids = server_group_pids(srv, pids, MAX_SERVER_PIDS);
 		err = run_client(pc, s, pids, n_pids, verbose);
-		stop_leftovers(srv->pid);
+		stop_leftovers((pid_t[]){ srv->pid, pc->dir.janitor }, 2);
+		tmpdir_forget(&pc->dir, pc->side[s].run.pid);	/* its group is empty now */
 		if (err)
 			return err;
 		err = check_client(pc, s);
@@ -342,16 +324,17 @@ int programs_run(struct program_compare *pc, int verbose)
 	int err;
 
 	memset(pc, 0, sizeof(*pc));
+	pc->dir.fd = -1;
+	pc->side[PG_UNIX].exit_status = pc->side[PG_TCP].exit_status = -1;
 	/* processes the server or a client leave behind when their parent exits come to us
 	 * (not init), so none outlives the run: stop_leftovers(), server_stop() */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
-	pc->side[PG_UNIX].exit_status = pc->side[PG_TCP].exit_status = -1;
 	err = setup(pc);
 	if (err)
 		goto out;
 	if (pc->server_cmd) {
-		snprintf(out_path, sizeof(out_path), "%s/server.out", pc->dir);
-		err = server_start(&srv, pc->server_cmd, out_path);
+		snprintf(out_path, sizeof(out_path), "%s/server.out", pc->dir.path);
+		err = server_start(&srv, pc->server_cmd, out_path, &pc->dir);
 		if (!err)
 			err = wait_server(pc, &srv);
 	}
@@ -359,8 +342,8 @@ int programs_run(struct program_compare *pc, int verbose)
 		err = run_clients(pc, &srv, verbose);
 out:
 	server_stop(&srv);
-	stop_leftovers(0);	/* what left the server's tree when its parent died */
-	remove_dir(pc);
+	stop_leftovers(&pc->dir.janitor, 1);	/* what left the server's tree when its parent died */
+	tmpdir_remove(&pc->dir);
 	if (err == -EINTR)
 		pc->interrupted = true;
 	return err;

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tmpdir.h"
 #include "trace.h"
 
 #define PG_OUTPUT_MAX	(64 * 1024)	/* bytes of a client's output kept (its end) */
@@ -36,7 +37,7 @@ struct program_side {
 
 struct program_compare {
 	char *server_cmd;	/* placeholders filled; NULL without --server */
-	char dir[64];		/* the private directory ({dir}) */
+	struct tmpdir dir;	/* the private directory ({dir}) and its janitor */
 	char unix_path[108];	/* {unix}: fits sun_path */
 	unsigned port, port2;	/* {port}, {port2} */
 	char endpoint[PG__COUNT][PATH_MAX];	/* as --trace names them: the path, 127.0.0.1:PORT */

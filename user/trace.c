@@ -196,7 +196,7 @@ static int set_cgroup(struct flows_bpf *skel, const char *path)
 
 /* Fork the command, held on a pipe until tracing runs (write to *go_fd); *err_fd reads
  * execvp's errno if it fails, EOF once the command runs (close-on-exec). */
-static pid_t spawn(char **argv, int *go_fd, int *err_fd)
+static pid_t spawn(char **argv, bool own_group, int *go_fd, int *err_fd)
 {
 	pid_t pid, parent = getpid();
 	int p[2], e[2];
@@ -222,6 +222,8 @@ static pid_t spawn(char **argv, int *go_fd, int *err_fd)
 
 		close(p[1]);
 		close(e[0]);
+		if (own_group)
+			setpgid(0, 0);
 		/* udsprobe killed outright (SIGKILL, a second Ctrl-C): the command goes too, as the
 		 * workload's processes do; Ctrl-C once gives it SIGTERM first (wait_loop) */
 		if (!child_dies_with_parent(parent, SIGKILL, true))
@@ -236,6 +238,8 @@ static pid_t spawn(char **argv, int *go_fd, int *err_fd)
 			_exit(127);
 		_exit(127);
 	}
+	if (own_group)
+		setpgid(pid, pid);	/* both sides: whichever runs first */
 	close(p[0]);
 	close(e[1]);
 	*go_fd = p[1];
@@ -289,15 +293,15 @@ static int wait_loop(struct flows_bpf *skel, const struct trace_opts *o, pid_t c
 	run->duration_ns = now_ns() - t0;
 	if (child > 0) {	/* Ctrl-C or --duration before the command ended: stop it */
 		uint64_t give_up = now_ns() + 2000000000ull;
-		pid_t r;
+		pid_t r, target = o->guard ? -child : child;	/* its own group: all of it */
 
-		kill(child, SIGTERM);
+		kill(target, SIGTERM);
 		while ((r = waitpid(child, &status, WNOHANG)) == 0 && now_ns() < give_up)
 			usleep(20000);
 		if (r == 0) {	/* it ignores SIGTERM: do not wait for it forever */
 			fprintf(stderr, "udsprobe: --trace: '%s' did not exit within 2 s of SIGTERM; "
 				"killed\n", o->argv ? o->argv[0] : "the command");
-			kill(child, SIGKILL);
+			kill(target, SIGKILL);
 			r = waitpid(child, &status, 0);
 		}
 		if (r == child)
@@ -333,7 +337,7 @@ int trace_run(const struct trace_opts *o, struct trace_run *run)
 	if (err)
 		goto out;
 	if (o->argv) {
-		child = spawn(o->argv, &go, &exec_err);
+		child = spawn(o->argv, o->guard, &go, &exec_err);
 		if (child < 0) {
 			err = -errno;
 			fprintf(stderr, "udsprobe: --trace: cannot start '%s': %s\n", o->argv[0],
@@ -341,6 +345,9 @@ int trace_run(const struct trace_opts *o, struct trace_run *run)
 			goto out;
 		}
 		add_tgid(skel, child);
+		run->pid = child;
+		if (o->guard)
+			tmpdir_guard(o->guard, child);
 	}
 	if (child > 0) {
 		if (write(go, "g", 1) != 1)
@@ -367,7 +374,7 @@ out:
 	if (exec_err >= 0)
 		close(exec_err);
 	if (child > 0) {	/* failed before the command ran */
-		kill(child, SIGKILL);
+		kill(o->guard ? -child : child, SIGKILL);
 		waitpid(child, NULL, 0);
 	}
 	trace_outliers_close(ol);

@@ -9,6 +9,7 @@
 
 #include "attach.h"
 #include "flows.h"
+#include "tmpdir.h"
 
 #define TR_MAX_PIDS	16	/* pids kept per flow end */
 #define TR_MAX_FLOWS	4096	/* flows kept; more: counted in flow_map_full */
@@ -32,6 +33,10 @@ struct trace_opts {
 	uint64_t slower_than_ns;	/* --slower-than (0: no outliers) */
 	enum attach_mode attach;	/* --attach (ATTACH_AUTO: the best that works) */
 	char **argv;		/* -- COMMAND [ARG...], NULL-terminated, or NULL */
+	/* NULL: the command stays in our process group (the terminal's job control). Else
+	 * (programs mode) it gets its own, which this janitor stops should udsprobe die, and
+	 * which a stop signals whole (a shell's children too) */
+	struct tmpdir *guard;
 	int verbose;
 };
 
@@ -108,6 +113,7 @@ struct trace_run {
 	uint64_t procs_unfollowed;	/* their children not followed: the process map was full */
 	const char *attach_mode;
 	char **argv;		/* the command, or NULL */
+	pid_t pid;		/* the command's process (its process group too with a guard), or 0 */
 	int exit_status;	/* the command's: exit code, or 128 + signal; -1 if still running */
 	int exec_errno;		/* the command could not be run (execvp failed): its errno, else 0 */
 	bool interrupted;

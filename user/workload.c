@@ -6,7 +6,6 @@
  * buffers and the sample array exist before the loop starts.
  */
 #include <errno.h>
-#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <netinet/in.h>
@@ -378,71 +377,4 @@ out_close:
 out_unmap:
 	munmap(sh, shm_len);
 	return err;
-}
-
-/*
- * The socket directory must not outlive udsprobe, even under SIGKILL. A janitor
- * child holds the read end of a pipe whose only writer is udsprobe: when udsprobe
- * exits for any reason the read returns EOF and the janitor removes the directory.
- */
-int sockdir_create(char *path, size_t len)
-{
-	int fds[2];
-	pid_t pid;
-
-	snprintf(path, len, "/tmp/udsprobe.XXXXXX");
-	if (!mkdtemp(path))	/* mkdtemp creates it 0700 */
-		return -errno;
-	if (pipe2(fds, O_CLOEXEC))
-		goto fail;
-	pid = fork();
-	if (pid < 0)
-		goto fail;
-	if (pid == 0) {
-		char c;
-
-		close(fds[1]);
-		/* nothing else of udsprobe's: it outlives udsprobe by the clean-up, and would keep
-		 * its BPF objects loaded and its --compare lock held (the next run waited) */
-		if (fds[0] != 3 && dup2(fds[0], 3) == 3) {
-			close(fds[0]);
-			fds[0] = 3;
-		}
-		if (fds[0] == 3)
-			close_range(4, ~0U, 0);
-		setsid();	/* out of the terminal's process group: Ctrl-C is udsprobe's */
-		signal(SIGINT, SIG_IGN);
-		signal(SIGTERM, SIG_IGN);
-		while (read(fds[0], &c, 1) < 0 && errno == EINTR)
-			;
-		sockdir_remove(path);
-		_exit(0);
-	}
-	close(fds[0]);
-	/* the write end stays open, close-on-exec, for udsprobe's lifetime */
-	return 0;
-fail: {
-	int err = -errno;
-
-	rmdir(path);
-	return err;
-}
-}
-
-void sockdir_remove(const char *path)
-{
-	char file[PATH_MAX];
-	struct dirent *de;
-	DIR *dir = opendir(path);
-
-	if (!dir)
-		return;
-	while ((de = readdir(dir))) {
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(file, sizeof(file), "%s/%s", path, de->d_name);
-		unlink(file);
-	}
-	closedir(dir);
-	rmdir(path);
 }

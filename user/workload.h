@@ -64,8 +64,4 @@ void workload_interrupt(void);
 /* Latency summary of n samples (sorted in place). */
 void latency_summary(uint64_t *samples, uint64_t n, uint64_t divisor, struct wl_latency *out);
 
-/* Private 0700 directory for AF_UNIX socket files, removed even if udsprobe is killed. */
-int sockdir_create(char *path, size_t len);
-void sockdir_remove(const char *path);
-
 #endif

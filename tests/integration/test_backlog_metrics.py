@@ -134,11 +134,13 @@ def test_prometheus_scrapes_overflow_count_during_storm(udsprobe, attach_mode, p
     prom = Prometheus(procs, tmp_path, f"127.0.0.1:{mport}")
     prom.wait_value('up{job="udsprobe"}', 1)
 
-    # The storm: 8,000 short-lived client processes x 4 non-blocking connects (about 3 s
-    # here, ~40 s in a 5.10 TCG guest), none started after 60 s: a slower machine runs fewer,
-    # at least 1,000; the queue (limit 4) holds 5, so every other connect is refused (EAGAIN).
+    # The storm: 8,000 short-lived client processes x 4 non-blocking connects, spread over at
+    # least 3 s so that Prometheus (1 s interval) scrapes it mid-way (a fast host ran them all in
+    # 0.8 s, between two scrapes; ~40 s in a 5.10 TCG guest), none started after 60 s: a slower
+    # machine runs fewer, at least 1,000; the queue (limit 4) holds 5, so every other connect
+    # is refused (EAGAIN).
     t0 = time.time()
-    storm = subprocess.run([bins["fork_clients"], str(sock), "8000", "4", "60"],
+    storm = subprocess.run([bins["fork_clients"], str(sock), "8000", "4", "60", "3"],
                            capture_output=True, text=True, timeout=300)
     storm_s = time.time() - t0
     assert storm.returncode == 0, storm.stderr

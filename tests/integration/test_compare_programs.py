@@ -227,6 +227,41 @@ def test_ctrl_c_stops_everything(udsprobe, tmp_path):
     assert not os.path.exists(os.path.dirname(doc["results"][0]["endpoint"]))
 
 
+def test_second_signal_leaves_no_private_dir(udsprobe, tmp_path):
+    """A second Ctrl-C ends udsprobe at once, without its clean-up: the server and client die
+    with it (PR_SET_PDEATHSIG), and its private directory, with the socket and the programs'
+    output in it, goes too (a janitor process that is not udsprobe's child, so the sweep of
+    leftover children does not kill it)."""
+    p = subprocess.Popen([udsprobe, "--compare", "--server", REDIS_SERVER,
+                          "--client-unix", "redis-benchmark -s {unix} -t incr -n 100000000 -q",
+                          "--client-tcp", "true", "--json", str(tmp_path / "cmp.json")],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 30
+        while not procs_with("redis-benchmark -s /tmp/udsprobe-compare.") and time.time() < deadline:
+            time.sleep(0.1)
+        pids = procs_with("redis-benchmark -s /tmp/udsprobe-compare.")
+        assert pids, "the client never started"
+        cmd = Path(f"/proc/{pids[0]}/cmdline").read_bytes().decode(errors="replace")
+        private = re.search(r"(/tmp/udsprobe-compare\.[A-Za-z0-9]{6})/", cmd).group(1)
+        assert os.path.isdir(private)
+        time.sleep(0.3)
+        p.send_signal(signal.SIGINT)
+        time.sleep(0.005)       # two at once would merge into one pending signal
+        p.send_signal(signal.SIGINT)
+        p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == -signal.SIGINT      # died of the second signal: no clean-up ran
+    deadline = time.time() + 10
+    while (os.path.exists(private) or procs_with(private)) and time.time() < deadline:
+        time.sleep(0.1)
+    assert not procs_with(private)
+    assert not os.path.exists(private), os.listdir(private)
+
+
 @pytest.mark.parametrize("args,msg", [
     (["--client-unix", "true", "--client-tcp", "true"], "need --compare"),
     (["--compare", "--client-unix", "true"], "needs both --client-unix and --client-tcp"),

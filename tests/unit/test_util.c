@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
-/* user/util.c: strict number parsing, lists, formatting, CPU helpers. */
+/* user/util.c: strict number parsing, lists, formatting, CPU helpers, child processes. */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "unit.h"
 #include "util.h"
@@ -381,4 +384,66 @@ TEST(util_kernel_at_least)
 	CHECK(kernel_at_least(ma - 1, mi + 100));
 	CHECK(!kernel_at_least(ma, mi + 1));
 	CHECK(!kernel_at_least(ma + 1, 0));
+}
+
+TEST(util_exit_code)
+{
+	int status;
+	pid_t pid = fork();
+
+	REQUIRE(pid >= 0);
+	if (pid == 0)
+		_exit(3);
+	REQUIRE(waitpid(pid, &status, 0) == pid);
+	CHECK_INT(exit_code(status), 3);
+	pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		raise(SIGKILL);
+		_exit(0);
+	}
+	REQUIRE(waitpid(pid, &status, 0) == pid);
+	CHECK_INT(exit_code(status), 128 + SIGKILL);	/* as a shell says it: 137 */
+}
+
+/* A grandchild that asked to die with its parent is gone soon after that parent exits; one
+ * that names the wrong parent is told so. */
+TEST(util_child_dies_with_parent)
+{
+	int fds[2], status;
+	pid_t mid, grandchild = 0;
+	int i;
+
+	REQUIRE(pipe(fds) == 0);
+	mid = fork();
+	REQUIRE(mid >= 0);
+	if (mid == 0) {
+		pid_t me = getpid(), g = fork();
+
+		if (g == 0) {
+			if (!child_dies_with_parent(me, SIGKILL, false))
+				_exit(1);
+			for (;;)
+				pause();
+		}
+		if (write(fds[1], &g, sizeof(g)) != sizeof(g))
+			_exit(1);
+		usleep(100000);	/* the grandchild's prctl has run by then */
+		_exit(0);
+	}
+	close(fds[1]);
+	REQUIRE(read(fds[0], &grandchild, sizeof(grandchild)) == sizeof(grandchild));
+	close(fds[0]);
+	REQUIRE(grandchild > 0);
+	REQUIRE(waitpid(mid, &status, 0) == mid);
+	for (i = 0; i < 200 && !kill(grandchild, 0); i++)	/* reaped by init: up to 2 s */
+		usleep(10000);
+	CHECK(kill(grandchild, 0) && errno == ESRCH);
+
+	mid = fork();
+	REQUIRE(mid >= 0);
+	if (mid == 0)
+		_exit(child_dies_with_parent(getppid() + 1, SIGKILL, false) ? 0 : 7);
+	REQUIRE(waitpid(mid, &status, 0) == mid);
+	CHECK_INT(exit_code(status), 7);
 }
