@@ -5,10 +5,8 @@
 #include <ftw.h>
 #include <signal.h>
 #include <stdbool.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -104,34 +102,32 @@ int tmpdir_create(struct tmpdir *d, const char *prefix, mode_t mode)
 	d->janitor = 0;
 	d->fd = -1;
 	snprintf(d->path, sizeof(d->path), "/tmp/%s.XXXXXX", prefix);
-	if (!mkdtemp(d->path))	/* 0700 until chmod */
+	if (!mkdtemp(d->path)) {	/* 0700 until chmod */
+		err = -errno;
+		d->path[0] = 0;
+		return err;
+	}
+	if (chmod(d->path, mode) || pipe2(fds, O_CLOEXEC)) {
+		err = -errno;
 		goto fail;
-	if (chmod(d->path, mode) || pipe2(fds, O_CLOEXEC))
-		goto fail_rmdir;
+	}
 	pid = fork();
+	if (pid == 0) {
+		close(fds[1]);
+		janitor(d->path, fds[0]);
+	}
 	if (pid < 0) {
 		err = -errno;
 		close(fds[0]);
 		close(fds[1]);
-		rmdir(d->path);
-		d->path[0] = 0;
-		return err;
-	}
-	if (pid == 0) {
-		close(fds[1]);
-		janitor(d->path, fds[0]);
+		goto fail;
 	}
 	close(fds[0]);
 	d->janitor = pid;
 	d->fd = fds[1];
 	return 0;
-fail_rmdir:
-	err = -errno;
-	rmdir(d->path);
-	d->path[0] = 0;
-	return err;
 fail:
-	err = -errno;
+	rmdir(d->path);
 	d->path[0] = 0;
 	return err;
 }

@@ -247,6 +247,13 @@ static pid_t spawn(char **argv, bool own_group, int *go_fd, int *err_fd)
 	return pid;
 }
 
+/* What a stop signals: the command alone, or its whole process group when it has one
+ * (o->guard: a shell's children too). */
+static pid_t stop_target(const struct trace_opts *o, pid_t child)
+{
+	return o->guard ? -child : child;
+}
+
 /* Until --duration, Ctrl-C or the command's end, taking in outliers (ol) as they come
  * and, every TR_HARVEST_NS, the flows of processes that have exited. */
 static int wait_loop(struct flows_bpf *skel, const struct trace_opts *o, pid_t child,
@@ -293,7 +300,7 @@ static int wait_loop(struct flows_bpf *skel, const struct trace_opts *o, pid_t c
 	run->duration_ns = now_ns() - t0;
 	if (child > 0) {	/* Ctrl-C or --duration before the command ended: stop it */
 		uint64_t give_up = now_ns() + 2000000000ull;
-		pid_t r, target = o->guard ? -child : child;	/* its own group: all of it */
+		pid_t r, target = stop_target(o, child);
 
 		kill(target, SIGTERM);
 		while ((r = waitpid(child, &status, WNOHANG)) == 0 && now_ns() < give_up)
@@ -374,7 +381,7 @@ out:
 	if (exec_err >= 0)
 		close(exec_err);
 	if (child > 0) {	/* failed before the command ran */
-		kill(o->guard ? -child : child, SIGKILL);
+		kill(stop_target(o, child), SIGKILL);
 		waitpid(child, NULL, 0);
 	}
 	trace_outliers_close(ol);

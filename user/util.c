@@ -300,7 +300,7 @@ int allowed_cpu(int nth)
 	return -1;
 }
 
-bool child_dies_with_parent(int parent, int sig, bool pipe_default)
+bool child_dies_with_parent(pid_t parent, int sig, bool pipe_default)
 {
 	prctl(PR_SET_PDEATHSIG, sig);
 	if (getppid() != parent)	/* it died before prctl: the signal will never come */

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <time.h>
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -76,7 +77,7 @@ int allowed_cpu(int nth);
  * so nothing of ours outlives a SIGKILLed udsprobe), and take the default action for SIGINT,
  * SIGTERM (and SIGPIPE, with pipe_default) again. False when the parent is already gone:
  * then no one would send that signal, and the child should exit. */
-bool child_dies_with_parent(int parent, int sig, bool pipe_default);
+bool child_dies_with_parent(pid_t parent, int sig, bool pipe_default);
 /* A wait() status as a shell gives it: the exit code, or 128 + the signal. */
 int exit_code(int status);
 
