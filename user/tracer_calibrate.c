@@ -108,6 +108,8 @@ enum { CALIB_ROUNDS = 36, CALIB_SLOW_ROUNDS = 18, CALIB_CALLS = 40000, CALIB_MIN
  * most of the calibration; three rounds of ~10 ms are still paired within a spell of the
  * syscall kind's level (docs/STAGES.md). */
 enum { CALIB_BLOCK = 3 };
+/* Sets of rounds tried while a cost comes out at or below zero. */
+enum { CALIB_TRIES = 3 };
 _Static_assert(CALIB_ROUNDS % CALIB_BLOCK == 0 && CALIB_SLOW_ROUNDS % CALIB_BLOCK == 0,
 	       "whole blocks of rounds");
 /* A round's untraced loop lasts about this long: 40,000 calls of a syscall up to 250 ns (every
@@ -202,17 +204,60 @@ static int time_steps(struct tracer *tr, const struct calib_step *steps, int n_s
 	return 0;
 }
 
+/* Lower quartile of n values (sorted in place). */
+static double low_quartile(double *v, int n)
+{
+	qsort(v, n, sizeof(double), cmp_double);
+	return v[n / 4];
+}
+
+/*
+ * keep_links (5.10 fentry): the probe attaches once, so its rounds cannot pair with rounds
+ * without it. Each round is timed against getpid, which the probe does not hit, so drift
+ * cancels; the two sets are compared by their own lower quartiles, and rounds with the probe
+ * are added (the probe stays attached) until the cost comes out above zero: a single block
+ * measured 0 in a slow 5.10 TCG guest (issue 35).
+ */
+static int time_kept_probe(struct tracer *tr, const struct calib_step steps[2], int rounds,
+			   int calls, double *other_ns, int *tries, int *failed)
+{
+	struct bpf_link *links[CALIB_MAX_STEPS][CALIB_MAX_PROGS];
+	double without[CALIB_ROUNDS], with[CALIB_ROUNDS * CALIB_TRIES], w[CALIB_ROUNDS * CALIB_TRIES];
+	int i, n = 0, err;
+
+	if (attach_all(&steps[0], links[0])) {
+		*failed = 0;
+		return -1;
+	}
+	for (i = 0; i < rounds; i++)
+		without[i] = time_round(tr->calib_nr, SYS_getpid, calls);
+	if (attach_all(&steps[1], links[1])) {
+		err = errno;
+		destroy_all(links[0], steps[0].n);
+		errno = err;
+		*failed = 1;
+		return -1;
+	}
+	for (*tries = 1;; ++*tries) {
+		for (i = 0; i < rounds; i++)
+			with[n++] = time_round(tr->calib_nr, SYS_getpid, calls);
+		memcpy(w, with, n * sizeof(double));
+		*other_ns = low_quartile(w, n) - low_quartile(without, rounds);
+		if (*other_ns > 0 || *tries == CALIB_TRIES)
+			break;
+	}
+	destroy_all(links[1], steps[1].n);
+	destroy_all(links[0], steps[0].n);
+	return 0;
+}
+
 /*
  * The two costs per call: the syscall tracepoints' (sys_ns) and, on top of them, the
  * calibration probe's (other_ns). Measured again while either comes out at or below zero:
  * noise larger than the cost, seen in qemu TCG guests on a busy host (a guest's CPU time runs
- * on while the host runs something else). With keep_links the probe cannot be attached again:
- * it is timed once, after them, in one block that attaches each step once, each round against
- * getpid (which it does not hit): rounds before and after its one attach lie far apart, and
- * under TCG drift between them once exceeded its cost (a 5.10 fentry guest measured 0).
+ * on while the host runs something else). *tries: the probe's tries.
  * -1 with errno set and *failed = 0 (sys_enter/sys_exit) or 1 (the probe).
  */
-enum { CALIB_TRIES = 3 };
 static int time_costs(struct tracer *tr, const struct calib_step steps[2], int rounds, int calls,
 		      double *sys_ns, double *other_ns, int *tries, int *failed)
 {
@@ -230,11 +275,7 @@ static int time_costs(struct tracer *tr, const struct calib_step steps[2], int r
 	}
 	if (n_steps == 2)
 		return 0;
-	/* one block, each step attached once (its untraced rounds, ~0.4 s under TCG, go unused) */
-	if (time_steps(tr, steps, 2, rounds, calls, SYS_getpid, rounds, t, failed))
-		return -1;
-	*other_ns = paired_low_quartile(t[1], t[2], rounds);
-	return 0;
+	return time_kept_probe(tr, steps, rounds, calls, other_ns, tries, failed);
 }
 
 /* Calls per round: CALIB_CALLS, or fewer where CALIB_ROUND_NS holds fewer untraced calls. */
@@ -284,8 +325,8 @@ double tracer_calibrate(struct tracer *tr)
 	hits = tr->skel->bss->calib_hits;
 	tracer_reset_state(tr);
 	tr->syscall_hit_ns = MAX(sys_ns / 2, 0.0);
-	/* every try's probe rounds (one try with keep_links) */
-	want = (uint64_t)rounds * calls * (tr->keep_links ? 1 : tries);
+	/* every try's probe rounds */
+	want = (uint64_t)rounds * calls * tries;
 	if (hits < want) {
 		fprintf(stderr, "udsprobe: warning: the calibration probe fired %llu times for %llu "
 			"calls; the corrected breakdown subtracts only syscall-tracepoint hits\n",
@@ -296,7 +337,7 @@ double tracer_calibrate(struct tracer *tr)
 		fprintf(stderr, "udsprobe: warning: probe-cost calibration measured no cost for %s "
 			"in %d tries (noise larger than one probe hit); the corrected breakdown "
 			"subtracts less\n", other_ns <= 0 ? "a probe hit" : "a syscall-tracepoint hit",
-			other_ns <= 0 && tr->keep_links ? 1 : tries);
+			tries);
 	return MAX(other_ns, 0.0);
 fail:
 	fprintf(stderr, "udsprobe: warning: probe-cost calibration could not attach %s: %s; the "
