@@ -36,10 +36,12 @@ total_pass=0
 total_fail=0
 summaries=()
 
-record() {	# record PART PASSED FAILED [NOTE]
+t_part=$SECONDS
+record() {	# record PART PASSED FAILED [NOTE]; the part's wall time: since the last record
 	total_pass=$((total_pass + $2))
 	total_fail=$((total_fail + $3))
-	summaries+=("$(printf '%-12s %d passed, %d failed%s' "$1:" "$2" "$3" "${4:+ ($4)}")")
+	summaries+=("$(printf '%-12s %d passed, %d failed%s, %ds' "$1:" "$2" "$3" "${4:+ ($4)}" $((SECONDS - t_part)))")
+	t_part=$SECONDS
 	echo "-- $1: $2 passed, $3 failed${4:+ ($4)}"
 }
 
@@ -148,7 +150,7 @@ all)
 esac
 
 echo
-echo "== summary =="
+echo "== summary ($(awk -F': *' '$1 ~ /^model name/ {print $2; exit}' /proc/cpuinfo), $(nproc) CPUs, $(uname -r), ${SECONDS}s) =="
 printf '  %s\n' "${summaries[@]}"
 echo "udsprobe tests: $total_pass passed, $total_fail failed"
 [ "$total_fail" -eq 0 ]

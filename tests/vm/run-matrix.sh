@@ -48,7 +48,7 @@
 #                             guest keeps one host CPU busy, so two halve the matrix time on 2 vCPUs.
 #                             Jobs start longest first (longest-processing-time order): their
 #                             expected seconds are the last full run's (RESULTS/durations), else the
-#                             defaults in est_default below (a fresh-clone CI's)
+#                             rows of tests/vm/expected-times.tsv for this CPU
 #   UDSPROBE_VM_SPLIT         kernels whose modes run in separate guests, a job each, so that one
 #                             long kernel does not hold a slot while the other idles: "SPEC=MODES/
 #                             MODES ..." (default "debian-6.12=fentry/kprobe,tracepoint": its fentry
@@ -387,45 +387,60 @@ run_job() {	# run_job N JOB...
 	esac
 }
 # Longest first (LPT): with two slots the long guests overlap each other, the short ones fill
-# the end. Expected seconds: this machine's last run of the job (RESULTS/durations), else the
-# fresh-clone CI of 2026-11-23 (2 vCPU AMD EPYC, single-threaded TCG, loaded host) less the
-# per-test times of the runs since shared (test_stages.py's exit check, --repeat once per kernel).
+# the end. Expected seconds: this machine's last run of the job (RESULTS/durations), else this
+# CPU's row in tests/vm/expected-times.tsv (its vendor and family's, else the slowest family's).
 job_key() { set -- $1; [ "$1" = kernel ] && shift 2 && set -- kernel "$@"; echo "$*"; }
-est_default() {
-	case $1 in
-	# a fresh-clone CI's job times (2026-11-24, AMD EPYC, at 2e467ac), some with a third guest
-	# running beside them: the order they give matters, not the seconds
-	"kernel debian-6.1") echo 850 ;;
-	"kernel debian-5.10") echo 900 ;;
-	"kernel debian-6.12") echo 760 ;;
-	"kernel debian-6.12 fentry") echo 460 ;;
-	"kernel debian-6.12 kprobe,tracepoint") echo 300 ;;
-	"arm64 debian-6.12-arm64 fentry") echo 340 ;;
-	"arm64 debian-6.12-arm64 kprobe,tracepoint") echo 650 ;;
-	"arm64 debian-5.10-arm64") echo 840 ;;
-	static-arm64) echo 25 ;;
-	static) echo 15 ;;
-	*) echo 600 ;;	# a kernel or split not measured yet
-	esac
+EXPECTED=tests/vm/expected-times.tsv
+cpu_key() {	# "GenuineIntel 6/85": the CPU the expected times are kept by
+	awk -F': *' '$1 ~ /^vendor_id/ {v = $2} $1 ~ /^cpu family/ {f = $2} $1 ~ /^model\t/ || $1 == "model" {m = $2}
+		/^$/ {exit} END {print v " " f "/" m}' /proc/cpuinfo 2>/dev/null
 }
-
+CPU_KEY=$(cpu_key)
+CPU_MODEL=$(awk -F': *' '$1 ~ /^model name/ {print $2; exit}' /proc/cpuinfo 2>/dev/null)
+# the expected-times rows this CPU takes: its own, its family's, else the slowest family's
+cpu_rows() {
+	awk -F'\t' -v key="$CPU_KEY" '
+		/^#/ || NF < 3 {next}
+		{split(key, k, "/"); cpu[NR] = $1; job[NR] = $2; sec[NR] = $3
+		 total[$1] += $3}
+		END {
+			for (i in cpu) if (cpu[i] == key) pick = key
+			if (pick == "") for (i in cpu) { split(cpu[i], cc, "/"); if (cc[1] == k[1]) pick = cpu[i] }
+			if (pick == "") for (c in total) if (pick == "" || total[c] > total[pick]) pick = c
+			for (i in cpu) if (cpu[i] == pick) print pick "\t" job[i] "\t" sec[i]
+		}' "$EXPECTED" 2>/dev/null
+}
+EXPECTED_ROWS=$(cpu_rows)
+EXPECTED_CPU=$(head -n 1 <<<"$EXPECTED_ROWS" | cut -f1)
+est_table() {	# est_table JOB_KEY -> this CPU's expected seconds, 600 when not measured yet
+	local s
+	s=$(awk -F'\t' -v k="$1" '$2 == k {print $3}' <<<"$EXPECTED_ROWS")
+	echo "${s:-600}"
+}
 est() {	# est JOB -> expected seconds
 	local k s
 	k=$(job_key "$1")
 	s=$(awk -F'\t' -v k="$k" '$1 == k {s = $2} END {print s}' "$RESULTS/durations" 2>/dev/null)
-	echo "${s:-$(est_default "$k")}"
+	echo "${s:-$(est_table "$k")}"
 }
 order=()
 mapfile -t order < <(for n in "${!jobs_list[@]}"; do printf '%s\t%s\n' "$(est "${jobs_list[$n]}")" "$n"; done |
 	sort -t$'\t' -k1,1nr -k2,2n | cut -f2)
+# LPT on JOBS slots: the matrix's expected wall time, said before it starts
+plan=$(for n in "${order[@]}"; do est "${jobs_list[$n]}"; done | awk -v j="$JOBS" '
+	{m = 1; for (i = 2; i <= j; i++) if (slot[i] < slot[m]) m = i; slot[m] += $1; sum += $1}
+	END {w = 0; for (i = 1; i <= j; i++) if (slot[i] > w) w = slot[i]; printf "%d %d", w, sum}')
+echo "CPU: ${CPU_MODEL:-unknown} (${CPU_KEY}); expected times: ${EXPECTED_CPU:-none} rows of $EXPECTED" \
+	"(.output/vm/matrix/durations where this machine ran the job before)"
+echo "expected: ${plan% *}s of wall time for ${plan#* }s of jobs on $JOBS slots"
 echo "running ${#jobs_list[@]} jobs, $JOBS at a time (UDSPROBE_VM_JOBS), longest expected first: each job's log is printed when it ends"
-pids=() names=() t_job=() took_jobs=()
+pids=() names=() t_job=() took_jobs=() took_any=() expect_jobs=()
 print_done() {	# the logs of jobs that have ended, in the order they end
 	local d
 	for d in "${!pids[@]}"; do
 		kill -0 "${pids[$d]}" 2>/dev/null && continue
 		wait "${pids[$d]}"
-		took_jobs[$d]=$(secs "${t_job[$d]}" "$(now)")
+		took_jobs[$d]=$(secs "${t_job[$d]}" "$(now)") took_any[$d]=${took_jobs[$d]}
 		echo; echo "[$(secs "$t_start" "$(now)")s] done: ${names[$d]} (${took_jobs[$d]}s)"; cat "$RESULTS/job-$d.log"
 		unset "pids[$d]"
 	done
@@ -433,7 +448,7 @@ print_done() {	# the logs of jobs that have ended, in the order they end
 for n in "${order[@]}"; do
 	while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
 	echo "[$(secs "$t_start" "$(now)")s] start: ${jobs_list[$n]} (~$(est "${jobs_list[$n]}")s expected)"
-	t_job[$n]=$(now)
+	t_job[$n]=$(now) expect_jobs[$n]=$(est "${jobs_list[$n]}")
 	run_job "$n" ${jobs_list[$n]} >"$RESULTS/job-$n.log" 2>&1 &
 	pids[$n]=$! names[$n]=${jobs_list[$n]}
 	print_done
@@ -454,6 +469,18 @@ done
 	awk -F'\t' -v new="$(for n in "${!took_jobs[@]}"; do job_key "${jobs_list[$n]}"; done)" \
 		'BEGIN {split(new, k, "\n"); for (i in k) skip[k[i]]} !($1 in skip)' "$RESULTS/durations" 2>/dev/null || true
 } >"$RESULTS/durations.new" && mv "$RESULTS/durations.new" "$RESULTS/durations"
+
+# each job against its expectation: a job past 1.5x says so (a slower CPU, a loaded host)
+echo
+echo "== job times on ${CPU_MODEL:-this CPU} (${CPU_KEY}) against ${EXPECTED_CPU:-no} expectations =="
+printf '%-44s %8s %8s %6s\n' job expected actual ratio
+for n in "${!jobs_list[@]}"; do
+	e=${expect_jobs[$n]:-0} a=${took_jobs[$n]:-${took_any[$n]:-}}
+	[ -n "$a" ] || continue
+	r=$(awk -v a="$a" -v e="$e" 'BEGIN {if (e > 0) printf "%.2f", a / e; else print "-"}')
+	printf '%-44s %7ss %7ss %6s%s\n' "$(job_key "${jobs_list[$n]}")" "$e" "$a" "$r" \
+		"$(awk -v r="$r" 'BEGIN {if (r != "-" && r > 1.5) print "  SLOW: past 1.5x its expected time"}')"
+done
 
 total_pass=0 total_fail=0 total_skip=0 rows=()
 for n in "${!jobs_list[@]}"; do
