@@ -90,7 +90,6 @@ static void select_programs(struct tracer *tr)
 
 int tracer_open(enum attach_mode req, int verbose, struct tracer **out)
 {
-	struct attach_caps caps;
 	struct tracer *tr;
 	char why[900];
 	int err;
@@ -103,12 +102,12 @@ int tracer_open(enum attach_mode req, int verbose, struct tracer **out)
 	err = ensure_tracefs();
 	if (err && verbose)
 		fprintf(stderr, "udsprobe: note: cannot mount tracefs: %s\n", strerror(-err));
-	tracer_probe(&caps, verbose);
+	libbpf_setup(verbose);
 	tr = calloc(1, sizeof(*tr));
 	if (!tr)
 		return -ENOMEM;
 	tr->verbose = verbose;
-	err = attach_choose(req, attach_caps_probe, &caps, &tr->mode, why, sizeof(why));
+	err = attach_choose(req, tracer_probe_mode, NULL, &tr->mode, why, sizeof(why));
 	if (err) {
 		if (req != ATTACH_AUTO)
 			fprintf(stderr, "udsprobe: cannot trace in the forced mode: %s\n"

@@ -54,9 +54,11 @@ const struct stage_stat *trace_stage(const struct trace_result *r, const char *n
 
 struct tracer;
 
-/* Detect, choose the mode, load. 0 or -errno (message printed). */
-/* Which attach modes work for the tracer: one stages program loaded and attached per mode. */
+/* Which attach modes work for the tracer: one stages program loaded and attached per mode
+ * (--check: every mode; tracer_probe_mode: the one attach_choose asks about). */
 void tracer_probe(struct attach_caps *caps, int verbose);
+int tracer_probe_mode(enum attach_mode mode, void *ctx, char *why, size_t len);
+/* Detect, choose the mode, load. 0 or -errno (message printed). */
 int tracer_open(enum attach_mode req, int verbose, struct tracer **out);
 void tracer_close(struct tracer *tr);
 

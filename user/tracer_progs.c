@@ -193,8 +193,13 @@ static bool probe_target_here(enum attach_mode mode, const char *target, char *s
 	}
 }
 
-/* Load and attach one program of ours (as a kprobe on ksym when given); 0 or -errno. */
-static int try_program(size_t prog_off, const char *ksym)
+/* Can a detached fentry program be attached again (not before Linux 5.12: ENOENT)? Learned by
+ * the fentry probe's second attach, else by tracer_fentry_can_reattach's own object. */
+static enum { REATTACH_UNKNOWN, REATTACH_NO, REATTACH_YES } fentry_reattach;
+
+/* Load and attach one program of ours (as a kprobe on ksym when given); 0 or -errno. With
+ * `again`, detach and attach it a second time, into fentry_reattach. */
+static int try_program(size_t prog_off, const char *ksym, bool again)
 {
 	struct stages_bpf *skel = stages_bpf__open_opts(btf_open_opts());
 	struct bpf_program *prog;
@@ -211,6 +216,11 @@ static int try_program(size_t prog_off, const char *ksym)
 		err = libbpf_get_error(link);
 		if (!err)
 			bpf_link__destroy(link);
+		if (!err && again) {
+			link = bpf_program__attach(prog);
+			fentry_reattach = libbpf_get_error(link) ? REATTACH_NO : REATTACH_YES;
+			bpf_link__destroy(link);
+		}
 	}
 	stages_bpf__destroy(skel);
 	return err;
@@ -230,7 +240,7 @@ static bool probe_mode(enum attach_mode mode, char *why, size_t len)
 		snprintf(why, len, p->no_target, p->target);
 		return false;
 	}
-	err = try_program(p->prog, mode == ATTACH_KPROBE ? sym : NULL);
+	err = try_program(p->prog, mode == ATTACH_KPROBE ? sym : NULL, mode == ATTACH_FENTRY);
 	if (!err)
 		snprintf(why, len, p->works, sym);
 	else if (p->refused_why && (-err == p->refused[0] || -err == p->refused[1]))
@@ -238,6 +248,14 @@ static bool probe_mode(enum attach_mode mode, char *why, size_t len)
 	else
 		snprintf(why, len, p->failed, strerror(-err));
 	return !err;
+}
+
+/* An attach_probe_fn that probes a mode only when attach_choose asks: a forced mode, or the
+ * first that works, loads one test object instead of three (each load parses the kernel's
+ * BTF: ~2 s of a run's start-up in a qemu TCG guest). */
+int tracer_probe_mode(enum attach_mode mode, void *ctx, char *why, size_t len)
+{
+	return probe_mode(mode, why, len) ? 0 : -EOPNOTSUPP;
 }
 
 void tracer_probe(struct attach_caps *caps, int verbose)
@@ -250,15 +268,17 @@ void tracer_probe(struct attach_caps *caps, int verbose)
 		caps->works[m] = probe_mode(m, caps->why[m], sizeof(caps->why[m]));
 }
 
-/* Can a detached fentry program be attached again? Not before Linux 5.12 (ENOENT). */
 bool tracer_fentry_can_reattach(void)
 {
-	struct stages_bpf *skel = stages_bpf__open_opts(btf_open_opts());
+	struct stages_bpf *skel;
 	struct bpf_program *prog;
 	struct bpf_link *link;
 	bool ok = false;
 	int i;
 
+	if (fentry_reattach != REATTACH_UNKNOWN)
+		return fentry_reattach == REATTACH_YES;
+	skel = stages_bpf__open_opts(btf_open_opts());
 	if (!skel)
 		return false;
 	prog = skel->progs.fe_unix_stream_sendmsg;
