@@ -348,3 +348,9 @@ def test_cgroup():
         except OSError:
             time.sleep(0.5)
             d.rmdir()
+
+
+def pytest_configure(config):
+    # tests/vm/run-matrix.sh deselects these in the guests UDSPROBE_VM_CORE names (-m "not deep")
+    config.addinivalue_line("markers", "deep: size-, placement- and signal-dependent checks the VM "
+                            "matrix runs in one mode per arm64 kernel, every mode elsewhere")

@@ -155,6 +155,7 @@ def test_text_report_explains(pingpong):
     assert "in stages UDS does not have" in out
 
 
+@pytest.mark.deep
 @pytest.mark.parametrize("cpu", ["same", "split"])
 def test_connect_mode_has_connection_stages(run_json, attach_mode, cpu):
     data, _ = traced(run_json, attach_mode, "--mode", "connect", "--cpu", cpu,
@@ -172,6 +173,7 @@ def test_connect_mode_has_connection_stages(run_json, attach_mode, cpu):
         assert r["bulk_messages"] == 0, (tr, r["bulk_messages"])
 
 
+@pytest.mark.deep
 def test_stream_mode_attributes_per_call(run_json, attach_mode):
     n = 2000 if IN_VM else 20000
     data, res = traced(run_json, attach_mode, "--mode", "stream", "--count", n)
@@ -242,6 +244,7 @@ def test_nothing_left_behind_after_exit(pingpong, attach_mode):
     assert not LEFT_AFTER_EXIT[attach_mode], LEFT_AFTER_EXIT[attach_mode]
 
 
+@pytest.mark.deep
 @pytest.mark.parametrize("how", ["sigint", "sigkill"])
 def test_nothing_left_behind(spawn, attach_mode, how):
     """Interrupted while it traces (Ctrl-C, or SIGKILL with no chance to clean up): nothing
@@ -275,6 +278,7 @@ def test_nothing_left_behind(spawn, attach_mode, how):
 LARGE_COUNT = {"64K": 200 if IN_VM else 2000, "1M": 50 if IN_VM else 150}
 
 
+@pytest.mark.deep
 @pytest.mark.parametrize("size", sorted(LARGE_COUNT))
 def test_large_messages_hold_their_copy_time(run_json, attach_mode, size):
     """A 64 KiB or 1 MiB message crosses the stack in several skbs (UDS) or segments (TCP)
@@ -311,6 +315,7 @@ def test_large_messages_hold_their_copy_time(run_json, attach_mode, size):
 STREAM_LARGE_COUNT = {"1M": 6 if IN_VM else 200, "16M": 2 if IN_VM else 12}
 
 
+@pytest.mark.deep
 @pytest.mark.parametrize("size", sorted(STREAM_LARGE_COUNT))
 def test_large_stream_calls_are_sliced_where_the_work_is(run_json, attach_mode, size):
     """A 1 MiB or 16 MiB send() queues many skbs (UDS) or segments (TCP) and sleeps for
@@ -370,6 +375,7 @@ def test_repeat_reports_the_median_run_and_its_spread(run_json, attach_mode):
     assert "over 3 alternating runs, probe overhead median" in res.stdout
 
 
+@pytest.mark.deep
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="--cpu split needs two CPUs")
 def test_split_placement_counts_and_hits(run_json, attach_mode):
     """Client and server on different CPUs: coverage holds, the probe hits per message are

@@ -9,7 +9,8 @@
 # (every mode). Writes into RESULTS_DIR: check.txt (--check's output), modes (one line per
 # mode: "fentry yes|no"), <mode>.xml (junit), <mode>.rc, <mode>.files, <mode>.secs.
 # Environment: PYTEST_TIMEOUT_PER_FILE (a mode's pytest bound is this times its number of files;
-# seconds, default 240), PYTHON (default /usr/bin/python3).
+# seconds, default 240), PYTHON (default /usr/bin/python3), UDSPROBE_VM_CORE_MODES (modes whose
+# pytest deselects the tests marked deep: -m "not deep").
 set -uo pipefail
 
 res=${1:?usage: guest-suite.sh RESULTS_DIR [MODE:FILE|FILE]...}
@@ -47,12 +48,14 @@ for mode in fentry kprobe tracepoint; do
 		esac
 	done
 	printf '%s\n' "${files[@]}" >"$res/$mode.files"
+	select=()
+	case " ${UDSPROBE_VM_CORE_MODES:-} " in *" $mode "*) select=(-m "not deep") ;; esac
 	echo
-	echo "== $(uname -r): UDSPROBE_ATTACH=$mode: ${files[*]##*/} =="
+	echo "== $(uname -r): UDSPROBE_ATTACH=$mode: ${files[*]##*/}${select:+ (core set: -m \"not deep\")} =="
 	t0=$(uptime_s)
 	# SIGINT at the bound: pytest stops and still writes its junit XML (the tests done count)
 	UDSPROBE_ATTACH=$mode timeout -s INT -k 30 $((${PYTEST_TIMEOUT_PER_FILE:-240} * ${#files[@]})) \
-		"$PYTHON" -m pytest -q -rfEs -p no:cacheprovider --junitxml="$res/$mode.xml" "${files[@]}"
+		"$PYTHON" -m pytest -q -rfEs -p no:cacheprovider --junitxml="$res/$mode.xml" "${select[@]}" "${files[@]}"
 	echo $? >"$res/$mode.rc"
 	awk -v a="$t0" -v b="$(uptime_s)" 'BEGIN {printf "%.0f\n", b - a}' >"$res/$mode.secs"
 done

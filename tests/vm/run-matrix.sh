@@ -53,6 +53,13 @@
 #                             long kernel does not hold a slot while the other idles: "SPEC=MODES/
 #                             MODES ..." (default "debian-6.12=fentry/kprobe,tracepoint": its fentry
 #                             guest carries the backlog and trace tests); "none": one guest each
+#   UDSPROBE_VM_CORE          where test_stages.py runs its core set only (-m "not deep": the
+#                             pingpong attribution, stage names, coverage and exit checks, not the
+#                             size-, placement- and signal-dependent ones): "SPEC=MODE[,MODE] ..."
+#                             or "none" (default "debian-6.12-arm64=kprobe,tracepoint
+#                             debian-5.10-arm64=tracepoint": every arm64 kernel keeps the whole file
+#                             in one function mode, and every deselected check runs in that mode
+#                             on the same kernel's amd64 guest)
 #   UDSPROBE_VM_ONCE_MODE     the one mode per kernel in which guest tests that check nothing of the
 #                             mode run (test_stages.py's --repeat aggregation; default tracepoint,
 #                             the fastest); "" runs them in every mode
@@ -95,6 +102,7 @@ BACKLOG=${UDSPROBE_VM_BACKLOG:-debian-5.10=kprobe,tracepoint debian-6.1=kprobe d
 # arm64: test_backlog.py alone (the other two for CI time; amd64 runs them)
 BACKLOG_ONLY=${UDSPROBE_VM_BACKLOG_ONLY:-debian-5.10=test_backlog.py,test_backlog_metrics.py debian-6.12-arm64=test_backlog.py debian-5.10-arm64=test_backlog.py}
 TRACE=${UDSPROBE_VM_TRACE:-debian-6.1=kprobe debian-6.12=fentry}
+CORE=${UDSPROBE_VM_CORE:-debian-6.12-arm64=kprobe,tracepoint debian-5.10-arm64=tracepoint}
 SPLIT=${UDSPROBE_VM_SPLIT:-debian-6.12=fentry/kprobe,tracepoint debian-6.12-arm64=fentry/kprobe,tracepoint}
 ONCE=${UDSPROBE_VM_ONCE_MODE-tracepoint}
 TRACE_TEST=$IT/test_trace.py::test_redis_both_transports[1]
@@ -140,6 +148,7 @@ modes_for() {	# modes_for "SPEC=MODE,.. ..." SPEC DEFAULT -> modes (space-separa
 backlog_modes() { modes_for "$BACKLOG" "$1" "$ALL_MODES"; }
 backlog_only() { modes_for "$BACKLOG_ONLY" "$1" ""; }	# empty: every test_backlog*.py
 trace_modes() { modes_for "$TRACE" "$1" ""; }
+core_modes() { modes_for "$CORE" "$1" ""; }
 single_modes() { modes_for "$SINGLE_TCG" "$1" ""; }
 split_parts() {	# split_parts SPEC -> its guests' mode sets ("fentry kprobe,tracepoint"), empty: one guest
 	local e
@@ -168,6 +177,10 @@ if [ ${#backlog_files[@]} -gt 0 ]; then
 			"budget; UDSPROBE_VM_BACKLOG=all runs them all)"
 	done
 fi
+for k in "${KERNELS[@]}" "${ARM64[@]}"; do
+	m=$(core_modes "$k")
+	[ -z "$m" ] || echo "test_stages.py on $k: core set only (-m \"not deep\") in: $m (UDSPROBE_VM_CORE)"
+done
 for k in "${KERNELS[@]}" "${ARM64[@]}"; do
 	m=$(trace_modes "$k")
 	echo "${TRACE_TEST#"$IT"/} on $k: ${m:-not run} (~3 min per mode under TCG; UDSPROBE_VM_TRACE)"
@@ -267,7 +280,7 @@ run_kernel() {	# run_kernel N SPEC [MODES]: boot SPEC, run its modes (or MODES, 
 			-e UDSPROBE_EXPECT_MODES="$expect" -e PYTEST_TIMEOUT_PER_FILE="$per_file" \
 			-e UDSPROBE_VM_MODES="${bmodes# }" -e UDSPROBE=$bin \
 			$([ -f "$kdir/vmlinux" ] && echo "-e UDSPROBE_VMLINUX=$kdir/vmlinux") \
-			-e UDSPROBE_VM_ONCE_MODE="$ONCE" \
+			-e UDSPROBE_VM_ONCE_MODE="$ONCE" -e UDSPROBE_VM_CORE_MODES="$(core_modes "$spec")" \
 			-- tests/vm/guest-suite.sh "$res" "${files[@]}"
 		vrc=$?
 		took=$(secs "$t0" "$(now)")
@@ -317,7 +330,7 @@ run_kernel() {	# run_kernel N SPEC [MODES]: boot SPEC, run its modes (or MODES, 
 			continue
 		fi
 		set -- $counts
-		note="$(tcg_note "$mode")$nfiles"
+		note="$(tcg_note "$mode")$(in_list "$mode" "$(core_modes "$spec")" && echo "core set; ")$nfiles"
 		if [ "$prc" != 0 ] && [ "$2" -eq 0 ]; then
 			row "$label" "$mode" "$1" 1 "$3" "$msecs" "pytest exit $prc$([ "$prc" = 124 ] && echo ' (timeout)'); $note"
 		else
