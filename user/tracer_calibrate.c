@@ -104,18 +104,21 @@ static double time_syscall_loop(long nr, int calls)
  * read, not the median. Under qemu TCG 36 rounds took 0.5-2.4 s more per run than 18. */
 enum { CALIB_ROUNDS = 36, CALIB_SLOW_ROUNDS = 18, CALIB_CALLS = 40000, CALIB_MIN_CALLS = 1000,
        CALIB_SIZING_CALLS = 2000 };
-/* Rounds per attach: under qemu TCG attaching and detaching a kprobe or fentry program took
- * most of the calibration; three rounds of ~10 ms are still paired within a spell of the
- * syscall kind's level (docs/STAGES.md). */
-enum { CALIB_BLOCK = 3 };
-/* Sets of rounds tried while a cost comes out at or below zero. */
-enum { CALIB_TRIES = 3 };
-_Static_assert(CALIB_ROUNDS % CALIB_BLOCK == 0 && CALIB_SLOW_ROUNDS % CALIB_BLOCK == 0,
-	       "whole blocks of rounds");
 /* A round's untraced loop lasts about this long: 40,000 calls of a syscall up to 250 ns (every
  * host seen), fewer where a syscall is slower. Under qemu TCG (~2 us a call) a fixed 40,000
  * took 5-7 s of each run's ~12 s. */
 #define CALIB_ROUND_NS 10e6
+/* Rounds per attach: under qemu TCG attaching and detaching a kprobe or fentry program took
+ * most of the calibration; three rounds of ~10 ms are still paired within a spell of the
+ * syscall kind's level (docs/STAGES.md). */
+enum { CALIB_BLOCK = 3 };
+/* Where a syscall takes 1 us or more (qemu TCG; every host seen is under 250 ns), six: an
+ * fentry attach and detach there took ~1 s, most of a run's calibration (issue 35). */
+enum { CALIB_TCG_BLOCK = 6, CALIB_TCG_CALLS = (int)(CALIB_ROUND_NS / 1000) };
+/* Sets of rounds tried while a cost comes out at or below zero. */
+enum { CALIB_TRIES = 3 };
+_Static_assert(CALIB_ROUNDS % CALIB_BLOCK == 0 && CALIB_SLOW_ROUNDS % CALIB_BLOCK == 0 &&
+	       CALIB_SLOW_ROUNDS % CALIB_TCG_BLOCK == 0, "whole blocks of rounds");
 
 /* Programs a calibration step attaches, on top of the steps before it. */
 struct calib_step {
@@ -267,7 +270,7 @@ static int time_kept_probe(struct tracer *tr, const struct calib_step steps[2], 
  * -1 with errno set and *failed = 0 (sys_enter/sys_exit) or 1 (the probe).
  */
 static int time_costs(struct tracer *tr, const struct calib_step steps[2], int rounds, int calls,
-		      double *sys_ns, double *other_ns, int *tries, int *failed)
+		      int block, double *sys_ns, double *other_ns, int *tries, int *failed)
 {
 	double t[3][CALIB_ROUNDS], d_sys[CALIB_ROUNDS * CALIB_TRIES], d_other[CALIB_ROUNDS * CALIB_TRIES];
 	double v[CALIB_ROUNDS * CALIB_TRIES];
@@ -275,7 +278,7 @@ static int time_costs(struct tracer *tr, const struct calib_step steps[2], int r
 
 	/* every try's pairs are kept: a later try adds to the sample, it does not replace it */
 	for (*tries = 1;; ++*tries) {
-		if (time_steps(tr, steps, n_steps, rounds, calls, 0, CALIB_BLOCK, t, failed))
+		if (time_steps(tr, steps, n_steps, rounds, calls, 0, block, t, failed))
 			return -1;
 		add_pairs(d_sys, &n_sys, t[0], t[1], rounds);
 		memcpy(v, d_sys, n_sys * sizeof(double));
@@ -332,7 +335,8 @@ double tracer_calibrate(struct tracer *tr)
 	calls = calls_per_round(tr->calib_nr);
 	rounds = calls < CALIB_CALLS ? CALIB_SLOW_ROUNDS : CALIB_ROUNDS;
 	tr->skel->bss->calib_hits = 0;
-	if (time_costs(tr, steps, rounds, calls, &sys_ns, &other_ns, &tries, &failed)) {
+	if (time_costs(tr, steps, rounds, calls, calls <= CALIB_TCG_CALLS ? CALIB_TCG_BLOCK : CALIB_BLOCK,
+		       &sys_ns, &other_ns, &tries, &failed)) {
 		if (failed == 0)
 			what = "sys_enter/sys_exit";
 		goto fail;
