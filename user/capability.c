@@ -45,7 +45,32 @@ bool kernel_has_btf(void)
 
 static const char *btf_path;
 
-void btf_file_set(const char *path) { btf_path = path; }
+static int quiet(enum libbpf_print_level level, const char *fmt, va_list args)
+{
+	(void)level;
+	(void)fmt;
+	(void)args;
+	return 0;
+}
+
+int btf_file_set(const char *path)
+{
+	libbpf_print_fn_t was = libbpf_set_print(quiet);	/* the caller says why, in one line */
+	struct btf *btf = btf__parse(path, NULL);
+	int err = (int)libbpf_get_error(btf);
+
+	libbpf_set_print(was);
+	if (err)
+		return err;
+	/* a program's own .BTF parses too, and would only fail later, blamed on the kernel */
+	if (btf__find_by_name_kind(btf, "task_struct", BTF_KIND_STRUCT) <= 0)
+		err = -ENOENT;
+	btf__free(btf);
+	if (!err)
+		btf_path = path;
+	return err;
+}
+
 const char *btf_file(void) { return btf_path; }
 
 const char *btf_missing_hint(void)

@@ -24,8 +24,9 @@ void libbpf_setup(int verbose);
 /* Kernel BTF (/sys/kernel/btf/vmlinux) is present: the running kernel's own. */
 bool kernel_has_btf(void);
 /* --btf FILE: a BTF file (raw, or an ELF with .BTF) for CO-RE and the lookups below when the
- * kernel exposes none; NULL: none given. */
-void btf_file_set(const char *path);
+ * kernel exposes none; NULL: none given. Set only if it parses as BTF holding the kernel's
+ * types: 0, -ENOENT (BTF, but no struct task_struct), or libbpf's -errno (not BTF). */
+int btf_file_set(const char *path);
 const char *btf_file(void);
 /* One line telling what to do when there is no BTF at all (no --btf, none in sysfs). */
 const char *btf_missing_hint(void);

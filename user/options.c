@@ -5,9 +5,11 @@
  */
 #include <argp.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "options.h"
@@ -294,6 +296,29 @@ static void parse_output(struct options *o, int key, char *arg)
 	  key == OPT_SVG ? &o->svg_path : &o->out_dir) = arg;
 }
 
+/* --btf FILE: readable, BTF, the kernel's (not blamed on the kernel after loading fails). */
+static void parse_btf(const char *path)
+{
+	char why[200], msg[PATH_MAX + 240];
+	struct stat st;
+	int err;
+
+	if (access(path, R_OK) || stat(path, &st))
+		snprintf(why, sizeof(why), "cannot read it: %s", strerror(errno));
+	else if (!S_ISREG(st.st_mode) || !st.st_size)
+		snprintf(why, sizeof(why), "%s, not a BTF file", S_ISREG(st.st_mode) ? "empty" :
+			 S_ISDIR(st.st_mode) ? "a directory" : "not a regular file");
+	else if ((err = btf_file_set(path)) == -ENOENT)
+		snprintf(why, sizeof(why), "BTF without the kernel's types (no struct task_struct): "
+			 "give the kernel's own (BTFHub's file for its release, or its vmlinux)");
+	else if (err)
+		snprintf(why, sizeof(why), "not BTF (neither raw BTF nor an ELF with a .BTF section)");
+	else
+		return;
+	snprintf(msg, sizeof(msg), "--btf %s: %s", path, why);
+	usage_error("%s", msg);
+}
+
 /* argp's callback: one case per option, so it grows with the option table (one place to read). */
 static error_t parse_arg(int key, char *arg, struct argp_state *state)
 {
@@ -325,9 +350,7 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 		o->cmp.attach = i;
 		break;
 	case OPT_BTF:
-		if (access(arg, R_OK))
-			usage_error("--btf %s: cannot read it", arg);
-		btf_file_set(arg);
+		parse_btf(arg);
 		break;
 	case OPT_NO_TRACE:
 		o->cmp.trace = false;

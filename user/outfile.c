@@ -395,6 +395,33 @@ void outdir_close(struct outdir *od, bool remove_if_empty)
 		rmdir(od->path);	/* fails, as it should, when anything is inside */
 }
 
+void stdio_fds_guard(void)
+{
+	int fd;
+
+	for (fd = 0; fd <= 2; fd++)
+		if (fcntl(fd, F_GETFD) < 0 && errno == EBADF &&
+		    open("/dev/null", O_RDONLY) != fd) {	/* the lowest free fd: this one */
+			/* lost if stderr is the closed one; the exit status still says it */
+			dprintf(2, "udsprobe: standard input, output or error is closed and /dev/null "
+				"cannot be opened in its place: %s\n", strerror(errno));
+			_exit(1);
+		}
+}
+
+int stdout_flush_report(void)
+{
+	int err;
+
+	if (!fflush(stdout) && !ferror(stdout))
+		return 0;
+	err = errno ? -errno : -EIO;
+	fprintf(stderr, "udsprobe: writing the report to standard output failed: %s\n",
+		strerror(-err));
+	clearerr(stdout);
+	return err;
+}
+
 void close_stdout(void)
 {
 	bool failed = ferror(stdout);

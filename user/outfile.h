@@ -63,6 +63,17 @@ bool sudo_ids(uid_t *uid, gid_t *gid);
 void outfile_remove_pending(void);
 
 /*
+ * At start, before anything is opened: /dev/null, read-only, onto whichever of fds 0-2 is
+ * closed, so that no file udsprobe opens (the --compare lock) becomes stdout; a write to it
+ * still fails (EBADF) as on the closed descriptor, and that failure is said.
+ */
+void stdio_fds_guard(void);
+
+/* Flush stdout after a report: 0, or -errno after saying so once (close_stdout() then says
+ * nothing more). */
+int stdout_flush_report(void);
+
+/*
  * Standard output at exit: flush and close it, and exit 1 with a message when anything
  * written to it was lost (`udsprobe ... > /dev/full`). Registered with atexit() by main.
  */

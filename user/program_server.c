@@ -4,7 +4,6 @@
  * workers it forked, and a Ctrl-C on the terminal reaches udsprobe, which then stops it in
  * order), a death signal should udsprobe itself be killed, readiness by connecting.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -183,61 +182,6 @@ int server_wait_ready(struct program_server *s, const char *unix_path, const uns
 	}
 }
 
-/* Parent and process group from /proc/PID/stat: after the name's ')', "S ppid pgrp". */
-static bool stat_ids(const char *pid_dir, int *ppid, int *pgrp)
-{
-	char path[64], line[512], *p;
-	bool ok = false;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%s/stat", pid_dir);
-	f = fopen(path, "re");
-	if (!f)
-		return false;
-	if (fgets(line, sizeof(line), f) && (p = strrchr(line, ')')))
-		ok = sscanf(p + 1, " %*c %d %d", ppid, pgrp) == 2;
-	fclose(f);
-	return ok;
-}
-
-struct proc_ids {
-	int pid, ppid, pgrp;
-};
-
-/* Every process now: pid, parent, process group. The count, or -ENOMEM. */
-static int proc_snapshot(struct proc_ids **out)
-{
-	struct proc_ids *all = NULL, *bigger;
-	DIR *d = opendir("/proc");
-	struct dirent *e;
-	int n = 0, cap = 0;
-
-	*out = NULL;
-	if (!d)
-		return 0;
-	while ((e = readdir(d))) {
-		uint64_t pid;
-		int ppid, pgrp;
-
-		if (parse_u64(e->d_name, 1, INT32_MAX, &pid) || !stat_ids(e->d_name, &ppid, &pgrp))
-			continue;
-		if (n == cap) {
-			cap = cap ? 2 * cap : 512;
-			bigger = realloc(all, cap * sizeof(*all));
-			if (!bigger) {
-				free(all);
-				closedir(d);
-				return -ENOMEM;
-			}
-			all = bigger;
-		}
-		all[n++] = (struct proc_ids){ (int)pid, ppid, pgrp };
-	}
-	closedir(d);
-	*out = all;
-	return n;
-}
-
 static bool listed(const int *pids, int n, int pid)
 {
 	int i;
@@ -272,53 +216,9 @@ static int tree_of(pid_t root, int *pids, int max)
 	return n;
 }
 
-/* Our own children. */
-static int children(int *pids, int max)
-{
-	struct proc_ids *all;
-	int n = 0, total = proc_snapshot(&all), i;
-
-	for (i = 0; i < total && n < max; i++)
-		if (all[i].ppid == getpid())
-			pids[n++] = all[i].pid;
-	free(all);
-	return n;
-}
-
 int server_group_pids(const struct program_server *s, int *pids, int max)
 {
 	return s->pid > 0 ? tree_of(s->pid, pids, max) : 0;
-}
-
-static bool kept(pid_t pid, const pid_t *keep, int n_keep)
-{
-	int i;
-
-	for (i = 0; i < n_keep; i++)
-		if (pid == keep[i])
-			return true;
-	return false;
-}
-
-void stop_leftovers(const pid_t *keep, int n_keep)
-{
-	int pids[64], n, i, round;
-
-	/* a few rounds: a leftover's own children come to us when it dies */
-	for (round = 0; round < 4; round++) {
-		int sig = round < 2 ? SIGTERM : SIGKILL, left = 0;
-
-		n = children(pids, (int)ARRAY_SIZE(pids));
-		for (i = 0; i < n; i++)
-			if (!kept(pids[i], keep, n_keep) && !kill(pids[i], sig))
-				left++;
-		if (!left)
-			return;
-		usleep(200000);
-		for (i = 0; i < n; i++)
-			if (!kept(pids[i], keep, n_keep))
-				waitpid(pids[i], NULL, WNOHANG);
-	}
 }
 
 /* Wait up to ms for the leader to be reaped and none of pids to be left. */

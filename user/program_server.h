@@ -36,12 +36,6 @@ bool server_alive(struct program_server *s);
 int server_group_pids(const struct program_server *s, int *pids, int max);
 /* SIGTERM to the group and every descendant, SIGKILL after 3 s to whatever is left; reaped. */
 void server_stop(struct program_server *s);
-/*
- * Our children other than the n_keep in keep (a client's processes that outlived it come to
- * udsprobe, the subreaper: programs_run sets PR_SET_CHILD_SUBREAPER): SIGTERM, then SIGKILL,
- * reaped.
- */
-void stop_leftovers(const pid_t *keep, int n_keep);
 /* The last len - 1 bytes of a file, NUL-terminated, into buf (empty when unreadable); how many.
  * The bytes may hold NULs of their own: use the count, not strlen. */
 size_t file_tail(const char *path, char *buf, size_t len);

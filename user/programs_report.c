@@ -384,11 +384,7 @@ static int write_outputs(const struct program_compare *pc, const char *json_path
 
 	if (!json_path || strcmp(json_path, "-")) {
 		programs_text(pc, stdout);
-		if (fflush(stdout) || ferror(stdout)) {
-			err = errno ? -errno : -EIO;
-			fprintf(stderr, "udsprobe: writing the report to standard output failed: %s\n",
-				strerror(-err));
-		}
+		err = stdout_flush_report();
 	}
 	if (json_path) {
 		e = outfile_begin(&of, "--json", json_path);

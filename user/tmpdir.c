@@ -90,7 +90,8 @@ static void janitor(const char *path, int rd)
 			}
 	}
 	stop_groups(groups, TMPDIR_GROUPS);
-	remove_tree(path);
+	if (*path)
+		remove_tree(path);
 	_exit(0);
 }
 
@@ -101,13 +102,20 @@ int tmpdir_create(struct tmpdir *d, const char *prefix, mode_t mode)
 
 	d->janitor = 0;
 	d->fd = -1;
-	snprintf(d->path, sizeof(d->path), "/tmp/%s.XXXXXX", prefix);
-	if (!mkdtemp(d->path)) {	/* 0700 until chmod */
-		err = -errno;
-		d->path[0] = 0;
-		return err;
+	d->path[0] = 0;
+	if (prefix) {
+		snprintf(d->path, sizeof(d->path), "/tmp/%s.XXXXXX", prefix);
+		if (!mkdtemp(d->path)) {	/* 0700 until chmod */
+			err = -errno;
+			d->path[0] = 0;
+			return err;
+		}
+		if (chmod(d->path, mode)) {
+			err = -errno;
+			goto fail;
+		}
 	}
-	if (chmod(d->path, mode) || pipe2(fds, O_CLOEXEC)) {
+	if (pipe2(fds, O_CLOEXEC)) {
 		err = -errno;
 		goto fail;
 	}
@@ -127,7 +135,8 @@ int tmpdir_create(struct tmpdir *d, const char *prefix, mode_t mode)
 	d->fd = fds[1];
 	return 0;
 fail:
-	rmdir(d->path);
+	if (d->path[0])
+		rmdir(d->path);
 	d->path[0] = 0;
 	return err;
 }

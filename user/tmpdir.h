@@ -16,6 +16,7 @@ struct tmpdir {
 /*
  * Create /tmp/<prefix>.XXXXXX with `mode`. A janitor process removes it, and everything in
  * it, once udsprobe has exited, however it exited (SIGKILL, a second Ctrl-C included).
+ * prefix NULL: no directory, the janitor only (for tmpdir_guard; --trace -- COMMAND).
  * 0 or -errno; nothing is left behind on failure.
  */
 int tmpdir_create(struct tmpdir *d, const char *prefix, mode_t mode);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <bpf/libbpf.h>
@@ -194,9 +195,10 @@ static int set_cgroup(struct flows_bpf *skel, const char *path)
 	return err;
 }
 
-/* Fork the command, held on a pipe until tracing runs (write to *go_fd); *err_fd reads
- * execvp's errno if it fails, EOF once the command runs (close-on-exec). */
-static pid_t spawn(char **argv, bool own_group, int *go_fd, int *err_fd)
+/* Fork the command into its own process group, held on a pipe until tracing runs (write to
+ * *go_fd); *err_fd reads execvp's errno if it fails, EOF once the command runs
+ * (close-on-exec). */
+static pid_t spawn(char **argv, int *go_fd, int *err_fd)
 {
 	pid_t pid, parent = getpid();
 	int p[2], e[2];
@@ -222,10 +224,10 @@ static pid_t spawn(char **argv, bool own_group, int *go_fd, int *err_fd)
 
 		close(p[1]);
 		close(e[0]);
-		if (own_group)
-			setpgid(0, 0);
+		setpgid(0, 0);
 		/* udsprobe killed outright (SIGKILL, a second Ctrl-C): the command goes too, as the
-		 * workload's processes do; Ctrl-C once gives it SIGTERM first (wait_loop) */
+		 * workload's processes do, and the janitor stops the rest of its group; a run that
+		 * ends gives the group SIGTERM first (stop_group) */
 		if (!child_dies_with_parent(parent, SIGKILL, true))
 			_exit(127);
 		if (read(p[0], &c, 1) != 1)
@@ -238,8 +240,7 @@ static pid_t spawn(char **argv, bool own_group, int *go_fd, int *err_fd)
 			_exit(127);
 		_exit(127);
 	}
-	if (own_group)
-		setpgid(pid, pid);	/* both sides: whichever runs first */
+	setpgid(pid, pid);	/* both sides: whichever runs first */
 	close(p[0]);
 	close(e[1]);
 	*go_fd = p[1];
@@ -247,20 +248,96 @@ static pid_t spawn(char **argv, bool own_group, int *go_fd, int *err_fd)
 	return pid;
 }
 
-/* What a stop signals: the command alone, or its whole process group when it has one
- * (o->guard: a shell's children too). */
-static pid_t stop_target(const struct trace_opts *o, pid_t child)
+/*
+ * The controlling terminal, when udsprobe is its foreground job (run from a shell's prompt),
+ * else -1. The command's group takes it over, as a shell's job would: it reads the terminal,
+ * Ctrl-C and Ctrl-Z reach it (docs/TRACE.md, "The command's processes").
+ */
+static int terminal_held(void)
 {
-	return o->guard ? -child : child;
+	int fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+
+	if (fd >= 0 && tcgetpgrp(fd) == getpgrp())
+		return fd;
+	if (fd >= 0)
+		close(fd);
+	return -1;
+}
+
+/* The terminal from group `from` to group `to`, if `from` holds it: never taken from the
+ * shell once it has taken it back (`bg`, `kill %1`). SIGTTOU is ignored meanwhile, as shells
+ * do: udsprobe takes it back from the background. */
+static void terminal_move(int tty, pid_t from, pid_t to)
+{
+	if (tty >= 0 && tcgetpgrp(tty) == from)
+		tcsetpgrp(tty, to);
+}
+
+/* Ctrl-Z stopped the command, the terminal's foreground job: stop udsprobe too, so the shell
+ * sees its job stopped; at `fg`, the terminal goes back to the command; it continues. */
+static void command_stopped(int tty, pid_t pgid)
+{
+	terminal_move(tty, pgid, getpgrp());
+	raise(SIGTSTP);		/* discarded in an orphaned process group: continue at once */
+	terminal_move(tty, getpgrp(), pgid);
+	kill(-pgid, SIGCONT);
+}
+
+/* Reap what of group pgid is ours (the command, orphans we took as the subreaper), keeping
+ * the command's exit status. True once nothing of the group is left. */
+static bool group_gone(pid_t pgid, struct trace_run *run)
+{
+	int status;
+	pid_t r;
+
+	while ((r = waitpid(-pgid, &status, WNOHANG)) > 0)
+		if (r == pgid)
+			run->exit_status = exit_code(status);
+	return kill(-pgid, 0) && errno == ESRCH;
+}
+
+/*
+ * The run is over: the command's process group (the command if it still runs, and whatever
+ * it started there) gets SIGTERM, and SIGKILL if anything is left 2 s later; all of it ours
+ * is reaped. leader_runs: the command itself has not exited.
+ */
+static void stop_group(const struct trace_opts *o, pid_t pgid, bool leader_runs,
+		       struct trace_run *run)
+{
+	const char *name = o->argv ? o->argv[0] : "the command";
+	uint64_t give_up = now_ns() + 2000000000ull;
+	int status;
+
+	if (kill(-pgid, SIGTERM))
+		return;		/* nothing left */
+	if (!leader_runs)
+		fprintf(stderr, "udsprobe: --trace: '%s' exited and left processes running in its "
+			"process group; stopping them\n", name);
+	while (!group_gone(pgid, run) && now_ns() < give_up)
+		usleep(20000);
+	if (group_gone(pgid, run))
+		return;
+	/* something ignores SIGTERM: do not wait for it forever */
+	leader_runs = run->exit_status < 0;
+	fprintf(stderr, "udsprobe: --trace: %s'%s' did not exit within 2 s of SIGTERM; killed\n",
+		leader_runs ? "" : "processes started by ", name);
+	kill(-pgid, SIGKILL);
+	if (leader_runs && waitpid(pgid, &status, 0) == pgid)
+		run->exit_status = exit_code(status);
+	give_up = now_ns() + 1000000000ull;	/* a process in D state may take a while */
+	while (!group_gone(pgid, run) && now_ns() < give_up)
+		usleep(20000);
 }
 
 /* Until --duration, Ctrl-C or the command's end, taking in outliers (ol) as they come
- * and, every TR_HARVEST_NS, the flows of processes that have exited. */
-static int wait_loop(struct flows_bpf *skel, const struct trace_opts *o, pid_t child,
+ * and, every TR_HARVEST_NS, the flows of processes that have exited; then the command's
+ * group is stopped. tty: the terminal handed to the command's group, or -1. */
+static int wait_loop(struct flows_bpf *skel, const struct trace_opts *o, pid_t child, int tty,
 		     struct trace_outliers *ol, struct trace_run *run)
 {
 	uint64_t t0 = now_ns(), end = o->duration_s ? t0 + (uint64_t)(o->duration_s * 1e9) : 0;
 	uint64_t harvest = t0 + TR_HARVEST_NS;
+	bool leader_runs = child > 0;
 	int status, err = 0;
 
 	run->exit_status = -1;
@@ -279,12 +356,14 @@ static int wait_loop(struct flows_bpf *skel, const struct trace_opts *o, pid_t c
 				break;
 			}
 		}
-		if (child > 0) {
-			pid_t r = waitpid(child, &status, WNOHANG);
+		if (leader_runs) {
+			pid_t r = waitpid(child, &status, WNOHANG | (tty >= 0 ? WUNTRACED : 0));
 
-			if (r == child) {
+			if (r == child && WIFSTOPPED(status)) {
+				command_stopped(tty, child);
+			} else if (r == child) {
 				run->exit_status = exit_code(status);
-				child = 0;
+				leader_runs = false;
 				break;
 			}
 		}
@@ -298,22 +377,9 @@ static int wait_loop(struct flows_bpf *skel, const struct trace_opts *o, pid_t c
 	}
 	run->interrupted = udsprobe_stop;
 	run->duration_ns = now_ns() - t0;
-	if (child > 0) {	/* Ctrl-C or --duration before the command ended: stop it */
-		uint64_t give_up = now_ns() + 2000000000ull;
-		pid_t r, target = stop_target(o, child);
-
-		kill(target, SIGTERM);
-		while ((r = waitpid(child, &status, WNOHANG)) == 0 && now_ns() < give_up)
-			usleep(20000);
-		if (r == 0) {	/* it ignores SIGTERM: do not wait for it forever */
-			fprintf(stderr, "udsprobe: --trace: '%s' did not exit within 2 s of SIGTERM; "
-				"killed\n", o->argv ? o->argv[0] : "the command");
-			kill(target, SIGKILL);
-			r = waitpid(child, &status, 0);
-		}
-		if (r == child)
-			run->exit_status = exit_code(status);
-	}
+	terminal_move(tty, child, getpgrp());
+	if (child > 0)
+		stop_group(o, child, leader_runs, run);
 	return err;
 }
 
@@ -323,7 +389,7 @@ int trace_run(const struct trace_opts *o, struct trace_run *run)
 	struct trace_outliers *ol = NULL;
 	enum attach_mode mode;
 	pid_t child = 0;
-	int i, err, go = -1, exec_err = -1;
+	int i, err, go = -1, exec_err = -1, tty = -1;
 
 	memset(run, 0, sizeof(*run));
 	run->argv = o->argv;
@@ -344,7 +410,7 @@ int trace_run(const struct trace_opts *o, struct trace_run *run)
 	if (err)
 		goto out;
 	if (o->argv) {
-		child = spawn(o->argv, o->guard, &go, &exec_err);
+		child = spawn(o->argv, &go, &exec_err);
 		if (child < 0) {
 			err = -errno;
 			fprintf(stderr, "udsprobe: --trace: cannot start '%s': %s\n", o->argv[0],
@@ -355,6 +421,10 @@ int trace_run(const struct trace_opts *o, struct trace_run *run)
 		run->pid = child;
 		if (o->guard)
 			tmpdir_guard(o->guard, child);
+		if (o->terminal && (tty = terminal_held()) >= 0) {
+			signal(SIGTTOU, SIG_IGN);	/* ours only: the command has forked */
+			terminal_move(tty, getpgrp(), child);
+		}
 	}
 	if (child > 0) {
 		if (write(go, "g", 1) != 1)
@@ -369,7 +439,7 @@ int trace_run(const struct trace_opts *o, struct trace_run *run)
 		fprintf(stderr, "udsprobe: tracing%s; Ctrl-C to stop\n",
 			o->duration_s ? " for --duration" : "");
 	}
-	err = wait_loop(skel, o, child, ol, run);
+	err = wait_loop(skel, o, child, tty, ol, run);
 	child = 0;
 	trace_outliers_close(ol);
 	ol = NULL;
@@ -381,8 +451,12 @@ out:
 	if (exec_err >= 0)
 		close(exec_err);
 	if (child > 0) {	/* failed before the command ran */
-		kill(stop_target(o, child), SIGKILL);
+		kill(-child, SIGKILL);
 		waitpid(child, NULL, 0);
+	}
+	if (tty >= 0) {
+		signal(SIGTTOU, SIG_DFL);
+		close(tty);
 	}
 	trace_outliers_close(ol);
 	flows_bpf__destroy(skel);

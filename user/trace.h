@@ -33,10 +33,12 @@ struct trace_opts {
 	uint64_t slower_than_ns;	/* --slower-than (0: no outliers) */
 	enum attach_mode attach;	/* --attach (ATTACH_AUTO: the best that works) */
 	char **argv;		/* -- COMMAND [ARG...], NULL-terminated, or NULL */
-	/* NULL: the command stays in our process group (the terminal's job control). Else
-	 * (programs mode) it gets its own, which this janitor stops should udsprobe die, and
-	 * which a stop signals whole (a shell's children too) */
+	/* The command runs in its own process group, stopped whole at the end (a shell's
+	 * children too); this janitor stops it should udsprobe die (NULL: none) */
 	struct tmpdir *guard;
+	/* the controlling terminal goes to the command's group while it runs, when udsprobe is
+	 * the terminal's foreground job (--trace -- COMMAND; programs mode's clients: no) */
+	bool terminal;
 	int verbose;
 };
 

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -422,7 +423,8 @@ int trace_main(const char *json_path, const char *out_dir, double duration_s,
 	};
 	struct outdir od = { .fd = -1 };
 	struct trace_run run = {};
-	int err, status = 0;
+	struct tmpdir janitor = { .fd = -1 };
+	int err, status = 0, n;
 
 	o.n_comms = trace_comms(o.comms, FL_MAX_COMMS);
 	if (geteuid() != 0) {
@@ -431,7 +433,25 @@ int trace_main(const char *json_path, const char *out_dir, double duration_s,
 	}
 	if (out_dir && outdir_open(&od, "--out", out_dir))
 		return 1;
+	if (o.argv) {
+		/* the command's process group is stopped should udsprobe be killed; what leaves
+		 * the group (a daemon's setsid) comes to us when its parent exits, not to init */
+		err = tmpdir_create(&janitor, NULL, 0);
+		if (err) {
+			fprintf(stderr, "udsprobe: --trace: cannot fork the process that stops the "
+				"command's processes should udsprobe be killed: %s\n", strerror(-err));
+			status = 1;
+			goto out;
+		}
+		o.guard = &janitor;
+		o.terminal = true;
+		prctl(PR_SET_CHILD_SUBREAPER, 1);
+	}
 	err = trace_run(&o, &run);
+	if (o.argv && (n = stop_leftovers(&janitor.janitor, 1)) > 0)
+		fprintf(stderr, "udsprobe: --trace: %d process%s '%s' started outside its process "
+			"group (a daemon) %s still running; stopped\n", n, n == 1 ? "" : "es",
+			o.argv[0], n == 1 ? "was" : "were");
 	if (err) {
 		status = 1;
 		goto out;
@@ -448,6 +468,7 @@ out:
 	/* a directory udsprobe created for --out but never wrote into goes again */
 	if (od.fd >= 0)
 		outdir_close(&od, true);
+	tmpdir_remove(&janitor);
 	trace_run_free(&run);
 	return status;
 }

@@ -130,13 +130,7 @@ static int write_outputs(const struct comparison *cmp)
 	    (!env.folded_path || strcmp(env.folded_path, "-"))) {
 		report_text(cmp, stdout);
 		report_bars(cmp, stdout, bars_use_color(stdout), 0);
-		/* a full disk or a closed pipe is a failure, said once, here */
-		if (fflush(stdout) || ferror(stdout)) {
-			err = errno ? -errno : -EIO;
-			fprintf(stderr, "udsprobe: writing the report to standard output failed: %s\n",
-				strerror(-err));
-			clearerr(stdout);
-		}
+		err = stdout_flush_report();	/* a full disk or a closed pipe: said once */
 	}
 	if (env.json_path && (e = report_json(cmp, env.json_path)))
 		err = err ? err : e;
@@ -281,6 +275,7 @@ int main(int argc, char **argv)
 {
 	int err;
 
+	stdio_fds_guard();
 	/* stdout errors (a full disk, > /dev/full) turn any exit into exit 1, help included */
 	atexit(close_stdout);
 	if (options_parse(argc, argv, &env))

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <sched.h>
@@ -315,4 +316,101 @@ bool child_dies_with_parent(pid_t parent, int sig, bool pipe_default)
 int exit_code(int status)
 {
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Parent and process group from /proc/PID/stat: after the name's ')', "S ppid pgrp". */
+static bool stat_ids(const char *pid_dir, int *ppid, int *pgrp)
+{
+	char path[64], line[512], *p;
+	bool ok = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%s/stat", pid_dir);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	if (fgets(line, sizeof(line), f) && (p = strrchr(line, ')')))
+		ok = sscanf(p + 1, " %*c %d %d", ppid, pgrp) == 2;
+	fclose(f);
+	return ok;
+}
+
+int proc_snapshot(struct proc_ids **out)
+{
+	struct proc_ids *all = NULL, *bigger;
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int n = 0, cap = 0;
+
+	*out = NULL;
+	if (!d)
+		return 0;
+	while ((e = readdir(d))) {
+		uint64_t pid;
+		int ppid, pgrp;
+
+		if (parse_u64(e->d_name, 1, INT32_MAX, &pid) || !stat_ids(e->d_name, &ppid, &pgrp))
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 512;
+			bigger = realloc(all, cap * sizeof(*all));
+			if (!bigger) {
+				free(all);
+				closedir(d);
+				return -ENOMEM;
+			}
+			all = bigger;
+		}
+		all[n++] = (struct proc_ids){ (int)pid, ppid, pgrp };
+	}
+	closedir(d);
+	*out = all;
+	return n;
+}
+
+/* Our own children. */
+static int children(int *pids, int max)
+{
+	struct proc_ids *all;
+	int n = 0, total = proc_snapshot(&all), i;
+
+	for (i = 0; i < total && n < max; i++)
+		if (all[i].ppid == getpid())
+			pids[n++] = all[i].pid;
+	free(all);
+	return n;
+}
+
+static bool kept(pid_t pid, const pid_t *keep, int n_keep)
+{
+	int i;
+
+	for (i = 0; i < n_keep; i++)
+		if (pid == keep[i])
+			return true;
+	return false;
+}
+
+int stop_leftovers(const pid_t *keep, int n_keep)
+{
+	int pids[64], n, i, round, found = 0;
+
+	/* a few rounds: a leftover's own children come to us when it dies */
+	for (round = 0; round < 4; round++) {
+		int sig = round < 2 ? SIGTERM : SIGKILL, left = 0;
+
+		n = children(pids, (int)ARRAY_SIZE(pids));
+		for (i = 0; i < n; i++)
+			if (!kept(pids[i], keep, n_keep) && !kill(pids[i], sig))
+				left++;
+		if (!round)
+			found = left;
+		if (!left)
+			return found;
+		usleep(200000);
+		for (i = 0; i < n; i++)
+			if (!kept(pids[i], keep, n_keep))
+				waitpid(pids[i], NULL, WNOHANG);
+	}
+	return found;
 }

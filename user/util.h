@@ -81,4 +81,16 @@ bool child_dies_with_parent(pid_t parent, int sig, bool pipe_default);
 /* A wait() status as a shell gives it: the exit code, or 128 + the signal. */
 int exit_code(int status);
 
+struct proc_ids {
+	int pid, ppid, pgrp;
+};
+/* Every process now: pid, parent, process group (*out, free()). The count, or -ENOMEM. */
+int proc_snapshot(struct proc_ids **out);
+/*
+ * Our children other than the n_keep in keep (processes that outlived their parent come to
+ * udsprobe, the subreaper: programs_run and --trace -- COMMAND set PR_SET_CHILD_SUBREAPER):
+ * SIGTERM, then SIGKILL, reaped. How many there were.
+ */
+int stop_leftovers(const pid_t *keep, int n_keep);
+
 #endif

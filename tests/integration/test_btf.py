@@ -105,3 +105,24 @@ def test_btf_vmlinux_elf_traced_run(udsprobe, kprobes, tmp_path):
         pytest.skip("UDSPROBE_VMLINUX not set: only the VM matrix has the guest kernel's vmlinux")
     assert os.path.exists(elf), elf
     traced_with(udsprobe, elf, tmp_path, kprobes)
+
+
+@pytest.mark.parametrize("kind", ["dev-null", "empty", "directory", "text", "elf-without-btf",
+                                  "missing"])
+def test_btf_file_that_is_not_kernel_btf_is_refused_at_once(udsprobe, tmp_path, kind):
+    """--btf /dev/null was accepted, then blamed on the kernel ("no kernel BTF for ...",
+    "no BTF for tracepoints" beside "BTF present"): a file that is not the kernel's BTF is a
+    bad option value, said in one line before anything runs (issue 36.8)."""
+    path = {"dev-null": "/dev/null", "empty": tmp_path / "empty", "directory": tmp_path,
+            "text": tmp_path / "text", "elf-without-btf": shutil.which("true"),
+            "missing": tmp_path / "missing"}[kind]
+    (tmp_path / "empty").write_bytes(b"")
+    (tmp_path / "text").write_text("not btf\n" * 100)
+    for action in (["--check"], ["--trace", "--duration", "1"]):
+        res = subprocess.run([udsprobe, *action, "--btf", str(path)], capture_output=True,
+                             text=True, timeout=TIMEOUT)
+        assert res.returncode == 2, (action, res.stdout, res.stderr)
+        assert res.stdout == ""
+        first = res.stderr.splitlines()[0]
+        assert first.startswith(f"udsprobe: --btf {path}: "), res.stderr
+        assert "kernel BTF for" not in res.stderr and "tracepoints" not in res.stderr

@@ -250,6 +250,26 @@ def test_stdout_write_failure_exits_1(udsprobe, args):
         assert "No space left on device" in res.stderr, res.stderr
 
 
+# ---- issue 36.4: a closed stdout ----------------------------------------------------------
+
+PROGRAMS = ("--compare", "--client-unix", "true", "--client-tcp", "true")
+
+
+@pytest.mark.parametrize("args", [SMALL, SMALL + ("--json", "-"), PROGRAMS,
+                                  PROGRAMS + ("--json", "-")],
+                         ids=["compare", "json-stdout", "programs", "programs-json-stdout"])
+def test_closed_stdout_exits_1_and_writes_nowhere(udsprobe, args):
+    """With fd 1 closed the lock file was opened as fd 1 and got the report (exit 0)."""
+    lock = "/run/udsprobe.lock"
+    before = open(lock, "rb").read() if os.path.exists(lock) else b""
+    res = subprocess.run([udsprobe, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         text=True, timeout=60, preexec_fn=lambda: os.close(1))
+    assert res.returncode == 1, res.stderr
+    said = [l for l in res.stderr.splitlines() if "standard output" in l]
+    assert len(said) == 1 and "Bad file descriptor" in said[0], res.stderr
+    assert open(lock, "rb").read() == before, "the report went into the lock file"
+
+
 # ---- issue 16.14: conflicting actions ---------------------------------------------------
 
 @pytest.mark.parametrize("args,words", [

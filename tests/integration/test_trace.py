@@ -19,7 +19,7 @@ from xml.etree import ElementTree
 
 import pytest
 
-from conftest import free_port
+from conftest import free_port, wait_for
 
 # nginx -> php-fpm: the stack the backlog tests start (tests/backlog), reused
 from test_backlog import needs_stack, start_stack, world_dir, PHP_FPM  # noqa: F401 (fixture)
@@ -431,6 +431,136 @@ def test_command_that_cannot_run_exits_1(trace, tmp_path):
     res = subprocess.run(trace + ["--", "false"], capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr     # the command's own status is reported, not passed on
     assert "exit status 1" in res.stdout
+
+# ---- issue 36.5: the command's descendants end with the run -----------------------------
+
+TRAFFIC = r"""
+import socket, sys
+a, b = socket.socketpair()
+while True:
+    a.send(b"x"); b.recv(1); b.send(b"y"); a.recv(1)
+"""
+
+
+def marked(mark):
+    """pids (not zombies) whose command line holds mark."""
+    found = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            cmd = Path(f"/proc/{d}/cmdline").read_bytes().split(b"\0")
+            state = Path(f"/proc/{d}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if mark.encode() in cmd and state != "Z":
+            found.append(int(d))
+    return found
+
+
+def gone_within(mark, seconds):
+    deadline = time.monotonic() + seconds
+    while marked(mark) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return marked(mark)
+
+
+def tree_command(mark):
+    """A shell with 4 descendants carrying mark: a sleep, a sleep in a subshell, a sleep that
+    ignores SIGTERM, and a traffic loop on a socketpair."""
+    return ["sh", "-c", f"sleep {mark} & (sleep {mark} & wait) & (trap '' TERM; exec sleep {mark}) & "
+            f"{sys.executable} -c '{TRAFFIC}' {mark} & wait"]
+
+
+@pytest.mark.parametrize("end", ["duration", "SIGINT", "SIGTERM", "SIGKILL"])
+def test_command_tree_ends_with_the_run(trace, end):
+    """Every descendant of -- COMMAND ends with the run however it ends: --duration, SIGINT,
+    SIGTERM, SIGKILL of udsprobe (the children outlived it: PPID 1)."""
+    mark = f"3600.{os.getpid()}{len(end)}"
+    args = trace + (["--duration", "3"] if end == "duration" else []) + ["--"] + tree_command(mark)
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    try:
+        assert wait_for(lambda: len(marked(mark)) == 4, timeout=30), marked(mark)
+        if end != "duration":
+            p.send_signal(getattr(signal, end))
+        out, err = p.communicate(timeout=30)
+        assert p.returncode == (-9 if end == "SIGKILL" else 0), err
+        left = gone_within(mark, 5)     # the janitor: SIGTERM, SIGKILL 1 s later
+        assert not left, f"outlived udsprobe: {left}\n{err}"
+        if end != "SIGKILL":
+            assert "exit status 143" in out, out
+            assert "processes started by 'sh' did not exit within 2 s of SIGTERM; killed" in err
+    finally:
+        for pid in marked(mark):
+            os.kill(pid, signal.SIGKILL)
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def test_command_leftovers_end_with_the_run(trace):
+    """A command that exits leaving a child in its process group and one that left the group
+    (setsid, as a daemon does): both are stopped, and said."""
+    mark = f"3600.{os.getpid()}9"
+    try:
+        res = subprocess.run(trace + ["--", "sh", "-c", f"sleep {mark} & setsid sleep {mark} & "
+                                      f"sleep 0.5"], capture_output=True, text=True, timeout=60)
+        assert res.returncode == 0, res.stderr
+        assert not gone_within(mark, 2), res.stderr
+        assert "'sh' exited and left processes running in its process group" in res.stderr
+        assert "1 process 'sh' started outside its process group (a daemon)" in res.stderr
+        assert "exit status 0" in res.stdout
+    finally:
+        for pid in marked(mark):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_command_gets_the_terminal(trace):
+    """On a terminal the command's process group is the foreground job while it runs: it
+    reads the terminal, Ctrl-C reaches it (and its tree ends with the run)."""
+    import pty
+    import select
+    mark = f"3600.{os.getpid()}8"
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execv(trace[0], trace + ["--", "sh", "-c",
+                                    f"read x; echo got:$x; sleep {mark} & sleep {mark}"])
+
+    def read_until(word, seconds):
+        out, deadline = b"", time.monotonic() + seconds
+        while word not in out and time.monotonic() < deadline:
+            if select.select([fd], [], [], 0.1)[0]:
+                try:
+                    data = os.read(fd, 4096)
+                except OSError:
+                    break
+                if not data:
+                    break
+                out += data
+        return out
+    try:
+        time.sleep(1)
+        os.write(fd, b"hello\n")
+        out = read_until(b"got:hello", 30)
+        assert b"got:hello" in out, out
+        assert wait_for(lambda: len(marked(mark)) == 2, timeout=10)
+        os.write(fd, b"\x03")                   # Ctrl-C: SIGINT to the foreground job
+        out = read_until(b"flows", 30)
+        assert b"exit status 130" in out, out
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0, out
+        assert not gone_within(mark, 5), out
+    finally:
+        for p in marked(mark):
+            os.kill(p, signal.SIGKILL)
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+        os.close(fd)
+
 
 
 @pytest.fixture

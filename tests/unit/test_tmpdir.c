@@ -122,3 +122,41 @@ TEST(tmpdir_janitor_stops_the_groups_and_removes_it)
 	CHECK(kill(-got.groups[2], 0) == 0);		/* forgotten: still there */
 	kill(-got.groups[2], SIGKILL);
 }
+
+/* No prefix: a janitor and no directory (--trace -- COMMAND); it still stops a guarded group
+ * once its creator has exited. */
+TEST(tmpdir_janitor_without_a_directory)
+{
+	pid_t pid, group = 0;
+	int fds[2], status;
+
+	REQUIRE(pipe(fds) == 0);
+	pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		struct tmpdir d;
+		pid_t g;
+
+		close(fds[0]);
+		if (tmpdir_create(&d, NULL, 0) || d.path[0] || d.janitor <= 0)
+			_exit(1);
+		g = fork();
+		if (g == 0) {
+			setpgid(0, 0);
+			execl("/bin/sh", "sh", "-c", "sleep 60 & sleep 60", (char *)NULL);
+			_exit(127);
+		}
+		setpgid(g, g);
+		if (tmpdir_guard(&d, g) || write(fds[1], &g, sizeof(g)) != sizeof(g))
+			_exit(1);
+		usleep(100000);
+		_exit(0);
+	}
+	close(fds[1]);
+	REQUIRE(read(fds[0], &group, sizeof(group)) == sizeof(group));
+	close(fds[0]);
+	REQUIRE(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && !WEXITSTATUS(status));
+	CHECK(group_gone_within(group, 3000));
+	if (!kill(-group, 0))
+		kill(-group, SIGKILL);
+}
