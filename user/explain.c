@@ -345,15 +345,16 @@ static double copy_ns(const struct trace_result *t)
 /*
  * Did a message cross in several pieces on this transport? Pingpong and connect count one
  * message's own chunks; a stream send() call's count also holds earlier calls' data that left
- * during it, so there only a message larger than one piece is said to cross in several.
+ * during it, so there only a message larger than one piece is said to cross in several (also
+ * where its chunks went uncounted: no data-ready boundary, NET_RX deferred).
  */
 static bool in_pieces(const struct pair_result *pr, const struct trace_result *r, int tr)
 {
-	if (!r->bulk_messages || !r->chunks_counted || r->chunks_per_msg < 1.05)
+	if (!r->bulk_messages)
 		return false;
-	if (pr->mode != WL_STREAM)
-		return true;
-	return pr->msg_size > (tr == TR_UNIX ? UDS_PIECE_MAX : TCP_PIECE_MAX);
+	if (pr->mode == WL_STREAM)
+		return pr->msg_size > (tr == TR_UNIX ? UDS_PIECE_MAX : TCP_PIECE_MAX);
+	return r->chunks_counted && r->chunks_per_msg >= 1.05;
 }
 
 /* Large messages: how each transport cut them up, who waited, what the copies cost. */
@@ -381,10 +382,15 @@ static void explain_chunks(const struct pair_ctx *x)
 				       pr->mode == WL_STREAM ? "send() call" : "message");
 		else
 			claim_more(cl, " and ");
-		claim_more(cl, "%.1f %s per sliced %s (%llu of %llu)", r[tr]->chunks_per_msg,
-			   piece[tr], per, (unsigned long long)r[tr]->bulk_messages,
-			   (unsigned long long)r[tr]->messages);
-		claim_num(cl, tr ? "tcp_chunks_per_msg" : "unix_chunks_per_msg", r[tr]->chunks_per_msg);
+		if (r[tr]->chunks_counted) {
+			claim_more(cl, "%.1f", r[tr]->chunks_per_msg);
+			claim_num(cl, tr ? "tcp_chunks_per_msg" : "unix_chunks_per_msg",
+				  r[tr]->chunks_per_msg);
+		} else {
+			claim_more(cl, "uncounted");
+		}
+		claim_more(cl, " %s per sliced %s (%llu of %llu)", piece[tr], per,
+			   (unsigned long long)r[tr]->bulk_messages, (unsigned long long)r[tr]->messages);
 		any = true;
 	}
 	if (cl)

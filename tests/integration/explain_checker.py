@@ -134,13 +134,15 @@ class Pair:
         return "unix" if self.per_unit("unix") < self.per_unit("tcp") else "tcp"
 
     def in_pieces(self, t):
+        """A stream call's chunk count holds earlier calls' data too: there only a message
+        larger than one piece surely crossed in several. Pingpong and connect count the
+        message's own."""
         r = self.r[t]
-        if not r.get("bulk_messages") or not r.get("chunks_counted") or \
-           r.get("chunks_per_msg", 0) < 1.05:
+        if not r.get("bulk_messages"):
             return False
-        if self.mode != "stream":
-            return True
-        return self.size > (UDS_PIECE_MAX if t == "unix" else TCP_PIECE_MAX)
+        if self.mode == "stream":
+            return self.size > (UDS_PIECE_MAX if t == "unix" else TCP_PIECE_MAX)
+        return bool(r.get("chunks_counted")) and r.get("chunks_per_msg", 0) >= 1.05
 
     def largest_stage(self, t):
         st = self.stages(t)
@@ -336,7 +338,7 @@ def k_pieces(p, c, errs, where):
                         f"{p.size}): {text}")
         if p.in_pieces(t) and not named:
             errs.append(f"{where}: {WORD[t]}'s message crossed in pieces, not said")
-        if named and p.in_pieces(t) and c["kind"] == "pieces":
+        if named and p.in_pieces(t) and c["kind"] == "pieces" and p.r[t].get("chunks_counted"):
             values_match(c, {f"{t}_chunks_per_msg": p.r[t]["chunks_per_msg"]}, errs, where)
 
 
@@ -549,4 +551,50 @@ def check_document(doc):
     errs = []
     for entry in doc["pairs"]:
         errs += check_pair(doc, entry)
+    return errs
+
+
+# ---- --compare of programs (docs/PROGRAMS.md, "explanation") --------------------------------
+
+def check_programs(doc, text):
+    """The claims of a --compare of programs against its results, and each printed in text."""
+    by = {r["transport"]: r for r in doc["results"]}
+    claims, errs = doc.get("explanation"), []
+    if not claims:
+        return ["no explanation"]
+    lines = set(text.splitlines())
+    for c in claims:
+        if c["text"] not in lines:
+            errs.append(f"not in the text report: {c['text']}")
+        v = c["values"]
+        if c["kind"] == "run_time":
+            u, t = by["unix"]["wall_ns"], by["tcp"]["wall_ns"]
+            values_match(c, {"unix_wall_ns": u, "tcp_wall_ns": t}, errs, "programs")
+            if near(t, (1 + NOISE_FLOOR) * u) or near(u, (1 + NOISE_FLOOR) * t):
+                continue
+            if t >= (1 + NOISE_FLOOR) * u:
+                ok = "TCP run took" in c["text"] and f"{t / u:.2f}x" in c["text"]
+            elif u >= (1 + NOISE_FLOOR) * t:
+                ok = "unix run took" in c["text"] and f"{u / t:.2f}x" in c["text"]
+            else:
+                ok = "noise" in c["text"] and "as long as" not in c["text"]
+            if not ok:
+                errs.append(f"run times {u} vs {t} ns, the claim says: {c['text']}")
+        elif c["kind"] in ("in_flight", "overlap"):
+            values_match(c, {"unix_in_flight_ns": by["unix"]["in_flight_ns"],
+                             "tcp_in_flight_ns": by["tcp"]["in_flight_ns"]}, errs, "programs")
+            if "Most of each run is the programs' own time" in c["text"] and not all(
+                    r["wall_ns"] - r["in_flight_ns"] > r["in_flight_ns"] for r in by.values()):
+                errs.append(f"most of a run is not outside the messages: {c['text']}")
+        elif c["kind"] == "messages":
+            values_match(c, {"unix_messages": by["unix"]["messages"],
+                             "tcp_messages": by["tcp"]["messages"]}, errs, "programs")
+        elif c["kind"] == "busiest_flow":
+            if v.get("unix_mean_ns", 0) <= 0 or v.get("tcp_mean_ns", 0) <= 0:
+                errs.append(f"busiest flow without latencies: {v}")
+            word = "TCP" if v["tcp_mean_ns"] >= v["unix_mean_ns"] else "UDS"
+            if f"{word} takes" not in c["text"]:
+                errs.append(f"busiest flow: {word} is slower per message: {c['text']}")
+        else:
+            errs.append(f"unknown claim kind {c['kind']!r}")
     return errs
