@@ -291,6 +291,7 @@ static void side_json(struct jw *w, const struct program_compare *pc, int s)
 
 void programs_json_write(const struct program_compare *pc, FILE *f)
 {
+	struct claims *cl = calloc(1, sizeof(*cl));
 	struct jw w;
 	int s;
 
@@ -312,6 +313,11 @@ void programs_json_write(const struct program_compare *pc, FILE *f)
 	else
 		jw_null(&w, "tcp_over_unix_wall");
 	jw_bool(&w, "interrupted", pc->interrupted);
+	if (cl) {
+		programs_claims(pc, cl);
+		claims_json(&w, "explanation", cl);
+		free(cl);
+	}
 	jw_obj_end(&w);
 	fputc('\n', f);
 }

@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 
+#include "claims.h"
 #include "programs.h"
 
 /* The same (sender, receiver) flow over both transports; either may be NULL. */
@@ -20,7 +21,8 @@ double programs_socket_ns(const struct program_side *sd);
 uint64_t programs_messages(const struct program_side *sd);
 
 void programs_text(const struct program_compare *pc, FILE *f);
-/* Plain-language reading of the numbers (programs_explain.c). */
+/* Plain-language reading of the numbers, as claims (programs_explain.c), and printed. */
+void programs_claims(const struct program_compare *pc, struct claims *out);
 void programs_explain(const struct program_compare *pc, FILE *f);
 void programs_json_write(const struct program_compare *pc, FILE *f);
 void programs_md(const struct program_compare *pc, FILE *f);

@@ -2,8 +2,10 @@
 /* Machine report; the schema is documented in docs/JSON.md and kept stable. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "explain.h"
 #include "json_writer.h"
 #include "outfile.h"
 #include "reports.h"
@@ -116,10 +118,39 @@ static void result(struct jw *w, const struct comparison *cmp, const struct pair
 	jw_obj_end(w);
 }
 
+/* The explanation of each pair, the claims the text report prints (docs/JSON.md). */
+static void explanations(struct jw *w, const struct comparison *cmp, struct claims *cl)
+{
+	int i;
+
+	jw_arr_begin(w, "pairs");
+	for (i = 0; i < cmp->n_pairs; i++) {
+		const struct pair_result *pr = &cmp->pairs[i];
+
+		jw_obj_begin(w, NULL);
+		jw_str(w, "mode", mode_names[pr->mode]);
+		jw_u64(w, "msg_size", pr->msg_size);
+		jw_str(w, "cpu", place_names[pr->place]);
+		if (cmp->think && pr->mode == WL_PINGPONG)
+			jw_u64(w, "think_ns", pair_think(pr));
+		explain_pair_claims(cmp, pr, cl);
+		claims_json(w, "explanation", cl);
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+	explain_think_claims(cmp, memset(cl, 0, sizeof(*cl)));
+	if (cl->n)
+		claims_json(w, "think_explanation", cl);
+}
+
 int json_write(const struct comparison *cmp, FILE *f)
 {
+	struct claims *cl = calloc(1, sizeof(*cl));
 	struct jw w;
 	int i, t;
+
+	if (!cl)
+		return -ENOMEM;
 
 	jw_init(&w, f, true);
 	jw_obj_begin(&w, NULL);
@@ -152,6 +183,8 @@ int json_write(const struct comparison *cmp, FILE *f)
 		for (t = 0; t < TR__COUNT; t++)
 			result(&w, cmp, &cmp->pairs[i], &cmp->pairs[i].tr[t]);
 	jw_arr_end(&w);
+	explanations(&w, cmp, cl);
+	free(cl);
 	jw_obj_end(&w);
 	return ferror(f) ? -EIO : 0;
 }

@@ -16,6 +16,25 @@ def test_help(run):
         assert opt in res.stdout, opt
 
 
+def test_help_examples_whole_at_80_columns(run):
+    """At 80 columns every example line is whole: argp wraps a doc line past its right margin
+    mid-phrase ('the size curve, 1 B to 16' / 'MiB' at b7007db)."""
+    res = run("--help", env={**os.environ, "COLUMNS": "80"})
+    assert res.returncode == 0
+    lines = res.stdout.splitlines()
+    usage = lines.index(next(l for l in lines if l.startswith("USAGE:")))
+    examples = lines[lines.index("EXAMPLES:") + 1:]
+    examples = examples[:examples.index("")]
+    assert len(examples) > 10
+    for line in lines[usage:usage + 2] + examples:
+        assert len(line) <= 79, line
+    for line in examples:
+        # a command, or a continuation of the one above it (after a backslash)
+        assert line.startswith("  sudo ./udsprobe ") or line.startswith("       --"), \
+            f"an example broken mid-line: {line!r}"
+    assert lines[usage + 1].startswith("       [--"), lines[usage:usage + 2]
+
+
 def test_help_short(run):
     res = run("-?")
     assert res.returncode == 0

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from explain_checker import check_programs
+
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="--compare of programs traces: needs root")
 
 REDIS_SERVER = 'redis-server --port {port} --unixsocket {unix} --save "" --appendonly no'
@@ -85,6 +87,9 @@ def test_redis_both_transports_match_commandstats(udsprobe, tmp_path):
     # the text report: both columns, the explanation, the clients' last lines
     assert re.search(r"redis-benchmark -> redis-server\n  messages +\d+ +\d+", res.stdout)
     assert "What this means:" in res.stdout and "requests per second" in res.stdout
+    # the explanation's claims, each printed and each what the numbers give (explain_checker.py)
+    errs = check_programs(doc, res.stdout)
+    assert not errs, "\n".join(errs)
     # the private directory and its socket are gone, and so is the server
     sock = by["unix"]["endpoint"]
     assert re.match(r"^/tmp/udsprobe-compare\.[A-Za-z0-9]{6}/server\.sock$", sock)

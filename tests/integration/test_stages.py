@@ -324,7 +324,7 @@ def test_large_stream_calls_are_sliced_where_the_work_is(run_json, attach_mode, 
     stage that spans the rest of the call (deliver;enqueue_wakeup or send;return)."""
     n = STREAM_LARGE_COUNT[size]
     data, res = traced(run_json, attach_mode, "--mode", "stream", "--size", size, "--count", n)
-    assert "queues several skbs" in res.stdout and "crosses in several pieces" in res.stdout, \
+    assert "crosses in several pieces" in res.stdout and "skbs on UDS" in res.stdout, \
         res.stdout
     for tr, r in by_transport(data, "stream").items():
         stages = {s["name"]: s for s in r["stages"]}
