@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* user/util.c: strict number parsing, lists, formatting, CPU helpers, child processes. */
+/* user/lib/util.c: strict number parsing, lists, formatting, CPU helpers, child processes. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
