@@ -107,7 +107,10 @@ $(OUTPUT)/tests/%.o: tests/unit/%.c $(SKELS) Makefile | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(UNIT_BIN): $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%.o,$(UNIT_SRCS)) $(LIB_OBJS)
+# test_layers.c reads every user object's symbols (nm), udsprobe.o's too
+$(OUTPUT)/tests/test_layers.o: ALL_CFLAGS += -DUSER_OBJ_DIR='"$(OUTPUT)/user"'
+$(UNIT_BIN): $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%.o,$(UNIT_SRCS)) $(LIB_OBJS) \
+		| $(OUTPUT)/user/udsprobe.o
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LIBS) -o $@
 
