@@ -31,18 +31,22 @@ LIBS := $(shell $(PKG_CONFIG) --libs libbpf 2>/dev/null || echo -lbpf) -lelf -lz
 STATIC_LIBS := $(shell $(PKG_CONFIG) --static --libs libbpf libelf zlib 2>/dev/null || \
 	echo -lbpf -lelf -lz) -lm
 CFLAGS ?= -g -O2 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
+# user/ holds main and the command line, user/<job>/ and user/lib/ the rest (docs/ARCHITECTURE.md);
+# every folder is on the include path, so `#include "util.h"` names a header by file alone
+# (before bpf/: "backlog.h" is user/backlog/backlog.h; bpf/backlog.h is "../bpf/backlog.h").
+USER_DIRS := user $(patsubst %/,%,$(sort $(wildcard user/*/)))
 ALL_CFLAGS := $(CFLAGS) -std=gnu11 -D_GNU_SOURCE -DUDSPROBE_VERSION='"$(VERSION)"' \
-	-I$(OUTPUT) -Ibpf -Iuser -MMD -MP
+	-I$(OUTPUT) $(addprefix -I,$(USER_DIRS)) -Ibpf -MMD -MP
 # clang -target bpf does not search the host's include dirs; add what it would for the host.
 CLANG_BPF_SYS_INCLUDES ?= $(shell $(CLANG) -v -E - </dev/null 2>&1 \
 	| sed -n '/<...> search starts here:/,/End of search list./{ s| \(/.*\)|-idirafter \1|p }')
-BPF_CFLAGS := -g -O2 -Wall -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf \
+BPF_CFLAGS := -g -O2 -Wall -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf -Ibpf/lib \
 	$(CLANG_BPF_SYS_INCLUDES) -MMD -MP
 
 BPF_APPS := $(patsubst bpf/%.bpf.c,%,$(wildcard bpf/*.bpf.c))
 BPF_OBJS := $(patsubst %,$(OUTPUT)/%.bpf.o,$(BPF_APPS))
 SKELS := $(patsubst %,$(OUTPUT)/%.skel.h,$(BPF_APPS))
-USER_SRCS := $(wildcard user/*.c)
+USER_SRCS := $(wildcard $(addsuffix /*.c,$(USER_DIRS)))
 USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(USER_SRCS))
 LIB_OBJS := $(filter-out $(OUTPUT)/user/udsprobe.o,$(USER_OBJS))
 UNIT_SRCS := $(wildcard tests/unit/*.c)
@@ -72,10 +76,12 @@ $(STATIC_BIN): $(USER_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -static $^ $(STATIC_LIBS) -o $@
 
-$(OUTPUT) $(OUTPUT)/user $(OUTPUT)/tests:
+$(OUTPUT) $(addprefix $(OUTPUT)/,$(USER_DIRS)) $(OUTPUT)/tests:
 	$(Q)mkdir -p $@
 
-$(OUTPUT)/%.bpf.o: bpf/%.bpf.c vmlinux/$(ARCH)/vmlinux.h | $(OUTPUT)
+# The Makefile is an input too: its flags, and its paths (after headers move, old .d files name
+# paths that are gone, which .SECONDARY: lets pass without a rebuild).
+$(OUTPUT)/%.bpf.o: bpf/%.bpf.c vmlinux/$(ARCH)/vmlinux.h Makefile | $(OUTPUT)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
@@ -93,15 +99,18 @@ $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(shell grep -l UDSPROBE_VERSION $(USER_S
 	$(VERSION_STAMP)
 
 # Every user object may include any skeleton; -MMD records which it really does.
-$(OUTPUT)/user/%.o: user/%.c $(SKELS) | $(OUTPUT)/user
+$(OUTPUT)/user/%.o: user/%.c $(SKELS) Makefile | $(addprefix $(OUTPUT)/,$(USER_DIRS))
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(OUTPUT)/tests/%.o: tests/unit/%.c $(SKELS) | $(OUTPUT)/tests
+$(OUTPUT)/tests/%.o: tests/unit/%.c $(SKELS) Makefile | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(UNIT_BIN): $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%.o,$(UNIT_SRCS)) $(LIB_OBJS)
+# test_layers.c reads every user object's symbols (nm), udsprobe.o's too
+$(OUTPUT)/tests/test_layers.o: ALL_CFLAGS += -DUSER_OBJ_DIR='"$(OUTPUT)/user"'
+$(UNIT_BIN): $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%.o,$(UNIT_SRCS)) $(LIB_OBJS) \
+		| $(OUTPUT)/user/udsprobe.o
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LIBS) -o $@
 
@@ -138,4 +147,5 @@ clean:
 .DELETE_ON_ERROR:
 .SECONDARY:
 
--include $(wildcard $(OUTPUT)/*.d $(OUTPUT)/user/*.d $(OUTPUT)/tests/*.d)
+-include $(wildcard $(OUTPUT)/*.d $(addprefix $(OUTPUT)/,$(addsuffix /*.d,$(USER_DIRS))) \
+	$(OUTPUT)/tests/*.d)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * bench_pingpong: the smallest honest ping-pong, written apart from user/workload.c, to check
+ * bench_pingpong: the smallest honest ping-pong, written apart from user/compare/workload.c, to check
  * that udsprobe's workload driver measures what a hand-written benchmark measures.
  *
  *   bench_pingpong -t unix|tcp [-s BYTES] [-n ROUND_TRIPS] [-w WARMUP] [-c same|split|none]

@@ -113,7 +113,7 @@ def main():
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
     print("## Workload fidelity\n")
-    print("Does udsprobe's workload driver (user/workload.c) add anything to what it measures? "
+    print("Does udsprobe's workload driver (user/compare/workload.c) add anything to what it measures? "
           "Its untraced ping-pong is compared with a minimal, independently written C ping-pong "
           "(scripts/bench_pingpong.c: fork an echo server, send/recv with MSG_WAITALL, one "
           "clock read per round trip into a preallocated array) with the same transport, "

@@ -1,5 +1,5 @@
 """Re-derive every claim of `udsprobe --compare --json`'s explanation from the document's own
-numbers, with code that shares nothing with user/explain.c (docs/JSON.md, "explanation").
+numbers, with code that shares nothing with user/compare/explain.c (docs/JSON.md, "explanation").
 
 check_document(doc) returns a list of errors, one line each: a claim whose values are not the
 results' numbers, whose sentence states a number or a direction the numbers do not give, or

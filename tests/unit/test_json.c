@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* user/json_writer.c: escaping, nesting, commas, compact and pretty layout. */
+/* user/lib/json_writer.c: escaping, nesting, commas, compact and pretty layout. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

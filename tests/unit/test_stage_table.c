@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* user/stage_table.c: the boundary table, stage naming per mode, --list-stages. */
+/* user/compare/stage_table.c: the boundary table, stage naming per mode, --list-stages. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

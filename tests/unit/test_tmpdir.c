@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* user/tmpdir.c: private directories in /tmp, their removal and their janitors. */
+/* user/lib/tmpdir.c: private directories in /tmp, their removal and their janitors. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* user/util.c: strict number parsing, lists, formatting, CPU helpers, child processes. */
+/* user/lib/util.c: strict number parsing, lists, formatting, CPU helpers, child processes. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -410,27 +410,34 @@ TEST(util_exit_code)
  * that names the wrong parent is told so. */
 TEST(util_child_dies_with_parent)
 {
-	int fds[2], status;
+	int fds[2], ready[2], status;
 	pid_t mid, grandchild = 0;
 	int i;
 
 	REQUIRE(pipe(fds) == 0);
+	REQUIRE(pipe(ready) == 0);
 	mid = fork();
 	REQUIRE(mid >= 0);
 	if (mid == 0) {
 		pid_t me = getpid(), g = fork();
+		char c;
 
 		if (g == 0) {
 			if (!child_dies_with_parent(me, SIGKILL, false))
 				_exit(1);
+			if (write(ready[1], "r", 1) != 1)
+				_exit(1);
 			for (;;)
 				pause();
 		}
-		if (write(fds[1], &g, sizeof(g)) != sizeof(g))
+		close(ready[1]);
+		/* the middle process exits only once the grandchild's prctl has run, whatever the load */
+		if (read(ready[0], &c, 1) != 1 || write(fds[1], &g, sizeof(g)) != sizeof(g))
 			_exit(1);
-		usleep(100000);	/* the grandchild's prctl has run by then */
 		_exit(0);
 	}
+	close(ready[0]);
+	close(ready[1]);
 	close(fds[1]);
 	REQUIRE(read(fds[0], &grandchild, sizeof(grandchild)) == sizeof(grandchild));
 	close(fds[0]);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* user/workload.c: latency_summary (nearest-rank percentiles), names; compare.c defaults. */
+/* user/compare/workload.c: latency_summary (nearest-rank percentiles), names; compare.c defaults. */
 #include <stdlib.h>
 
 #include "compare.h"
