@@ -480,7 +480,24 @@ def k_think(p, c, errs, where):
                      "tcp_round_trip_ns": rt["tcp"]}, errs, where)
 
 
+def k_cpu(p, c, errs, where):
+    if p.mode == "pingpong":
+        errs.append(f"{where}: a cpu claim in pingpong")
+    want = {}
+    for t in ("unix", "tcp"):
+        cpu = p.r[t].get("cpu_ns")
+        if not cpu:
+            errs.append(f"{where}: cpu claim without {t}'s cpu_ns")
+            return
+        want.update({f"{t}_user_ns": cpu["user"], f"{t}_system_ns": cpu["system"],
+                     f"{t}_softirq_ns": cpu["softirq"]})
+    values_match(c, want, errs, where)
+    text_durs(c, list(want.values()) + [want[f"{t}_user_ns"] + want[f"{t}_system_ns"]
+                                        for t in ("unix", "tcp")], errs, where)
+
+
 KINDS = {
+    "cpu": k_cpu,
     "latency": k_headline, "throughput": k_headline, "connections": k_headline,
     "noise": k_noise, "think": k_think, "message_cost": k_message_cost, "tcp_only": k_tcp_only,
     "uds_pays_more": k_uds_pays_more, "largest_difference": k_largest_difference,
@@ -552,7 +569,8 @@ def check_pair(doc, entry):
         if not check:
             errs.append(f"{where}: unknown claim kind {c['kind']!r}: {c['text']}")
             continue
-        if not p.traced and c["kind"] not in HEADLINE.values() and c["kind"] not in ("think",):
+        if not p.traced and c["kind"] not in HEADLINE.values() and \
+           c["kind"] not in ("think", "cpu"):
             errs.append(f"{where}: {c['kind']} claim in an untraced pair")
             continue
         check(p, c, errs, where)
