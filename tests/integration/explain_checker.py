@@ -622,6 +622,13 @@ def check_programs(doc, text):
         elif c["kind"] == "messages":
             values_match(c, {"unix_messages": by["unix"]["messages"],
                              "tcp_messages": by["tcp"]["messages"]}, errs, "programs")
+        elif c["kind"] == "cpu":
+            want = {}
+            for t, r in by.items():
+                cpu = r.get("cpu_ns") or {}
+                want[f"{t}_cpu_ns_per_msg"] = sum(cpu.values()) / max(r["messages"], 1)
+            values_match(c, want, errs, "programs")
+            text_durs(c, list(want.values()), errs, "programs")
         elif c["kind"] == "busiest_flow":
             if v.get("unix_mean_ns", 0) <= 0 or v.get("tcp_mean_ns", 0) <= 0:
                 errs.append(f"busiest flow without latencies: {v}")
