@@ -58,6 +58,10 @@ def test_grid_is_whole(grid):
             seen.add((p["mode"], p["msg_size"], p["cpu"]))
             assert p["explanation"], p
         assert all("stages" in r for r in doc["results"]), "a result without stages"
+        # CPU per message from the kernel's accounting: the two processes did run
+        for r in doc["results"]:
+            assert r["cpu_ns"]["user"] + r["cpu_ns"]["system"] > 0, r["cpu_ns"]
+            assert r["cpu_ns"]["softirq"] >= 0, r["cpu_ns"]
     sizes = [1, 64, 4096, 65536, 1048576]
     want = {(m, s, c) for m in ("pingpong", "stream", "connect") for s in sizes
             for c in ("same", "split")} | {("stream", 16 << 20, c) for c in ("same", "split")}
