@@ -115,8 +115,8 @@ static bool within_noise(const struct pair_result *pr, double u, double t, struc
 		claim_num(c, "tcp_min_ns", y->untraced_ns.min);
 		claim_num(c, "tcp_max_ns", y->untraced_ns.max);
 		if (overlap)
-			snprintf(why, len, "over %d repeats the two ranges overlap (UDS %s-%s, TCP "
-				 "%s-%s per %s)", MIN(x->runs, y->runs), dur(x->untraced_ns.min, a),
+			snprintf(why, len, "over %d repeats the two ranges overlap: UDS %s-%s, TCP "
+				 "%s-%s per %s", MIN(x->runs, y->runs), dur(x->untraced_ns.min, a),
 				 dur(x->untraced_ns.max, b), dur(y->untraced_ns.min, d),
 				 dur(y->untraced_ns.max, e), pr->mode == WL_CONNECT ? "connection" : "message");
 		claim_bool(c, "noise", overlap);
@@ -351,8 +351,9 @@ static void headline(const struct pair_ctx *x)
 	fast = un < tn ? TR_UNIX : TR_TCP;
 	claim_str(c, "faster", noise ? "none" : transport_names[fast]);
 	if (noise)
-		claim_more(c, ": a %.0f%% difference, within run-to-run noise (%s); rerun with "
-			   "--repeat 5 to tell them apart.", 100 * fabs(un - tn) / MAX(un, tn), why);
+		claim_more(c, ": a %.0f%% difference, within run-to-run noise (%s); rerun with %s to "
+			   "tell them apart.", 100 * fabs(un - tn) / MAX(un, tn), why,
+			   pr->tr[TR_UNIX].runs > 1 ? "a larger --repeat or --count" : "--repeat 5");
 	else if (pr->mode == WL_PINGPONG)
 		claim_more(c, ": %s takes %.0f%% less time.", tr_word[fast],
 			   100 * (1 - MIN(un, tn) / MAX(un, tn)));

@@ -578,12 +578,39 @@ def check_pair(doc, entry):
     return errs
 
 
+def check_think_curve(doc, c):
+    """The curve's ends: the least and the most --think of the pingpong runs at one size and
+    placement, their round trips twice the one-way medians."""
+    errs = []
+    if c["kind"] != "think_curve":
+        return [f"think_explanation: unknown kind {c['kind']!r}"]
+    v = c["values"]
+    for end in ("least", "most"):
+        rs = {r["transport"]: r for r in doc["results"] if r["mode"] == "pingpong"
+              and r.get("think_ns") == v[f"{end}_think_ns"]}
+        if set(rs) != {"unix", "tcp"}:
+            errs.append(f"think_curve: no pair with think {v[f'{end}_think_ns']}")
+            continue
+        values_match(c, {f"{end}_{t}_ns": 2.0 * rs[t]["latency_ns"]["p50"] for t in rs}, errs,
+                     "think_curve")
+        u, t = v[f"{end}_unix_ns"], v[f"{end}_tcp_ns"]
+        if not says_pct(c["text"], abs(round(100 * (1 - u / t)))):
+            errs.append(f"think_curve: {end} share {100 * (1 - u / t):.0f}% not in: {c['text']}")
+    thinks = sorted({r["think_ns"] for r in doc["results"] if "think_ns" in r})
+    if [v["least_think_ns"], v["most_think_ns"]] != [thinks[0], thinks[-1]]:
+        errs.append(f"think_curve: ends {v['least_think_ns']}, {v['most_think_ns']}, the runs "
+                    f"span {thinks[0]}..{thinks[-1]}")
+    return errs
+
+
 def check_document(doc):
     if "pairs" not in doc:
         return ["the document has no pairs[].explanation (docs/JSON.md)"]
     errs = []
     for entry in doc["pairs"]:
         errs += check_pair(doc, entry)
+    for c in doc.get("think_explanation", []):
+        errs += check_think_curve(doc, c)
     return errs
 
 

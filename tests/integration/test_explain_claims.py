@@ -121,6 +121,25 @@ def test_connect_names_connect_and_accept(grid):
                 assert abs(parts - conn[f"{t}_connection_ns"]) <= 1e-3 * parts + 1
 
 
+@pytest.mark.parametrize("args", [
+    ("--mode", "pingpong,stream,connect", "--repeat", "2"),      # the noise rule of ranges
+    ("--mode", "pingpong", "--think", "0,100us"),                # think and think_curve
+    ("--mode", "pingpong,stream,connect", "--no-trace", "--size", "64,1M"),  # first claim only
+])
+def test_other_options_claims_hold(run, tmp_path, is_root, args):
+    if not is_root:
+        pytest.skip("--compare needs root")
+    out = tmp_path / "r.json"
+    res = run("--compare", "--count", "300", *args, "--json", out, timeout=300)
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(out.read_text())
+    errs = check_document(doc) + check_text_report(doc, res.stdout)
+    assert not errs, "\n".join(errs)
+    if "--think" in args:
+        assert doc["think_explanation"][0]["kind"] == "think_curve"
+        assert doc["think_explanation"][0]["text"] in res.stdout.splitlines()
+
+
 def test_report_md_prints_the_claims(run, tmp_path):
     out = tmp_path / "out"
     res = run("--compare", "--mode", "stream", "--size", "64", "--count", "200", "--out", out,
