@@ -480,7 +480,24 @@ def k_think(p, c, errs, where):
                      "tcp_round_trip_ns": rt["tcp"]}, errs, where)
 
 
+def k_cpu(p, c, errs, where):
+    if p.mode == "pingpong":
+        errs.append(f"{where}: a cpu claim in pingpong")
+    want = {}
+    for t in ("unix", "tcp"):
+        cpu = p.r[t].get("cpu_ns")
+        if not cpu:
+            errs.append(f"{where}: cpu claim without {t}'s cpu_ns")
+            return
+        want.update({f"{t}_user_ns": cpu["user"], f"{t}_system_ns": cpu["system"],
+                     f"{t}_softirq_ns": cpu["softirq"]})
+    values_match(c, want, errs, where)
+    text_durs(c, list(want.values()) + [want[f"{t}_user_ns"] + want[f"{t}_system_ns"]
+                                        for t in ("unix", "tcp")], errs, where)
+
+
 KINDS = {
+    "cpu": k_cpu,
     "latency": k_headline, "throughput": k_headline, "connections": k_headline,
     "noise": k_noise, "think": k_think, "message_cost": k_message_cost, "tcp_only": k_tcp_only,
     "uds_pays_more": k_uds_pays_more, "largest_difference": k_largest_difference,
@@ -552,11 +569,37 @@ def check_pair(doc, entry):
         if not check:
             errs.append(f"{where}: unknown claim kind {c['kind']!r}: {c['text']}")
             continue
-        if not p.traced and c["kind"] not in HEADLINE.values() and c["kind"] not in ("think",):
+        if not p.traced and c["kind"] not in HEADLINE.values() and \
+           c["kind"] not in ("think", "cpu"):
             errs.append(f"{where}: {c['kind']} claim in an untraced pair")
             continue
         check(p, c, errs, where)
         check_text_rules(p, c, errs, where)
+    return errs
+
+
+def check_think_curve(doc, c):
+    """The curve's ends: the least and the most --think of the pingpong runs at one size and
+    placement, their round trips twice the one-way medians."""
+    errs = []
+    if c["kind"] != "think_curve":
+        return [f"think_explanation: unknown kind {c['kind']!r}"]
+    v = c["values"]
+    for end in ("least", "most"):
+        rs = {r["transport"]: r for r in doc["results"] if r["mode"] == "pingpong"
+              and r.get("think_ns") == v[f"{end}_think_ns"]}
+        if set(rs) != {"unix", "tcp"}:
+            errs.append(f"think_curve: no pair with think {v[f'{end}_think_ns']}")
+            continue
+        values_match(c, {f"{end}_{t}_ns": 2.0 * rs[t]["latency_ns"]["p50"] for t in rs}, errs,
+                     "think_curve")
+        u, t = v[f"{end}_unix_ns"], v[f"{end}_tcp_ns"]
+        if not says_pct(c["text"], abs(round(100 * (1 - u / t)))):
+            errs.append(f"think_curve: {end} share {100 * (1 - u / t):.0f}% not in: {c['text']}")
+    thinks = sorted({r["think_ns"] for r in doc["results"] if "think_ns" in r})
+    if [v["least_think_ns"], v["most_think_ns"]] != [thinks[0], thinks[-1]]:
+        errs.append(f"think_curve: ends {v['least_think_ns']}, {v['most_think_ns']}, the runs "
+                    f"span {thinks[0]}..{thinks[-1]}")
     return errs
 
 
@@ -566,6 +609,8 @@ def check_document(doc):
     errs = []
     for entry in doc["pairs"]:
         errs += check_pair(doc, entry)
+    for c in doc.get("think_explanation", []):
+        errs += check_think_curve(doc, c)
     return errs
 
 
@@ -604,6 +649,13 @@ def check_programs(doc, text):
         elif c["kind"] == "messages":
             values_match(c, {"unix_messages": by["unix"]["messages"],
                              "tcp_messages": by["tcp"]["messages"]}, errs, "programs")
+        elif c["kind"] == "cpu":
+            want = {}
+            for t, r in by.items():
+                cpu = r.get("cpu_ns") or {}
+                want[f"{t}_cpu_ns_per_msg"] = sum(cpu.values()) / max(r["messages"], 1)
+            values_match(c, want, errs, "programs")
+            text_durs(c, list(want.values()), errs, "programs")
         elif c["kind"] == "busiest_flow":
             if v.get("unix_mean_ns", 0) <= 0 or v.get("tcp_mean_ns", 0) <= 0:
                 errs.append(f"busiest flow without latencies: {v}")

@@ -90,6 +90,11 @@ def test_redis_both_transports_match_commandstats(udsprobe, tmp_path):
     # the explanation's claims, each printed and each what the numbers give (explain_checker.py)
     errs = check_programs(doc, res.stdout)
     assert not errs, "\n".join(errs)
+    # CPU per message: both sides' client and server accounted, the claim made and printed
+    for r in doc["results"]:
+        assert r["cpu_ns"]["client_user"] + r["cpu_ns"]["client_system"] > 0, r["cpu_ns"]
+    assert any(c["kind"] == "cpu" for c in doc["explanation"])
+    assert "client system CPU/msg" in res.stdout and "server system CPU/msg" in res.stdout
     # the private directory and its socket are gone, and so is the server
     sock = by["unix"]["endpoint"]
     assert re.match(r"^/tmp/udsprobe-compare\.[A-Za-z0-9]{6}/server\.sock$", sock)

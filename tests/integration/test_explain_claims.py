@@ -58,6 +58,10 @@ def test_grid_is_whole(grid):
             seen.add((p["mode"], p["msg_size"], p["cpu"]))
             assert p["explanation"], p
         assert all("stages" in r for r in doc["results"]), "a result without stages"
+        # CPU per message from the kernel's accounting: the two processes did run
+        for r in doc["results"]:
+            assert r["cpu_ns"]["user"] + r["cpu_ns"]["system"] > 0, r["cpu_ns"]
+            assert r["cpu_ns"]["softirq"] >= 0, r["cpu_ns"]
     sizes = [1, 64, 4096, 65536, 1048576]
     want = {(m, s, c) for m in ("pingpong", "stream", "connect") for s in sizes
             for c in ("same", "split")} | {("stream", 16 << 20, c) for c in ("same", "split")}
@@ -115,6 +119,25 @@ def test_connect_names_connect_and_accept(grid):
             for t in ("unix", "tcp"):
                 parts = sum(conn[f"{t}_{k}_ns"] for k in ("connect", "messages", "rest"))
                 assert abs(parts - conn[f"{t}_connection_ns"]) <= 1e-3 * parts + 1
+
+
+@pytest.mark.parametrize("args", [
+    ("--mode", "pingpong,stream,connect", "--repeat", "2"),      # the noise rule of ranges
+    ("--mode", "pingpong", "--think", "0,100us"),                # think and think_curve
+    ("--mode", "pingpong,stream,connect", "--no-trace", "--size", "64,1M"),  # first claim only
+])
+def test_other_options_claims_hold(run, tmp_path, is_root, args):
+    if not is_root:
+        pytest.skip("--compare needs root")
+    out = tmp_path / "r.json"
+    res = run("--compare", "--count", "300", *args, "--json", out, timeout=300)
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(out.read_text())
+    errs = check_document(doc) + check_text_report(doc, res.stdout)
+    assert not errs, "\n".join(errs)
+    if "--think" in args:
+        assert doc["think_explanation"][0]["kind"] == "think_curve"
+        assert doc["think_explanation"][0]["text"] in res.stdout.splitlines()
 
 
 def test_report_md_prints_the_claims(run, tmp_path):

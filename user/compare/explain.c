@@ -115,8 +115,8 @@ static bool within_noise(const struct pair_result *pr, double u, double t, struc
 		claim_num(c, "tcp_min_ns", y->untraced_ns.min);
 		claim_num(c, "tcp_max_ns", y->untraced_ns.max);
 		if (overlap)
-			snprintf(why, len, "over %d repeats the two ranges overlap (UDS %s-%s, TCP "
-				 "%s-%s per %s)", MIN(x->runs, y->runs), dur(x->untraced_ns.min, a),
+			snprintf(why, len, "over %d repeats the two ranges overlap: UDS %s-%s, TCP "
+				 "%s-%s per %s", MIN(x->runs, y->runs), dur(x->untraced_ns.min, a),
 				 dur(x->untraced_ns.max, b), dur(y->untraced_ns.min, d),
 				 dur(y->untraced_ns.max, e), pr->mode == WL_CONNECT ? "connection" : "message");
 		claim_bool(c, "noise", overlap);
@@ -268,6 +268,40 @@ void explain_think_curve(const struct comparison *cmp, FILE *f)
 	free(cl);
 }
 
+/*
+ * Stream and connect are CPU-bound: what each transport's processes spent per message
+ * (connection), from the kernel's accounting of the untraced run.
+ */
+static void explain_cpu(const struct pair_ctx *x)
+{
+	const struct wl_result *r[TR__COUNT] = { &x->pr->tr[TR_UNIX].untraced,
+						 &x->pr->tr[TR_TCP].untraced };
+	const char *per = x->pr->mode == WL_CONNECT ? "connection" : "message";
+	char s[6][32];
+	struct claim *c;
+	int tr;
+
+	if (x->pr->mode == WL_PINGPONG || !r[0]->has_cpu || !r[1]->has_cpu)
+		return;
+	c = claim_add(x->cl, "cpu", "Per %s, the client and server processes used UDS %s of CPU "
+		      "and TCP %s (user %s + system %s, and %s + %s: the split is sampled by the "
+		      "timer tick)", per, dur(r[0]->user_ns + r[0]->sys_ns, s[0]),
+		      dur(r[1]->user_ns + r[1]->sys_ns, s[1]), dur(r[0]->user_ns, s[2]),
+		      dur(r[0]->sys_ns, s[3]), dur(r[1]->user_ns, s[4]), dur(r[1]->sys_ns, s[5]));
+	claim_more(c, "; softirq counted on their CPUs: %s and %s (tick-sampled, any work there).",
+		   dur(r[0]->softirq_ns, s[0]), dur(r[1]->softirq_ns, s[1]));
+	for (tr = 0; tr < TR__COUNT; tr++) {
+		char key[CLAIM_STR];
+
+		snprintf(key, sizeof(key), "%s_user_ns", transport_names[tr]);
+		claim_num(c, key, r[tr]->user_ns);
+		snprintf(key, sizeof(key), "%s_system_ns", transport_names[tr]);
+		claim_num(c, key, r[tr]->sys_ns);
+		snprintf(key, sizeof(key), "%s_softirq_ns", transport_names[tr]);
+		claim_num(c, key, r[tr]->softirq_ns);
+	}
+}
+
 /* The first claim: which transport is faster, untraced, and whether that is beyond noise. */
 static void headline(const struct pair_ctx *x)
 {
@@ -317,8 +351,9 @@ static void headline(const struct pair_ctx *x)
 	fast = un < tn ? TR_UNIX : TR_TCP;
 	claim_str(c, "faster", noise ? "none" : transport_names[fast]);
 	if (noise)
-		claim_more(c, ": a %.0f%% difference, within run-to-run noise (%s); rerun with "
-			   "--repeat 5 to tell them apart.", 100 * fabs(un - tn) / MAX(un, tn), why);
+		claim_more(c, ": a %.0f%% difference, within run-to-run noise (%s); rerun with %s to "
+			   "tell them apart.", 100 * fabs(un - tn) / MAX(un, tn), why,
+			   pr->tr[TR_UNIX].runs > 1 ? "a larger --repeat or --count" : "--repeat 5");
 	else if (pr->mode == WL_PINGPONG)
 		claim_more(c, ": %s takes %.0f%% less time.", tr_word[fast],
 			   100 * (1 - MIN(un, tn) / MAX(un, tn)));
@@ -328,6 +363,7 @@ static void headline(const struct pair_ctx *x)
 		disturbed(x, fabs(un - tn));
 	if (pr->mode == WL_PINGPONG)
 		explain_think(x);
+	explain_cpu(x);
 }
 
 /* The copy stages: payload copies are in stages whose names say "copy". */

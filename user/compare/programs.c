@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -279,15 +280,64 @@ static int check_client(const struct program_compare *pc, int s)
 
 /* ------------------------------------------------------------------ the run */
 
+/* User and system time of the server's processes and their reaped children so far, in ns. */
+static void server_cpu(const struct program_server *srv, double *user, double *sys)
+{
+	int pids[MAX_SERVER_PIDS], n = srv->pid > 0 ? server_group_pids(srv, pids, MAX_SERVER_PIDS) : 0;
+	double hz = sysconf(_SC_CLK_TCK);
+	char path[64], buf[1024], *p;
+	unsigned long long ut, st, cut, cst;
+	int i, fd;
+	ssize_t len;
+
+	*user = *sys = 0;
+	for (i = 0; i < n && hz > 0; i++) {
+		snprintf(path, sizeof(path), "/proc/%d/stat", pids[i]);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		len = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (len <= 0)
+			continue;
+		buf[len] = 0;
+		/* after "(comm)": state is field 3, utime..cstime are 14..17 */
+		p = strrchr(buf, ')');
+		if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %llu %llu",
+				&ut, &st, &cut, &cst) == 4) {
+			*user += (ut + cut) * 1e9 / hz;
+			*sys += (st + cst) * 1e9 / hz;
+		}
+	}
+}
+
+static double tv_ns(const struct timeval *tv)
+{
+	return tv->tv_sec * 1e9 + tv->tv_usec * 1e3;
+}
+
 static int run_clients(struct program_compare *pc, struct program_server *srv, int verbose)
 {
 	int pids[MAX_SERVER_PIDS], n_pids = 0, s, err;
+	struct rusage r0, r1;
+	double su0, ss0, su1, ss1;
 
 	for (s = 0; s < PG__COUNT; s++) {
+		struct program_side *sd = &pc->side[s];
+
 		if (srv->pid > 0)	/* its workers forked so far; later ones are followed */
 			n_pids = server_group_pids(srv, pids, MAX_SERVER_PIDS);
+		getrusage(RUSAGE_CHILDREN, &r0);
+		server_cpu(srv, &su0, &ss0);
 		err = run_client(pc, s, pids, n_pids, verbose);
+		server_cpu(srv, &su1, &ss1);
 		stop_leftovers((pid_t[]){ srv->pid, pc->dir.janitor }, 2);
+		getrusage(RUSAGE_CHILDREN, &r1);
+		sd->has_cpu = true;
+		sd->client_user_ns = tv_ns(&r1.ru_utime) - tv_ns(&r0.ru_utime);
+		sd->client_sys_ns = tv_ns(&r1.ru_stime) - tv_ns(&r0.ru_stime);
+		sd->server_user_ns = su1 - su0;
+		sd->server_sys_ns = ss1 - ss0;
 		tmpdir_forget(&pc->dir, pc->side[s].run.pid);	/* its group is empty now */
 		if (err)
 			return err;

@@ -33,6 +33,10 @@ struct program_side {
 	size_t output_len;
 	bool output_cut;	/* the start was dropped */
 	struct trace_run run;	/* flows on this transport's endpoint only */
+	/* CPU time over this run, ns: the client's tree (RUSAGE_CHILDREN: the reaped client and
+	 * what it waited for) and the server's processes (/proc/PID/stat, tick-sampled) */
+	bool has_cpu;
+	double client_user_ns, client_sys_ns, server_user_ns, server_sys_ns;
 };
 
 struct program_compare {

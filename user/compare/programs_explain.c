@@ -129,6 +129,35 @@ static void busiest_flow(const struct program_compare *pc, struct claims *cl)
 	claim_num(cm, "stage_diff_ns", best);
 }
 
+/* CPU the client's and the server's processes used per message, from the kernel's accounting. */
+static void cpu(const struct program_compare *pc, struct claims *cl)
+{
+	const struct program_side *sd[PG__COUNT] = { &pc->side[PG_UNIX], &pc->side[PG_TCP] };
+	double m[PG__COUNT], tot[PG__COUNT];
+	char a[32], b[32], c[32], d[32];
+	struct claim *cm;
+	int s;
+
+	for (s = 0; s < PG__COUNT; s++) {
+		m[s] = programs_messages(sd[s]);
+		if (!sd[s]->has_cpu || !m[s])
+			return;
+		tot[s] = sd[s]->client_user_ns + sd[s]->client_sys_ns + sd[s]->server_user_ns +
+			 sd[s]->server_sys_ns;
+	}
+	cm = claim_add(cl, "cpu", "Per message, the client%s used %s of CPU over unix and %s over "
+		       "TCP, of it system time %s and %s (the kernel's accounting; the user/system "
+		       "split is sampled by the timer tick).", pc->server_cmd ? " and the server" : "",
+		       fmt_dur(tot[PG_UNIX] / m[PG_UNIX], false, a, sizeof(a)),
+		       fmt_dur(tot[PG_TCP] / m[PG_TCP], false, b, sizeof(b)),
+		       fmt_dur((sd[PG_UNIX]->client_sys_ns + sd[PG_UNIX]->server_sys_ns) / m[PG_UNIX],
+			       false, c, sizeof(c)),
+		       fmt_dur((sd[PG_TCP]->client_sys_ns + sd[PG_TCP]->server_sys_ns) / m[PG_TCP],
+			       false, d, sizeof(d)));
+	claim_num(cm, "unix_cpu_ns_per_msg", tot[PG_UNIX] / m[PG_UNIX]);
+	claim_num(cm, "tcp_cpu_ns_per_msg", tot[PG_TCP] / m[PG_TCP]);
+}
+
 void programs_claims(const struct program_compare *pc, struct claims *out)
 {
 	memset(out, 0, sizeof(*out));
@@ -137,6 +166,7 @@ void programs_claims(const struct program_compare *pc, struct claims *out)
 		return;
 	headline(pc, out);
 	in_flight(pc, out);
+	cpu(pc, out);
 	busiest_flow(pc, out);
 }
 

@@ -185,6 +185,22 @@ static void output_tail(const struct program_side *sd, int n, FILE *f)
 	}
 }
 
+/* CPU per message of the client's and the server's processes, when both runs measured it. */
+static void cpu_rows(const struct program_compare *pc, FILE *f)
+{
+	const struct program_side *u = &pc->side[PG_UNIX], *t = &pc->side[PG_TCP];
+	double mu = programs_messages(u), mt = programs_messages(t);
+
+	if (!u->has_cpu || !t->has_cpu || !mu || !mt)
+		return;
+	row_dur("client user CPU/msg", u->client_user_ns / mu, t->client_user_ns / mt, true, f);
+	row_dur("client system CPU/msg", u->client_sys_ns / mu, t->client_sys_ns / mt, true, f);
+	if (!pc->server_cmd)
+		return;
+	row_dur("server user CPU/msg", u->server_user_ns / mu, t->server_user_ns / mt, true, f);
+	row_dur("server system CPU/msg", u->server_sys_ns / mu, t->server_sys_ns / mt, true, f);
+}
+
 void programs_text(const struct program_compare *pc, FILE *f)
 {
 	struct flow_pair pairs[PG_MAX_PAIRS];
@@ -209,6 +225,7 @@ void programs_text(const struct program_compare *pc, FILE *f)
 		(unsigned long long)programs_messages(&pc->side[PG_TCP]));
 	row_dur("time messages were in flight", programs_socket_ns(&pc->side[PG_UNIX]),
 		programs_socket_ns(&pc->side[PG_TCP]), true, f);
+	cpu_rows(pc, f);
 	for (i = 0; i < n; i++)
 		pair_text(&pairs[i], f);
 	if (!n)
@@ -273,6 +290,14 @@ static void side_json(struct jw *w, const struct program_compare *pc, int s)
 	jw_u64(w, "wall_ns", sd->wall_ns);
 	jw_u64(w, "messages", programs_messages(sd));
 	jw_double(w, "in_flight_ns", programs_socket_ns(sd));
+	if (sd->has_cpu) {
+		jw_obj_begin(w, "cpu_ns");
+		jw_double(w, "client_user", sd->client_user_ns);
+		jw_double(w, "client_system", sd->client_sys_ns);
+		jw_double(w, "server_user", sd->server_user_ns);
+		jw_double(w, "server_system", sd->server_sys_ns);
+		jw_obj_end(w);
+	}
 	if (sd->output_len && (esc = malloc(3 * sd->output_len + 1)))
 		utf8_clean(sd->output, sd->output_len, esc);
 	jw_str(w, "output", esc ? esc : "");

@@ -461,6 +461,29 @@ static const struct metric_row connect_rows[] = {
 	{ "connection p99", "connection time p99", "", false, lat_p99 },
 };
 
+static double cpu_user(const struct wl_result *r) { return r->user_ns; }
+static double cpu_sys(const struct wl_result *r) { return r->sys_ns; }
+static double cpu_softirq(const struct wl_result *r) { return r->softirq_ns; }
+
+static const struct metric_row cpu_msg_rows[] = {
+	{ "user CPU/msg", "user CPU per message", "", false, cpu_user },
+	{ "system CPU/msg", "system CPU per message", "", false, cpu_sys },
+	{ "softirq/msg", "softirq per message (the CPUs used)", "", false, cpu_softirq },
+};
+static const struct metric_row cpu_conn_rows[] = {
+	{ "user CPU/conn", "user CPU per connection", "", false, cpu_user },
+	{ "system CPU/conn", "system CPU per connection", "", false, cpu_sys },
+	{ "softirq/conn", "softirq per connection (the CPUs used)", "", false, cpu_softirq },
+};
+
+int cpu_rows(const struct pair_result *pr, const struct metric_row **rows)
+{
+	*rows = pr->mode == WL_CONNECT ? cpu_conn_rows : cpu_msg_rows;
+	if (!pr->tr[TR_UNIX].untraced.has_cpu || !pr->tr[TR_TCP].untraced.has_cpu)
+		return 0;
+	return ARRAY_SIZE(cpu_msg_rows);
+}
+
 int metric_rows(enum wl_mode mode, const struct metric_row **rows)
 {
 	switch (mode) {

@@ -102,5 +102,7 @@ struct metric_row {
 };
 /* The rows of one mode, in report order; returns how many (*rows NULL for none). */
 int metric_rows(enum wl_mode mode, const struct metric_row **rows);
+/* CPU per message (connect: per connection) of a pair, when both transports measured it. */
+int cpu_rows(const struct pair_result *pr, const struct metric_row **rows);
 
 #endif

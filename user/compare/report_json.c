@@ -111,6 +111,14 @@ static void result(struct jw *w, const struct comparison *cmp, const struct pair
 	} else {
 		jw_double(w, "conns_per_sec", r->conns_per_sec);
 	}
+	if (r->has_cpu) {
+		/* per message (connect: connection), warm-up included (docs/JSON.md) */
+		jw_obj_begin(w, "cpu_ns");
+		jw_double(w, "user", r->user_ns);
+		jw_double(w, "system", r->sys_ns);
+		jw_double(w, "softirq", r->softirq_ns);
+		jw_obj_end(w);
+	}
 	if (tr->trace.valid)
 		trace(w, &tr->trace);
 	if (tr->runs > 1)

@@ -88,6 +88,8 @@ static void workload_table(FILE *f, const struct pair_result *pr)
 		else
 			row_ns(f, m->md_label, m->value(u), m->value(t));
 	}
+	for (i = 0; i < cpu_rows(pr, &rows); i++)
+		row_ns(f, rows[i].md_label, rows[i].value(u), rows[i].value(t));
 	fprintf(f, "| %s measured | %s | %s | |\n\n", mode_count_noun(pr->mode),
 		fmt_rate(u->count, a, sizeof(a)), fmt_rate(t->count, b, sizeof(b)));
 }

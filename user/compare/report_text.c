@@ -174,6 +174,8 @@ void report_text(const struct comparison *cmp, FILE *f)
 		fprintf(f, "\n  %-22s %12s %12s %9s\n", "", "unix", "tcp", "ratio");
 		for (m = 0; m < metric_rows(pr->mode, &rows); m++)
 			metric_row(f, &rows[m], pr);
+		for (m = 0; m < cpu_rows(pr, &rows); m++)
+			metric_row(f, &rows[m], pr);
 		if (pr->tr[TR_UNIX].runs > 1)
 			repeat_line(f, pr);
 		if (pair_strangers(pr))

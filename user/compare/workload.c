@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/time.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -146,16 +147,20 @@ static pid_t spawn(pid_t parent, int go_fd, int close_fd)
 	return pid;
 }
 
-static int reap(pid_t pid, const char *who, struct shared *sh, bool *failed)
+/* ru: the child's CPU time is added to it */
+static int reap(pid_t pid, const char *who, struct shared *sh, bool *failed, struct rusage *ru)
 {
+	struct rusage r = { 0 };
 	int status;
 
-	while (waitpid(pid, &status, 0) < 0) {
+	while (wait4(pid, &status, 0, &r) < 0) {
 		if (errno != EINTR)
 			return -errno;
 		if (interrupted)
 			kill(pid, SIGKILL);
 	}
+	timeradd(&ru->ru_utime, &r.ru_utime, &ru->ru_utime);
+	timeradd(&ru->ru_stime, &r.ru_stime, &ru->ru_stime);
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		return 0;
 	if (!*failed && !interrupted) {
@@ -230,6 +235,43 @@ client_child(const struct wl_config *cfg, const struct wl_hooks *hooks, struct s
 	_exit(0);
 }
 
+/* Softirq time /proc/stat has counted on CPU a and b (-1: the "cpu" line of all), in ns. */
+static double softirq_ns(int a, int b)
+{
+	double hz = sysconf(_SC_CLK_TCK), sum = 0;
+	unsigned long long v[7];
+	char name[16], want[2][16];
+	FILE *f = fopen("/proc/stat", "re");
+
+	if (!f || hz <= 0) {
+		if (f)
+			fclose(f);
+		return -1;
+	}
+	snprintf(want[0], sizeof(want[0]), a < 0 ? "cpu" : "cpu%d", a);
+	snprintf(want[1], sizeof(want[1]), b < 0 || b == a ? "-" : "cpu%d", b);
+	while (fscanf(f, "%15s %llu %llu %llu %llu %llu %llu %llu%*[^\n]", name, &v[0], &v[1],
+		      &v[2], &v[3], &v[4], &v[5], &v[6]) == 8)
+		if (!strcmp(name, want[0]) || !strcmp(name, want[1]))
+			sum += v[6] * 1e9 / hz;	/* user nice system idle iowait irq softirq */
+	fclose(f);
+	return sum;
+}
+
+/* CPU per unit of a finished run: the whole run's, warm-up included, over all its units. */
+static void fill_cpu(const struct wl_config *cfg, const struct rusage *ru, double softirq,
+		     struct wl_result *res)
+{
+	double units = (double)(res->count + cfg->warmup) * (cfg->mode == WL_PINGPONG ? 2 : 1);
+
+	if (units <= 0 || softirq < 0)
+		return;
+	res->has_cpu = true;
+	res->user_ns = (ru->ru_utime.tv_sec * 1e9 + ru->ru_utime.tv_usec * 1e3) / units;
+	res->sys_ns = (ru->ru_stime.tv_sec * 1e9 + ru->ru_stime.tv_usec * 1e3) / units;
+	res->softirq_ns = softirq / units;
+}
+
 /* A finished run's numbers, from the shared page. */
 static void fill_result(const struct wl_config *cfg, struct shared *sh, struct wl_result *res)
 {
@@ -271,6 +313,8 @@ int workload_run(const struct wl_config *cfg, const struct wl_hooks *hooks, stru
 	struct endpoint ep;
 	int lfd, go[2] = { -1, -1 }, err = 0, ccpu, scpu;
 	pid_t parent = getpid(), client = -1, server = -1;
+	struct rusage ru = { 0 };
+	double softirq0;
 	bool failed = false;
 
 	memset(res, 0, sizeof(*res));
@@ -286,6 +330,7 @@ int workload_run(const struct wl_config *cfg, const struct wl_hooks *hooks, stru
 	sh = shared_map(cap, &shm_len);
 	if (!sh)
 		return -ENOMEM;
+	softirq0 = softirq_ns(ccpu, scpu);
 
 	lfd = make_listener(cfg, &ep);
 	if (lfd < 0) {
@@ -351,10 +396,10 @@ int workload_run(const struct wl_config *cfg, const struct wl_hooks *hooks, stru
 	}
 
 out_reap:
-	if (client > 0 && reap(client, "client", sh, &failed))
+	if (client > 0 && reap(client, "client", sh, &failed, &ru))
 		kill(server, SIGKILL);	/* a server waiting for a dead client never returns */
 	if (server > 0)
-		reap(server, "server", sh, &failed);
+		reap(server, "server", sh, &failed, &ru);
 	cur_client = cur_server = 0;
 	if (interrupted)
 		err = -EINTR;
@@ -362,6 +407,7 @@ out_reap:
 		err = -EIO;
 	if (!err) {
 		fill_result(cfg, sh, res);
+		fill_cpu(cfg, &ru, softirq0 < 0 ? -1 : softirq_ns(ccpu, scpu) - softirq0, res);
 		res->client_pid = client;
 		res->server_pid = server;
 	}

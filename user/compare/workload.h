@@ -48,6 +48,14 @@ struct wl_result {
 	int client_cpu, server_cpu;	/* where each side ran at the end; -1 unknown */
 	uint64_t strangers;	/* connections from other processes the server refused */
 	pid_t client_pid, server_pid;
+	/*
+	 * CPU per unit (pingpong and stream: message; connect: connection), warm-up included in
+	 * both the time and the units: user and system time of the client and server processes
+	 * (wait4's rusage), and the softirq time /proc/stat counted on the CPUs they were pinned
+	 * to (every CPU when not pinned; all work there, tick-sampled) over their lives.
+	 */
+	bool has_cpu;
+	double user_ns, sys_ns, softirq_ns;
 };
 
 extern const char *const transport_names[TR__COUNT];
