@@ -1191,10 +1191,28 @@ RECV_FUNC(inet6_recvmsg)
 
 /* ---- every mode ---- */
 
+/* The messages in flight on d will never be read (their receiver closed): counted when an
+ * end counts for the process filters, as a completed message would be; the state goes. */
+static __always_inline void closed_unread(struct dir_st *d, const struct dir_key *k)
+{
+	__u64 h = d->head, tail = d->tail, n = 0;
+	int i;
+
+	for (i = 0; i < FL_FIFO; i++) {
+		if (h + i == tail)
+			break;
+		if (d->ents[(h + i) & (FL_FIFO - 1)].match || d->r_match == END_YES)
+			n++;
+	}
+	if (n)
+		__sync_fetch_and_add(&misses[FM_CLOSED], n);
+	dir_delete(k);
+}
+
 /*
  * A loopback TCP socket reached TCP_CLOSE: the direction towards it ends, and its state
  * goes now rather than when the LRU evicts it (which would drop a live connection's
- * state instead, silently); an orphan's messages never read are counted.
+ * state instead, silently); messages never read are counted.
  */
 static __always_inline void on_tcp_close(struct sock *sk)
 {
@@ -1207,15 +1225,16 @@ static __always_inline void on_tcp_close(struct sock *sk)
 	d = bpf_map_lookup_elem(&dirs, &k);
 	if (!d || stale_for_receiver(d, sk))
 		return;
-	if (d->tail != d->head) {
-		/* still held: a half-closed socket gets here at the peer's FIN and its owner
-		 * may still read what is queued (php-fpm reads a request's last bytes after
-		 * its shutdown(SHUT_WR)); left to the LRU */
-		if (sk->sk_socket)
-			return;
-		__sync_fetch_and_add(&misses[FM_CLOSED], d->tail - d->head);
-	}
-	dir_delete(&k);
+	/* still held and readable: a half-closed socket gets here at the peer's FIN and its
+	 * owner may still read what is queued (php-fpm reads a request's last bytes after its
+	 * shutdown(SHUT_WR)), or a recv() that copied the oldest message is yet to reach its
+	 * boundary; left to the LRU. A close() with data unread gets here before the socket
+	 * is orphaned, its queue already purged (__tcp_close): nothing left to read. */
+	if (d->tail != d->head && sk->sk_socket &&
+	    (sk->sk_receive_queue.qlen ||
+	     (int)(seq - d->ents[d->head & (FL_FIFO - 1)].end) >= 0))
+		return;
+	closed_unread(d, &k);
 }
 
 SEC("tp_btf/inet_sock_set_state")
@@ -1232,6 +1251,34 @@ int BPF_PROG(tp_inet_sock_set_state, const struct sock *sk, const int oldstate, 
 		return 0;
 	port = sk->__sk_common.skc_num;
 	bpf_map_update_elem(&lports, &port, &one, BPF_ANY);
+	return 0;
+}
+
+/*
+ * AF_UNIX has no state-change tracepoint: a receiver that closes (exits, is killed) with
+ * data unread frees the queued skbs (unix_release_sock, after sock_orphan). An skb of a
+ * unix stream whose sender's peer is orphaned is such data: the direction's messages in
+ * flight are never read. (A sender that closed first no longer names its peer: its
+ * messages stay in flight, counted at the end of the run.)
+ */
+SEC("tp_btf/kfree_skb")
+int BPF_PROG(tp_kfree_skb, struct sk_buff *skb)
+{
+	/* probe reads: skb->sk is an RCU pointer the bpf_skc_to_* helpers refuse */
+	struct sock *sk = BPF_CORE_READ(skb, sk), *rcv;
+	struct dir_key k = {};
+	struct dir_st *d;
+	__u32 seq;
+
+	if (!sk || BPF_CORE_READ(sk, __sk_common.skc_family) != AF_UNIX ||
+	    !dir_key_of(sk, true, SK_PROBE, &k, &seq))
+		return 0;
+	rcv = (struct sock *)k.sk;
+	if (BPF_CORE_READ(rcv, sk_socket))
+		return 0;
+	d = bpf_map_lookup_elem(&dirs, &k);
+	if (d)
+		closed_unread(d, &k);
 	return 0;
 }
 

@@ -1,0 +1,44 @@
+"""udsprobe --trace's matching where messages go wrong (issue 36): replies a receiver never
+reads (its socket closed, or its process killed, with them queued) are counted in
+socket_closed_unread, not lost silently. Every test starts and stops its own processes on
+loopback under -- COMMAND, so the counts are the command's alone."""
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from test_trace import run_trace, flows_at, check_top_contract, trace  # noqa: F401 (fixture)
+
+REPO = Path(__file__).resolve().parents[2]
+UNREAD = str(REPO / "tests" / "trace" / "unread_pair.py")
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="--trace loads BPF: needs root")
+
+
+def traced_command(trace, tmp_path, cmd, key):
+    """Run cmd under --trace -- cmd: (its JSON line holding key, the document, the run)."""
+    res, doc = run_trace(trace, tmp_path, ["--"] + cmd)
+    assert res.returncode == 0, res.stderr
+    info = next(json.loads(l) for l in res.stdout.splitlines() if f'"{key}"' in l)
+    check_top_contract(doc, trace)
+    assert doc["command"] == {"argv": cmd, "exit_status": 0}
+    return info, doc, res
+
+
+@pytest.mark.parametrize("transport", ["unix", "tcp"])
+@pytest.mark.parametrize("how", ["close", "kill"])
+def test_replies_never_read_are_counted(trace, tmp_path, transport, how):
+    """The client sends one request and never reads the server's 7 replies, then closes its
+    socket or is SIGKILLed: the request is the one message, the 7 replies are
+    socket_closed_unread (b7007db: 0 on both transports, the replies nowhere)."""
+    n = 7
+    sock = [str(tmp_path / "unread.sock")] if transport == "unix" else []
+    cmd = [sys.executable, UNREAD, transport] + sock + [str(n), how]
+    info, doc, res = traced_command(trace, tmp_path, cmd, "replies")
+    flows = flows_at(doc, info["endpoint"])
+    assert [(f["sender"]["pids"], f["receiver"]["pids"], f["messages"], f["bytes"])
+            for f in flows] == [([info["client_pid"]], [info["server_pid"]], 1, 32)], doc
+    assert doc["misses"]["socket_closed_unread"] == n, doc["misses"]
+    assert f"socket_closed_unread {n}" in res.stdout
