@@ -113,7 +113,7 @@ const volatile __u64 slower_than_ns;
 const volatile __u32 task_storage;
 
 /* Counters read at exit. */
-__u64 misses[8];		/* enum fl_miss */
+__u64 misses[16];		/* enum fl_miss */
 __u64 outliers_dropped;		/* the ring buffer was full */
 __u64 dirs_made, dirs_deleted;	/* direction states (the LRU evicted the rest) */
 __u64 names_lost;		/* unix endpoint names the full uaddrs map had no room for */
@@ -158,7 +158,9 @@ struct dir_st {
 	__u64 recv_sk;		/* TCP: reuse check at the receiver (unix: in the key) */
 	__u64 first_rcv;	/* time of the first receive seen on this direction */
 	__u64 sender_ino;	/* its inode: a new pair of sockets can get an old pair's two addresses */
-	__u32 sent;		/* unix: bytes queued so far (wraps) */
+	__u64 sent;		/* unix: bytes queued so far (the low 32 bits are positions) */
+	__u64 writer;		/* 1 while a sender appends to the FIFO (on_send; 64 bits: the
+				 * BPF atomics every kernel has) */
 	__u32 rpos;		/* unix: bytes received; TCP: copied_seq */
 	__u64 head, tail;	/* FIFO: the receiver (or the late sender) advances head */
 	__u64 dropped;		/* sends lost since the last completion */
@@ -277,7 +279,7 @@ static const struct task_st zero_task;
 
 static __always_inline void miss(int reason)
 {
-	__sync_fetch_and_add(&misses[reason & 7], 1);
+	__sync_fetch_and_add(&misses[reason & 15], 1);
 }
 
 /* Linear-log bucket: exact below 8, then 8 sub-buckets per power of two. */
@@ -861,6 +863,16 @@ static __always_inline bool unix_new_pair(struct dir_st *d, struct sock *sk,
 	return false;
 }
 
+/* A send that gets no FIFO entry: a miss of its flow, and of the run when an end counts for
+ * the process filters (a receiver not seen yet does not: another program's traffic to a
+ * receiver that never reads would be counted here on every send). */
+static __always_inline void send_lost(struct dir_st *d, __u32 match, int reason)
+{
+	if (match || d->r_match == END_YES)
+		miss(reason);
+	__sync_fetch_and_add(&d->dropped, 1);
+}
+
 /* The entry of the send() call this send is in; its handover time when outside one. */
 static __always_inline __u64 send_t0(__u64 now, struct task_st *t, struct task_struct *task)
 {
@@ -945,14 +957,8 @@ static __always_inline int on_send(struct sock *sk, int ret, int direct)
 			start_position(d, sk, ret, t0);
 		}
 	}
-	if (k.kind == FL_UNIX) {
-		end = d->sent + ret;
-		d->sent = end;
-	} else {
-		end = seq;
-	}
 	if (d->ep_out)
-		return 0;
+		goto position_only;
 	d->s_match = match ? END_YES : END_NO;
 	if (!match && d->r_match == END_NO) {
 		/* the receiver's verdict is this connection's only if the sender is the same
@@ -960,16 +966,29 @@ static __always_inline int on_send(struct sock *sk, int ret, int direct)
 		__u64 ino = sock_ino(sk, direct);
 
 		if (ino == d->sender_ino)
-			return 0;
+			goto position_only;
 		d->sender_ino = ino;
 		d->r_match = END_UNKNOWN;
 	}
 	if (!t0)
 		t0 = send_t0(now, t, task);
+	/* Two processes or threads can send on one socket at once (a forked child sharing
+	 * it): positions and the FIFO slot are taken by one sender at a time, else both
+	 * took one position and one slot, tearing the record (two comms in one) and losing
+	 * bytes. The position is an atomic add either way; a sender that finds the FIFO
+	 * taken cannot wait (no locks in tracing programs): its message is a miss. The
+	 * claim also keeps the FIFO's ends in order, as the receiver needs. */
+	if (__sync_val_compare_and_swap(&d->writer, 0, 1) != 0) {
+		if (k.kind == FL_UNIX)
+			__sync_fetch_and_add(&d->sent, ret);
+		send_lost(d, match, FM_CONCURRENT);
+		return 0;
+	}
+	end = k.kind == FL_UNIX ? __sync_fetch_and_add(&d->sent, ret) + ret : seq;
 	tail = d->tail;
 	if (tail - d->head >= FL_FIFO) {
-		miss(FM_FIFO_FULL);
-		__sync_fetch_and_add(&d->dropped, 1);
+		__sync_val_compare_and_swap(&d->writer, 1, 0);
+		send_lost(d, match, FM_FIFO_FULL);
 		return 0;
 	}
 	e = &d->ents[tail & (FL_FIFO - 1)];
@@ -982,6 +1001,7 @@ static __always_inline int on_send(struct sock *sk, int ret, int direct)
 	e->match = match;
 	__builtin_memcpy(e->comm, comm, FL_COMM_LEN);
 	__sync_fetch_and_add(&d->tail, 1);
+	__sync_val_compare_and_swap(&d->writer, 1, 0);
 	/* the receiver may have returned the last byte before this tracepoint ran */
 	if ((int)(d->rpos - end) >= 0 && d->last.ret_ts) {
 		struct scratch *x = scratch_get();
@@ -991,6 +1011,10 @@ static __always_inline int on_send(struct sock *sk, int ret, int direct)
 		__builtin_memcpy(&x->r, &d->last, sizeof(x->r));
 		complete(d, x);
 	}
+	return 0;
+position_only:
+	if (k.kind == FL_UNIX)
+		__sync_fetch_and_add(&d->sent, ret);
 	return 0;
 }
 

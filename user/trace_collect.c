@@ -38,6 +38,7 @@ const char *const fl_miss_names[FM__COUNT] = {
 	[FM_REUSED] = "socket_reused",
 	[FM_TASK_FULL] = "task_map_full",
 	[FM_CLOSED] = "socket_closed_unread",
+	[FM_CONCURRENT] = "concurrent_send",
 };
 
 uint64_t fl_bucket_value(int b)

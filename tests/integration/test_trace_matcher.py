@@ -1,6 +1,7 @@
-"""udsprobe --trace's matching where messages go wrong (issue 36): replies a receiver never
+"""udsprobe --trace's matching where messages went wrong (issue 36): replies a receiver never
 reads (its socket closed, or its process killed, with them queued) are counted in
-socket_closed_unread, not lost silently. Every test starts and stops its own processes on
+socket_closed_unread, not lost silently; two processes writing one AF_UNIX socket get their
+own messages under their own names, or named misses. Every test starts and stops its own processes on
 loopback under -- COMMAND, so the counts are the command's alone."""
 import json
 import os
@@ -13,6 +14,7 @@ from test_trace import run_trace, flows_at, check_top_contract, trace  # noqa: F
 
 REPO = Path(__file__).resolve().parents[2]
 UNREAD = str(REPO / "tests" / "trace" / "unread_pair.py")
+TWO = str(REPO / "tests" / "trace" / "two_senders.py")
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="--trace loads BPF: needs root")
 
@@ -42,3 +44,25 @@ def test_replies_never_read_are_counted(trace, tmp_path, transport, how):
             for f in flows] == [([info["client_pid"]], [info["server_pid"]], 1, 32)], doc
     assert doc["misses"]["socket_closed_unread"] == n, doc["misses"]
     assert f"socket_closed_unread {n}" in res.stdout
+
+
+def test_two_processes_writing_one_socket(trace, tmp_path):
+    """A parent and its forked child (w_par, w_kid) each send 10000 x 64 B on one end of a
+    socketpair, a third process reads: every flow is one real sender (its comm and its pid
+    only), no sender has more messages than it sent, and every message is in a flow or a
+    named miss (fifo_full: the reader fell behind; concurrent_send: the two recorded at the
+    same instant). b7007db took one FIFO slot and one byte position for two sends at once:
+    flows of invented names (w_pad), pids of both, 10011 messages for one sender, in 3 of
+    4 runs here. Three runs: the race needs the two sends to meet."""
+    n, size = 10000, 64
+    cmd = [sys.executable, TWO, str(n), str(size), "0.0001"]
+    for _ in range(3):
+        info, doc, _ = traced_command(trace, tmp_path, cmd, "senders")
+        flows = [(f["sender"]["comm"], f["sender"]["pids"], f["messages"], f["bytes"])
+                 for f in flows_at(doc, "socketpair")]
+        senders = info["senders"]
+        for comm, pids, msgs, nbytes in flows:
+            assert comm in senders and pids == [senders[comm]], flows
+            assert msgs <= n and nbytes == msgs * size, flows
+        lost = doc["misses"]["fifo_full"] + doc["misses"].get("concurrent_send", 0)
+        assert sum(f[2] for f in flows) + lost == 2 * n, (flows, doc["misses"])
