@@ -170,6 +170,7 @@ struct dir_st {
 	__u64 ep_id;
 	__u8 s_match, r_match;	/* enum end_match of the last send, the last receive */
 	__u8 ep_out;		/* the endpoint filters exclude the direction */
+	__u8 unknown;		/* made by a receive counted as socket_unknown */
 	struct rcv_info last;	/* the receive that moved rpos last */
 	struct msg_ent ents[FL_FIFO];
 };
@@ -873,14 +874,17 @@ static __always_inline void send_lost(struct dir_st *d, __u32 match, int reason)
 	__sync_fetch_and_add(&d->dropped, 1);
 }
 
-/* The entry of the send() call this send is in; its handover time when outside one. */
-static __always_inline __u64 send_t0(__u64 now, struct task_st *t, struct task_struct *task)
+/* The entry of the send() call this send is in; its handover time when outside one
+ * (counted when the sender counts for the process filters). */
+static __always_inline __u64 send_t0(__u64 now, struct task_st *t, struct task_struct *task,
+				     __u32 match)
 {
 	__u64 t0 = cur_entry(t, task);
 
 	if (t0)
 		return t0;
-	miss(FM_NO_ENTRY);
+	if (match)
+		miss(FM_NO_ENTRY);
 	return now;
 }
 
@@ -952,9 +956,13 @@ static __always_inline int on_send(struct sock *sk, int ret, int direct)
 		d->sender_ino = sock_ino(sk, direct);
 		endpoint_of(sk, &k, d);
 		d->ep_out = endpoint_out(d);
-		if (k.kind == FL_UNIX) {
-			t0 = send_t0(now, t, task);
+		t0 = send_t0(now, t, task, match);
+		if (k.kind == FL_UNIX)
 			start_position(d, sk, ret, t0);
+		/* the receiver read this send before its boundary ran: matched after all */
+		if (d->unknown && d->first_rcv >= t0) {
+			d->unknown = 0;
+			__sync_fetch_and_sub(&misses[FM_NO_DIR], 1);
 		}
 	}
 	if (d->ep_out)
@@ -971,7 +979,7 @@ static __always_inline int on_send(struct sock *sk, int ret, int direct)
 		d->r_match = END_UNKNOWN;
 	}
 	if (!t0)
-		t0 = send_t0(now, t, task);
+		t0 = send_t0(now, t, task, match);
 	/* Two processes or threads can send on one socket at once (a forked child sharing
 	 * it): positions and the FIFO slot are taken by one sender at a time, else both
 	 * took one position and one slot, tearing the record (two comms in one) and losing
@@ -1039,6 +1047,7 @@ static __always_inline int on_recv(struct sock *sk, int ret, int flags, int dire
 	struct task_st *t;
 	struct dir_st *d;
 	__u32 seq = 0, pos;
+	bool unknown = false;
 
 	/* failed and peeking reads first: cheap, and common (EAGAIN in event loops) */
 	if (ret <= 0 || (flags & MSG_PEEK) || !dir_key_of(sk, false, direct, &k, &seq))
@@ -1052,11 +1061,12 @@ static __always_inline int on_recv(struct sock *sk, int ret, int flags, int dire
 	if (d && stale_for_receiver(d, sk))
 		d = forget_dir(d, &k);
 	if (!d) {
-		/* before any traced send on it: kept, so that a late sender still matches */
-		miss(FM_NO_DIR);
+		/* before any traced send on it: kept, so that a late sender still matches (and
+		 * takes the socket_unknown back, on_send) */
 		d = dir_new(&k);
 		if (!d)
 			return 0;
+		unknown = true;
 	}
 	if (!d->first_rcv) {
 		d->recv_sk = (__u64)sk;
@@ -1072,6 +1082,10 @@ static __always_inline int on_recv(struct sock *sk, int ret, int flags, int dire
 	t = task_find(task);
 	r->match = fill_task(r->comm, &r->tgid, &r->tid, t, task);
 	d->r_match = r->match ? END_YES : END_NO;
+	if (unknown && r->match) {
+		d->unknown = 1;
+		miss(FM_NO_DIR);
+	}
 	if (!r->match && d->s_match == END_NO && d->head == d->tail) {
 		/* neither end counts and nothing is in flight: who read when is all a late
 		 * sender's boundary needs (a sender that counts, racing this read) */

@@ -1,10 +1,12 @@
 """udsprobe --trace's matching where messages went wrong (issue 36): replies a receiver never
 reads (its socket closed, or its process killed, with them queued) are counted in
 socket_closed_unread, not lost silently; two processes writing one AF_UNIX socket get their
-own messages under their own names, or named misses. Every test starts and stops its own processes on
+own messages under their own names, or named misses; the report says what its miss counters
+mean for the run and where the flows of unnamed endpoints went. Every test starts and stops its own processes on
 loopback under -- COMMAND, so the counts are the command's alone."""
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -15,6 +17,7 @@ from test_trace import run_trace, flows_at, check_top_contract, trace  # noqa: F
 REPO = Path(__file__).resolve().parents[2]
 UNREAD = str(REPO / "tests" / "trace" / "unread_pair.py")
 TWO = str(REPO / "tests" / "trace" / "two_senders.py")
+MANY = str(REPO / "tests" / "trace" / "many_endpoints.py")
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="--trace loads BPF: needs root")
 
@@ -66,3 +69,27 @@ def test_two_processes_writing_one_socket(trace, tmp_path):
             assert msgs <= n and nbytes == msgs * size, flows
         lost = doc["misses"]["fifo_full"] + doc["misses"].get("concurrent_send", 0)
         assert sum(f[2] for f in flows) + lost == 2 * n, (flows, doc["misses"])
+
+
+def test_report_says_what_misses_mean(trace, tmp_path):
+    """5000 unix endpoints in one command, one flow each: more than the flow map (4096) and
+    the name map (4096) hold. The flows of the names lost mostly found no room either
+    (flow_map_full): the report says how many messages are under "unix:unnamed", or that
+    none is, instead of "their flows are under unix:unnamed" with no such flow (b7007db); every non-zero miss counter has a line saying
+    what it means and for whom it was counted."""
+    cmd = [sys.executable, MANY, str(tmp_path / "eps"), "5000"]
+    res, doc = run_trace(trace, tmp_path, ["--"] + cmd)
+    assert res.returncode == 0, res.stderr
+    assert doc["endpoint_names_lost"] > 0 and doc["misses"]["flow_map_full"] > 0, doc["misses"]
+    unnamed = flows_at(doc, "unix:unnamed")
+    assert 'flows are under "unix:unnamed"' not in res.stdout, res.stdout[-2000:]
+    if unnamed:  # a few flows of lost names can still find room
+        msgs = sum(f["messages"] for f in unnamed)
+        want = f'{msgs} messages of their flows are in {len(unnamed)} flow'
+    else:
+        want = 'no flow is under "unix:unnamed"'
+    assert want in res.stdout, res.stdout[-2000:]
+    assert "Counted for the processes followed:" in res.stdout, res.stdout[-2000:]
+    for name, n in doc["misses"].items():
+        if n:
+            assert re.search(rf"^  {name} {n}: \S", res.stdout, re.M), (name, res.stdout[-2000:])
