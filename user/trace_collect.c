@@ -44,8 +44,8 @@ const char *const fl_miss_names[FM__COUNT] = {
 /* What each counter means in a run's report (docs/TRACE.md, "Not matched"). */
 const char *const fl_miss_meanings[FM__COUNT] = {
 	[FM_FIFO_FULL] = "sends dropped: more than 16 in flight on one connection",
-	[FM_NO_DIR] = "receives on a connection never seen sending during the run (its data "
-		      "was sent before the run started)",
+	[FM_NO_DIR] = "receives on a connection whose sender was not seen sending (data sent "
+		      "before the run started); not counted when that send showed up later",
 	[FM_DIR_FULL] = "sends or receives lost: the connection map was full",
 	[FM_FLOW_FULL] = "messages of flows the flow maps had no room for",
 	[FM_NO_ENTRY] = "matched, but sent outside a traced syscall (io_uring, a kernel "
