@@ -113,7 +113,7 @@ const volatile __u64 slower_than_ns;
 const volatile __u32 task_storage;
 
 /* Counters read at exit. */
-__u64 misses[8];		/* enum fl_miss */
+__u64 misses[16];		/* enum fl_miss */
 __u64 outliers_dropped;		/* the ring buffer was full */
 __u64 dirs_made, dirs_deleted;	/* direction states (the LRU evicted the rest) */
 __u64 names_lost;		/* unix endpoint names the full uaddrs map had no room for */
@@ -158,7 +158,9 @@ struct dir_st {
 	__u64 recv_sk;		/* TCP: reuse check at the receiver (unix: in the key) */
 	__u64 first_rcv;	/* time of the first receive seen on this direction */
 	__u64 sender_ino;	/* its inode: a new pair of sockets can get an old pair's two addresses */
-	__u32 sent;		/* unix: bytes queued so far (wraps) */
+	__u64 sent;		/* unix: bytes queued so far (the low 32 bits are positions) */
+	__u64 writer;		/* 1 while a sender appends to the FIFO (on_send; 64 bits: the
+				 * BPF atomics every kernel has) */
 	__u32 rpos;		/* unix: bytes received; TCP: copied_seq */
 	__u64 head, tail;	/* FIFO: the receiver (or the late sender) advances head */
 	__u64 dropped;		/* sends lost since the last completion */
@@ -168,6 +170,7 @@ struct dir_st {
 	__u64 ep_id;
 	__u8 s_match, r_match;	/* enum end_match of the last send, the last receive */
 	__u8 ep_out;		/* the endpoint filters exclude the direction */
+	__u8 unknown;		/* made by a receive counted as socket_unknown */
 	struct rcv_info last;	/* the receive that moved rpos last */
 	struct msg_ent ents[FL_FIFO];
 };
@@ -277,7 +280,7 @@ static const struct task_st zero_task;
 
 static __always_inline void miss(int reason)
 {
-	__sync_fetch_and_add(&misses[reason & 7], 1);
+	__sync_fetch_and_add(&misses[reason & 15], 1);
 }
 
 /* Linear-log bucket: exact below 8, then 8 sub-buckets per power of two. */
@@ -861,14 +864,27 @@ static __always_inline bool unix_new_pair(struct dir_st *d, struct sock *sk,
 	return false;
 }
 
-/* The entry of the send() call this send is in; its handover time when outside one. */
-static __always_inline __u64 send_t0(__u64 now, struct task_st *t, struct task_struct *task)
+/* A send that gets no FIFO entry: a miss of its flow, and of the run when an end counts for
+ * the process filters (a receiver not seen yet does not: another program's traffic to a
+ * receiver that never reads would be counted here on every send). */
+static __always_inline void send_lost(struct dir_st *d, __u32 match, int reason)
+{
+	if (match || d->r_match == END_YES)
+		miss(reason);
+	__sync_fetch_and_add(&d->dropped, 1);
+}
+
+/* The entry of the send() call this send is in; its handover time when outside one
+ * (counted when the sender counts for the process filters). */
+static __always_inline __u64 send_t0(__u64 now, struct task_st *t, struct task_struct *task,
+				     __u32 match)
 {
 	__u64 t0 = cur_entry(t, task);
 
 	if (t0)
 		return t0;
-	miss(FM_NO_ENTRY);
+	if (match)
+		miss(FM_NO_ENTRY);
 	return now;
 }
 
@@ -940,19 +956,17 @@ static __always_inline int on_send(struct sock *sk, int ret, int direct)
 		d->sender_ino = sock_ino(sk, direct);
 		endpoint_of(sk, &k, d);
 		d->ep_out = endpoint_out(d);
-		if (k.kind == FL_UNIX) {
-			t0 = send_t0(now, t, task);
+		t0 = send_t0(now, t, task, match);
+		if (k.kind == FL_UNIX)
 			start_position(d, sk, ret, t0);
+		/* the receiver read this send before its boundary ran: matched after all */
+		if (d->unknown && d->first_rcv >= t0) {
+			d->unknown = 0;
+			__sync_fetch_and_sub(&misses[FM_NO_DIR], 1);
 		}
 	}
-	if (k.kind == FL_UNIX) {
-		end = d->sent + ret;
-		d->sent = end;
-	} else {
-		end = seq;
-	}
 	if (d->ep_out)
-		return 0;
+		goto position_only;
 	d->s_match = match ? END_YES : END_NO;
 	if (!match && d->r_match == END_NO) {
 		/* the receiver's verdict is this connection's only if the sender is the same
@@ -960,16 +974,29 @@ static __always_inline int on_send(struct sock *sk, int ret, int direct)
 		__u64 ino = sock_ino(sk, direct);
 
 		if (ino == d->sender_ino)
-			return 0;
+			goto position_only;
 		d->sender_ino = ino;
 		d->r_match = END_UNKNOWN;
 	}
 	if (!t0)
-		t0 = send_t0(now, t, task);
+		t0 = send_t0(now, t, task, match);
+	/* Two processes or threads can send on one socket at once (a forked child sharing
+	 * it): positions and the FIFO slot are taken by one sender at a time, else both
+	 * took one position and one slot, tearing the record (two comms in one) and losing
+	 * bytes. The position is an atomic add either way; a sender that finds the FIFO
+	 * taken cannot wait (no locks in tracing programs): its message is a miss. The
+	 * claim also keeps the FIFO's ends in order, as the receiver needs. */
+	if (__sync_val_compare_and_swap(&d->writer, 0, 1) != 0) {
+		if (k.kind == FL_UNIX)
+			__sync_fetch_and_add(&d->sent, ret);
+		send_lost(d, match, FM_CONCURRENT);
+		return 0;
+	}
+	end = k.kind == FL_UNIX ? __sync_fetch_and_add(&d->sent, ret) + ret : seq;
 	tail = d->tail;
 	if (tail - d->head >= FL_FIFO) {
-		miss(FM_FIFO_FULL);
-		__sync_fetch_and_add(&d->dropped, 1);
+		__sync_val_compare_and_swap(&d->writer, 1, 0);
+		send_lost(d, match, FM_FIFO_FULL);
 		return 0;
 	}
 	e = &d->ents[tail & (FL_FIFO - 1)];
@@ -982,6 +1009,7 @@ static __always_inline int on_send(struct sock *sk, int ret, int direct)
 	e->match = match;
 	__builtin_memcpy(e->comm, comm, FL_COMM_LEN);
 	__sync_fetch_and_add(&d->tail, 1);
+	__sync_val_compare_and_swap(&d->writer, 1, 0);
 	/* the receiver may have returned the last byte before this tracepoint ran */
 	if ((int)(d->rpos - end) >= 0 && d->last.ret_ts) {
 		struct scratch *x = scratch_get();
@@ -991,6 +1019,10 @@ static __always_inline int on_send(struct sock *sk, int ret, int direct)
 		__builtin_memcpy(&x->r, &d->last, sizeof(x->r));
 		complete(d, x);
 	}
+	return 0;
+position_only:
+	if (k.kind == FL_UNIX)
+		__sync_fetch_and_add(&d->sent, ret);
 	return 0;
 }
 
@@ -1015,6 +1047,7 @@ static __always_inline int on_recv(struct sock *sk, int ret, int flags, int dire
 	struct task_st *t;
 	struct dir_st *d;
 	__u32 seq = 0, pos;
+	bool unknown = false;
 
 	/* failed and peeking reads first: cheap, and common (EAGAIN in event loops) */
 	if (ret <= 0 || (flags & MSG_PEEK) || !dir_key_of(sk, false, direct, &k, &seq))
@@ -1028,11 +1061,12 @@ static __always_inline int on_recv(struct sock *sk, int ret, int flags, int dire
 	if (d && stale_for_receiver(d, sk))
 		d = forget_dir(d, &k);
 	if (!d) {
-		/* before any traced send on it: kept, so that a late sender still matches */
-		miss(FM_NO_DIR);
+		/* before any traced send on it: kept, so that a late sender still matches (and
+		 * takes the socket_unknown back, on_send) */
 		d = dir_new(&k);
 		if (!d)
 			return 0;
+		unknown = true;
 	}
 	if (!d->first_rcv) {
 		d->recv_sk = (__u64)sk;
@@ -1048,6 +1082,10 @@ static __always_inline int on_recv(struct sock *sk, int ret, int flags, int dire
 	t = task_find(task);
 	r->match = fill_task(r->comm, &r->tgid, &r->tid, t, task);
 	d->r_match = r->match ? END_YES : END_NO;
+	if (unknown && r->match) {
+		d->unknown = 1;
+		miss(FM_NO_DIR);
+	}
 	if (!r->match && d->s_match == END_NO && d->head == d->tail) {
 		/* neither end counts and nothing is in flight: who read when is all a late
 		 * sender's boundary needs (a sender that counts, racing this read) */
@@ -1191,10 +1229,28 @@ RECV_FUNC(inet6_recvmsg)
 
 /* ---- every mode ---- */
 
+/* The messages in flight on d will never be read (their receiver closed): counted when an
+ * end counts for the process filters, as a completed message would be; the state goes. */
+static __always_inline void closed_unread(struct dir_st *d, const struct dir_key *k)
+{
+	__u64 h = d->head, tail = d->tail, n = 0;
+	int i;
+
+	for (i = 0; i < FL_FIFO; i++) {
+		if (h + i == tail)
+			break;
+		if (d->ents[(h + i) & (FL_FIFO - 1)].match || d->r_match == END_YES)
+			n++;
+	}
+	if (n)
+		__sync_fetch_and_add(&misses[FM_CLOSED], n);
+	dir_delete(k);
+}
+
 /*
  * A loopback TCP socket reached TCP_CLOSE: the direction towards it ends, and its state
  * goes now rather than when the LRU evicts it (which would drop a live connection's
- * state instead, silently); an orphan's messages never read are counted.
+ * state instead, silently); messages never read are counted.
  */
 static __always_inline void on_tcp_close(struct sock *sk)
 {
@@ -1207,15 +1263,16 @@ static __always_inline void on_tcp_close(struct sock *sk)
 	d = bpf_map_lookup_elem(&dirs, &k);
 	if (!d || stale_for_receiver(d, sk))
 		return;
-	if (d->tail != d->head) {
-		/* still held: a half-closed socket gets here at the peer's FIN and its owner
-		 * may still read what is queued (php-fpm reads a request's last bytes after
-		 * its shutdown(SHUT_WR)); left to the LRU */
-		if (sk->sk_socket)
-			return;
-		__sync_fetch_and_add(&misses[FM_CLOSED], d->tail - d->head);
-	}
-	dir_delete(&k);
+	/* still held and readable: a half-closed socket gets here at the peer's FIN and its
+	 * owner may still read what is queued (php-fpm reads a request's last bytes after its
+	 * shutdown(SHUT_WR)), or a recv() that copied the oldest message is yet to reach its
+	 * boundary; left to the LRU. A close() with data unread gets here before the socket
+	 * is orphaned, its queue already purged (__tcp_close): nothing left to read. */
+	if (d->tail != d->head && sk->sk_socket &&
+	    (sk->sk_receive_queue.qlen ||
+	     (int)(seq - d->ents[d->head & (FL_FIFO - 1)].end) >= 0))
+		return;
+	closed_unread(d, &k);
 }
 
 SEC("tp_btf/inet_sock_set_state")
@@ -1232,6 +1289,34 @@ int BPF_PROG(tp_inet_sock_set_state, const struct sock *sk, const int oldstate, 
 		return 0;
 	port = sk->__sk_common.skc_num;
 	bpf_map_update_elem(&lports, &port, &one, BPF_ANY);
+	return 0;
+}
+
+/*
+ * AF_UNIX has no state-change tracepoint: a receiver that closes (exits, is killed) with
+ * data unread frees the queued skbs (unix_release_sock, after sock_orphan). An skb of a
+ * unix stream whose sender's peer is orphaned is such data: the direction's messages in
+ * flight are never read. (A sender that closed first no longer names its peer: its
+ * messages stay in flight, counted at the end of the run.)
+ */
+SEC("tp_btf/kfree_skb")
+int BPF_PROG(tp_kfree_skb, struct sk_buff *skb)
+{
+	/* probe reads: skb->sk is an RCU pointer the bpf_skc_to_* helpers refuse */
+	struct sock *sk = BPF_CORE_READ(skb, sk), *rcv;
+	struct dir_key k = {};
+	struct dir_st *d;
+	__u32 seq;
+
+	if (!sk || BPF_CORE_READ(sk, __sk_common.skc_family) != AF_UNIX ||
+	    !dir_key_of(sk, true, SK_PROBE, &k, &seq))
+		return 0;
+	rcv = (struct sock *)k.sk;
+	if (BPF_CORE_READ(rcv, sk_socket))
+		return 0;
+	d = bpf_map_lookup_elem(&dirs, &k);
+	if (d)
+		closed_unread(d, &k);
 	return 0;
 }
 

@@ -35,7 +35,9 @@ enum fl_miss {
 	FM_NO_ENTRY,	/* send() outside a traced syscall (io_uring, kernel sender) */
 	FM_REUSED,	/* a socket address reused with messages still in flight */
 	FM_TASK_FULL,	/* the task map was full */
-	FM_CLOSED,	/* TCP: the receiving socket closed with messages unread */
+	FM_CLOSED,	/* the receiving socket closed with messages unread */
+	FM_CONCURRENT,	/* a send while another process or thread was recording one on the
+			 * same direction */
 	FM__COUNT,
 };
 

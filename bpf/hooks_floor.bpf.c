@@ -25,6 +25,7 @@ EMPTY_TP_BTF(sock_recv_length)
 EMPTY_TP_BTF(inet_sock_set_state)
 EMPTY_TP_BTF(sched_process_exit)
 EMPTY_TP_BTF(sched_process_fork)
+EMPTY_TP_BTF(kfree_skb)
 
 /* attached by name to each syscalls: event (no section target: one program, many links) */
 SEC("?tracepoint")

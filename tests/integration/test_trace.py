@@ -130,7 +130,7 @@ def test_connection_churn_exact(trace, tmp_path, transport):
     """A connection per request (tests/trace/churn_pair.py): each request is 1 MiB, so the
     server reads its first bytes while the client is still inside send() (before the sender's
     boundary), on sockets whose addresses the kernel reuses from one connection to the next:
-    every request and every reply counted, one flow, no misses."""
+    every request and every reply counted, in its direction's flow, no misses."""
     n, size, reply = 200, 1 << 20, 300
     sock = [str(tmp_path / "churn.sock")] if transport == "unix" else []
     cmd = [sys.executable, CHURN, transport] + sock + [str(n), str(size), str(reply)]
@@ -139,12 +139,23 @@ def test_connection_churn_exact(trace, tmp_path, transport):
     info = next(json.loads(l) for l in res.stdout.splitlines() if '"requests"' in l)
     check_top_contract(doc, trace)
     assert doc["command"] == {"argv": cmd, "exit_status": 0}
-    flows = flows_at(doc, info["endpoint"])
-    assert len(flows) == 1, doc["flows"]
-    f = flows[0]
-    # both directions: python3 -> python3 at one endpoint
-    assert (f["messages"], f["bytes"]) == (2 * n, n * (size + reply)), doc["misses"]
-    assert f["misses"] == 0 and doc["misses"]["socket_reused"] == 0, doc["misses"]
+    # requests churn_cli -> churn_srv, replies back, each from and to its one process
+    assert churn_directions(doc, info) == {
+        ("churn_cli", "churn_srv"): (n, n * size, 0),
+        ("churn_srv", "churn_cli"): (n, n * reply, 0)}, doc["misses"]
+    assert doc["misses"]["socket_reused"] == 0, doc["misses"]
+
+
+def churn_directions(doc, info):
+    """tests/trace/churn_pair.py's flows at its endpoint: {(sender comm, receiver comm):
+    (messages, bytes, misses)}, after checking each end's pids are its process's."""
+    pid = {"churn_cli": info["client_pid"], "churn_srv": info["server_pid"]}
+    out = {}
+    for f in flows_at(doc, info["endpoint"]):
+        s, r = f["sender"], f["receiver"]
+        assert s["pids"] == [pid.get(s["comm"])] and r["pids"] == [pid.get(r["comm"])], f
+        out[(s["comm"], r["comm"])] = (f["messages"], f["bytes"], f["misses"])
+    return out
 
 
 @pytest.fixture(scope="session")

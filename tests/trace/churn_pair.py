@@ -4,17 +4,21 @@ tests: a forked client connects N times, each time sends one request of SIZE byt
 send() and reads the reply; the server reads each request as php-fpm does (an 8-byte header,
 then the rest), answers with one send() of REPLY bytes and closes first. Socket objects are
 freed and reused from one connection to the next, and the server often reads before the
-client's send() has returned: the cases the matching must survive.
+client's send() has returned: the cases the matching must survive. The client and the server
+are named churn_cli and churn_srv (comm), so that each direction is its own flow.
 
 usage: churn_pair.py unix PATH|tcp N SIZE REPLY
 Prints one JSON line: {"transport", "endpoint", "requests", "server_pid", "client_pid"}.
 """
+import ctypes
 import json
 import os
 import socket
 import sys
 
 from pair_common import listener, recv_exactly
+
+PR_SET_NAME = 15
 
 
 def main():
@@ -23,6 +27,7 @@ def main():
     n, size, reply = int(args[0]), int(args[1]), int(args[2])
     srv.listen(128)
     pid = os.fork()
+    ctypes.CDLL(None).prctl(PR_SET_NAME, b"churn_cli" if pid == 0 else b"churn_srv", 0, 0, 0)
     if pid == 0:  # the client
         srv.close()
         for _ in range(n):

@@ -128,6 +128,7 @@ struct trace_run {
 
 extern const char *const fl_stage_names[FS__COUNT];
 extern const char *const fl_miss_names[FM__COUNT];
+extern const char *const fl_miss_meanings[FM__COUNT];
 
 /* Upper bound in ns of histogram bucket b (the value reported for a percentile). */
 uint64_t fl_bucket_value(int b);

@@ -38,6 +38,25 @@ const char *const fl_miss_names[FM__COUNT] = {
 	[FM_REUSED] = "socket_reused",
 	[FM_TASK_FULL] = "task_map_full",
 	[FM_CLOSED] = "socket_closed_unread",
+	[FM_CONCURRENT] = "concurrent_send",
+};
+
+/* What each counter means in a run's report (docs/TRACE.md, "Not matched"). */
+const char *const fl_miss_meanings[FM__COUNT] = {
+	[FM_FIFO_FULL] = "sends dropped: more than 16 in flight on one connection",
+	[FM_NO_DIR] = "receives on a connection whose sender was not seen sending (data sent "
+		      "before the run started); not counted when that send showed up later",
+	[FM_DIR_FULL] = "sends or receives lost: the connection map was full",
+	[FM_FLOW_FULL] = "messages of flows the flow maps had no room for",
+	[FM_NO_ENTRY] = "matched, but sent outside a traced syscall (io_uring, a kernel "
+			"sender): their send;call starts at the handover",
+	[FM_REUSED] = "messages in flight on a connection whose socket addresses a new one "
+		      "took",
+	[FM_TASK_FULL] = "sends or receives of threads whose state could not be kept",
+	[FM_CLOSED] = "messages never read: their receiver closed its socket (or was killed) "
+		      "with them queued",
+	[FM_CONCURRENT] = "sends made while another process or thread was recording one on "
+			  "the same socket",
 };
 
 uint64_t fl_bucket_value(int b)

@@ -270,6 +270,55 @@ void trace_outliers_jsonl(const struct trace_run *run, FILE *f)
 	}
 }
 
+/* What the run's non-zero miss counters mean, and for whom they were counted: the kernel
+ * counts them where a process filter selects an end, else for every process on the host. */
+static void misses_text(const struct trace_run *run, const struct trace_opts *o, FILE *f)
+{
+	bool procs = o->n_pids || o->n_comms || o->argv || o->cgroup;
+	bool any = false;
+	int i;
+
+	for (i = 0; i < FM__COUNT; i++) {
+		if (!run->misses[i])
+			continue;
+		if (!any)
+			fprintf(f, "Counted %s:\n", procs ? "for the processes followed" :
+				"for every process on the host (no process filter), not only the "
+				"flows above");
+		any = true;
+		fprintf(f, "  %s %llu: %s\n", fl_miss_names[i], (unsigned long long)run->misses[i],
+			fl_miss_meanings[i]);
+	}
+}
+
+/* Unix endpoint names the kernel's name map had no room for: their flows are under
+ * "unix:unnamed" when they were kept at all, else their messages are in flow_map_full. */
+static void unnamed_text(const struct trace_run *run, FILE *f)
+{
+	uint64_t msgs = 0;
+	int i, n = 0;
+
+	if (!run->names_lost)
+		return;
+	for (i = 0; i < run->n_flows; i++) {
+		if (run->flows[i].transport == FL_UNIX &&
+		    !strcmp(run->flows[i].endpoint, "unix:unnamed")) {
+			msgs += run->flows[i].messages;
+			n++;
+		}
+	}
+	/* counted per direction that met the full map: not distinct names */
+	fprintf(f, "unix endpoint names found no room in the kernel's name map %llu times: ",
+		(unsigned long long)run->names_lost);
+	if (n)
+		fprintf(f, "%llu messages of their flows are in %d flow%s under \"unix:unnamed\"%s\n",
+			(unsigned long long)msgs, n, n == 1 ? "" : "s",
+			run->misses[FM_FLOW_FULL] ? ", the rest in flow_map_full" : "");
+	else
+		fprintf(f, "no flow is under \"unix:unnamed\"%s\n", run->misses[FM_FLOW_FULL] ?
+			" (flow_map_full counts the messages of flows that found no room)" : "");
+}
+
 void trace_report_text(const struct trace_run *run, const struct trace_opts *o, FILE *f)
 {
 	char d[32];
@@ -296,11 +345,11 @@ void trace_report_text(const struct trace_run *run, const struct trace_opts *o, 
 	fprintf(f, "\n%llu messages in %d flow%s; not matched:", (unsigned long long)total,
 		run->n_flows, run->n_flows == 1 ? "" : "s");
 	for (i = 0; i < FM__COUNT; i++)
-		fprintf(f, " %s %llu", fl_miss_names[i], (unsigned long long)run->misses[i]);
+		if (i != FM_NO_ENTRY)
+			fprintf(f, " %s %llu", fl_miss_names[i], (unsigned long long)run->misses[i]);
 	fprintf(f, "; socket states evicted (LRU) %llu\n", (unsigned long long)run->dirs_evicted);
-	if (run->names_lost)
-		fprintf(f, "%llu unix endpoint names were not kept (the name map was full): their "
-			"flows are under \"unix:unnamed\"\n", (unsigned long long)run->names_lost);
+	misses_text(run, o, f);
+	unnamed_text(run, f);
 	if (run->procs_unfollowed)
 		fprintf(f, "%llu processes started by followed ones were not followed (the process "
 			"map of 16384 was full): their messages count only where the other end "

@@ -1,0 +1,95 @@
+"""udsprobe --trace's matching where messages went wrong (issue 36): replies a receiver never
+reads (its socket closed, or its process killed, with them queued) are counted in
+socket_closed_unread, not lost silently; two processes writing one AF_UNIX socket get their
+own messages under their own names, or named misses; the report says what its miss counters
+mean for the run and where the flows of unnamed endpoints went. Every test starts and stops its own processes on
+loopback under -- COMMAND, so the counts are the command's alone."""
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from test_trace import run_trace, flows_at, check_top_contract, trace  # noqa: F401 (fixture)
+
+REPO = Path(__file__).resolve().parents[2]
+UNREAD = str(REPO / "tests" / "trace" / "unread_pair.py")
+TWO = str(REPO / "tests" / "trace" / "two_senders.py")
+MANY = str(REPO / "tests" / "trace" / "many_endpoints.py")
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="--trace loads BPF: needs root")
+
+
+def traced_command(trace, tmp_path, cmd, key):
+    """Run cmd under --trace -- cmd: (its JSON line holding key, the document, the run)."""
+    res, doc = run_trace(trace, tmp_path, ["--"] + cmd)
+    assert res.returncode == 0, res.stderr
+    info = next(json.loads(l) for l in res.stdout.splitlines() if f'"{key}"' in l)
+    check_top_contract(doc, trace)
+    assert doc["command"] == {"argv": cmd, "exit_status": 0}
+    return info, doc, res
+
+
+@pytest.mark.parametrize("transport", ["unix", "tcp"])
+@pytest.mark.parametrize("how", ["close", "kill"])
+def test_replies_never_read_are_counted(trace, tmp_path, transport, how):
+    """The client sends one request and never reads the server's 7 replies, then closes its
+    socket or is SIGKILLed: the request is the one message, the 7 replies are
+    socket_closed_unread (b7007db: 0 on both transports, the replies nowhere)."""
+    n = 7
+    sock = [str(tmp_path / "unread.sock")] if transport == "unix" else []
+    cmd = [sys.executable, UNREAD, transport] + sock + [str(n), how]
+    info, doc, res = traced_command(trace, tmp_path, cmd, "replies")
+    flows = flows_at(doc, info["endpoint"])
+    assert [(f["sender"]["pids"], f["receiver"]["pids"], f["messages"], f["bytes"])
+            for f in flows] == [([info["client_pid"]], [info["server_pid"]], 1, 32)], doc
+    assert doc["misses"]["socket_closed_unread"] == n, doc["misses"]
+    assert f"socket_closed_unread {n}" in res.stdout
+
+
+def test_two_processes_writing_one_socket(trace, tmp_path):
+    """A parent and its forked child (w_par, w_kid) each send 10000 x 64 B on one end of a
+    socketpair, a third process reads: every flow is one real sender (its comm and its pid
+    only), no sender has more messages than it sent, and every message is in a flow or a
+    named miss (fifo_full: the reader fell behind; concurrent_send: the two recorded at the
+    same instant). b7007db took one FIFO slot and one byte position for two sends at once:
+    flows of invented names (w_pad), pids of both, 10011 messages for one sender, in 3 of
+    4 runs here. Three runs: the race needs the two sends to meet."""
+    n, size = 10000, 64
+    cmd = [sys.executable, TWO, str(n), str(size), "0.0001"]
+    for _ in range(3):
+        info, doc, _ = traced_command(trace, tmp_path, cmd, "senders")
+        flows = [(f["sender"]["comm"], f["sender"]["pids"], f["messages"], f["bytes"])
+                 for f in flows_at(doc, "socketpair")]
+        senders = info["senders"]
+        for comm, pids, msgs, nbytes in flows:
+            assert comm in senders and pids == [senders[comm]], flows
+            assert msgs <= n and nbytes == msgs * size, flows
+        lost = doc["misses"]["fifo_full"] + doc["misses"].get("concurrent_send", 0)
+        assert sum(f[2] for f in flows) + lost == 2 * n, (flows, doc["misses"])
+
+
+def test_report_says_what_misses_mean(trace, tmp_path):
+    """5000 unix endpoints in one command, one flow each: more than the flow map (4096) and
+    the name map (4096) hold. The flows of the names lost mostly found no room either
+    (flow_map_full): the report says how many messages are under "unix:unnamed", or that
+    none is, instead of "their flows are under unix:unnamed" with no such flow (b7007db); every non-zero miss counter has a line saying
+    what it means and for whom it was counted."""
+    cmd = [sys.executable, MANY, str(tmp_path / "eps"), "5000"]
+    res, doc = run_trace(trace, tmp_path, ["--"] + cmd)
+    assert res.returncode == 0, res.stderr
+    assert doc["endpoint_names_lost"] > 0 and doc["misses"]["flow_map_full"] > 0, doc["misses"]
+    unnamed = flows_at(doc, "unix:unnamed")
+    assert 'flows are under "unix:unnamed"' not in res.stdout, res.stdout[-2000:]
+    if unnamed:  # a few flows of lost names can still find room
+        msgs = sum(f["messages"] for f in unnamed)
+        want = f'{msgs} messages of their flows are in {len(unnamed)} flow'
+    else:
+        want = 'no flow is under "unix:unnamed"'
+    assert want in res.stdout, res.stdout[-2000:]
+    assert "Counted for the processes followed:" in res.stdout, res.stdout[-2000:]
+    for name, n in doc["misses"].items():
+        if n:
+            assert re.search(rf"^  {name} {n}: \S", res.stdout, re.M), (name, res.stdout[-2000:])
