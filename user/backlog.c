@@ -103,12 +103,31 @@ static int bad_usage(const char *fmt, const char *arg)
 	return 0;
 }
 
+/* An option of the watch alone given (the first, by name), or NULL. */
+static const char *watch_option_given(void)
+{
+	return opts.f.netns ? "--netns" : opts.interval_s ? "--interval" : opts.prom_path ?
+	       "--prom" : opts.metrics_addr ? "--metrics" : opts.attach ? "--backlog-attach" :
+	       opts.source_given ? "--backlog-source" : opts.quiet ? "--quiet" : NULL;
+}
+
+/* A filter --trace shares given (the first, by name), or NULL. */
+static const char *filter_option_given(void)
+{
+	return opts.f.n_unix ? "--unix" : opts.f.n_ports ? "--port" : opts.f.n_pids ? "--pid" :
+	       opts.f.cgroup ? "--cgroup" : NULL;
+}
+
 static error_t bl_parse(int key, char *arg, struct argp_state *state)
 {
 	char path[BL_PATH_LEN], why[160], msg[PATH_MAX + 200];
+	static uint64_t given;
+	const char *name;
 	uint32_t len;
 	uint64_t v;
 
+	if (key != OPT_UNIX && key != OPT_PORT && key != OPT_PID)	/* these are repeatable */
+		option_once(bl_options, key, &given);
 	switch (key) {
 	case OPT_BACKLOG:
 		opts.enabled = true;
@@ -188,18 +207,13 @@ static error_t bl_parse(int key, char *arg, struct argp_state *state)
 		opts.quiet = true;
 		break;
 	case ARGP_KEY_END:
-		if (!opts.enabled && trace_requested() && !(opts.interval_s || opts.prom_path ||
-							     opts.metrics_addr || opts.attach ||
-							     opts.quiet || opts.f.netns ||
-							     opts.source_given))
-			break;	/* --trace shares --unix, --port, --pid and --cgroup */
-		if (!opts.enabled && (opts.f.n_unix || opts.f.n_ports || opts.f.n_pids ||
-				      opts.interval_s || opts.prom_path || opts.metrics_addr ||
-				      opts.attach || opts.quiet || opts.f.netns || opts.f.cgroup ||
-				      opts.source_given))
-			bad_usage("--unix, --port, --pid, --netns, --cgroup, --interval, --prom, "
-				  "--metrics, --backlog-attach, --backlog-source and --quiet need "
-				  "--backlog", NULL);
+		if (opts.enabled)
+			break;
+		if ((name = watch_option_given()))
+			bad_usage(trace_requested() ? "--trace does not take %s (an option of --backlog "
+				  "only)" : "%s needs --backlog", name);
+		if (!trace_requested() && (name = filter_option_given()))
+			bad_usage("%s needs --backlog or --trace", name);
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;

@@ -231,7 +231,7 @@ def test_metrics_usage_and_bind_errors(udsprobe, procs, tmp_path):
         assert f"--metrics: '{bad}' is not ADDR:PORT" in res.stderr
     res = subprocess.run([udsprobe, "--metrics", "127.0.0.1:9464"], capture_output=True,
                          text=True, timeout=10)
-    assert res.returncode == 2 and "need --backlog" in res.stderr
+    assert res.returncode == 2 and "--metrics needs --backlog" in res.stderr
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
