@@ -32,6 +32,7 @@
 #include "backlog_table.h"
 #include "metrics_http.h"
 #include "trace.h"
+#include "outfile.h"
 #include "util.h"
 
 #define SAMPLE_NS	100000000ull	/* queue sampling period */
@@ -293,7 +294,7 @@ static bool has_bpf_caps(void)
 static int check_args(struct bl_loop *r, enum attach_mode attach, enum attach_mode *want)
 {
 	char msg[256];
-	int m;
+	int m, err;
 
 	*want = attach;
 	if (opts.attach) {
@@ -323,8 +324,11 @@ static int check_args(struct bl_loop *r, enum attach_mode attach, enum attach_mo
 		return 1;
 	}
 	if (opts.metrics_addr &&
-	    metrics_http_open(opts.metrics_addr, &r->http, msg, sizeof(msg))) {
-		fprintf(stderr, "udsprobe: cannot serve --metrics %s: %s\n", opts.metrics_addr, msg);
+	    (err = metrics_http_open(opts.metrics_addr, &r->http, msg, sizeof(msg)))) {
+		fprintf(stderr, "udsprobe: cannot serve --metrics %s: %s%s\n", opts.metrics_addr, msg,
+			err == -EADDRINUSE ? "; another process listens there (ss -ltnp names it): "
+			"stop it or give --metrics another port" : err == -EADDRNOTAVAIL ?
+			"; no interface of this host has that address" : "");
 		return 1;
 	}
 	if (r->json_path && !strcmp(r->json_path, "-")) {
@@ -396,7 +400,7 @@ static int start(struct bl_loop *r, enum attach_mode want)
 		fprintf(r->out, "note: AF_UNIX queue depth on arrival is not seen in tracepoint mode "
 			"here: %s; it shows as n/a, accept waits are measured from connect's return; "
 			"use --backlog-attach kprobe or fentry to see it\n", s->run.unix_depth_missing);
-	fflush(r->out);
+	fflush_noted(r->out);
 	return 0;
 }
 
@@ -459,9 +463,10 @@ static bool output_gone(struct bl_loop *r)
 
 	if (!f)
 		return false;
-	fprintf(stderr, "udsprobe: --backlog: writing %s failed (a closed pipe or a full disk); "
-		"stopping\n", f == stdout ? "to standard output" : f == stderr ? "to standard error" :
-		r->json_path);
+	fprintf(stderr, "udsprobe: --backlog: writing %s failed (%s); stopping\n",
+		f == stdout ? "to standard output" : f == stderr ? "to standard error" : r->json_path,
+		f == stdout && stdout_errno() ? strerror(stdout_errno()) :
+		"a closed pipe or a full disk");
 	__fpurge(f);
 	clearerr(f);
 	r->gone = f;
@@ -527,7 +532,7 @@ static void finish(struct bl_loop *r)
 	if (r->json && r->json != r->gone)
 		bl_json_summary(s, r->json, t);
 	prom_write(r);
-	if (r->json && r->json != r->gone && (ferror(r->json) || fflush(r->json))) {
+	if (r->json && r->json != r->gone && (ferror(r->json) || fflush_noted(r->json))) {
 		fprintf(stderr, "udsprobe: writing --json %s failed\n", r->json_path);
 		r->write_failed = true;
 	}

@@ -184,8 +184,8 @@ static int setup(struct program_compare *pc)
 	 * php-fpm pools, nginx workers) but not list the directory */
 	err = tmpdir_create(&pc->dir, "udsprobe-compare", 0711);
 	if (err) {
-		fprintf(stderr, "udsprobe: --compare: cannot create a private directory in /tmp: %s\n",
-			strerror(-err));
+		tmpdir_say_failure(&pc->dir, "--compare: ", "cannot create a private directory in /tmp",
+				   err);
 		return err;
 	}
 	snprintf(pc->unix_path, sizeof(pc->unix_path), "%s/server.sock", pc->dir.path);

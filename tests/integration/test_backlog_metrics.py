@@ -298,7 +298,8 @@ def test_metrics_usage_and_bind_errors(udsprobe, procs, tmp_path):
                               f"127.0.0.1:{port}"], capture_output=True, text=True, timeout=30)
     assert res.returncode == 1
     assert res.stderr.strip() == (f"udsprobe: cannot serve --metrics 127.0.0.1:{port}: "
-                                  "Address already in use")
+                                  "Address already in use; another process listens there "
+                                  "(ss -ltnp names it): stop it or give --metrics another port")
 
 
 # ---- running it as a service ------------------------------------------------------------

@@ -238,8 +238,10 @@ def test_failure_later_prints_what_completed(spawn):
 # ---- issue 16.13: stdout write failure --------------------------------------------------
 
 @pytest.mark.parametrize("args", [SMALL, ("--list-stages",), ("--help",),
-                                  SMALL + ("--json", "-")], ids=["compare", "list-stages",
-                                                                 "help", "json-stdout"])
+                                  SMALL + ("--json", "-"), ("--backlog", "--duration", "1"),
+                                  ("--backlog", "--duration", "1.5", "--interval", "0.5")],
+                         ids=["compare", "list-stages", "help", "json-stdout", "backlog-summary",
+                              "backlog-intervals"])
 def test_stdout_write_failure_exits_1(udsprobe, args):
     with open("/dev/full", "w") as full:
         res = subprocess.run([udsprobe, *args], stdout=full, stderr=subprocess.PIPE, text=True,
@@ -268,6 +270,38 @@ def test_closed_stdout_exits_1_and_writes_nowhere(udsprobe, args):
     said = [l for l in res.stderr.splitlines() if "standard output" in l]
     assert len(said) == 1 and "Bad file descriptor" in said[0], res.stderr
     assert open(lock, "rb").read() == before, "the report went into the lock file"
+
+
+# ---- issue 36.10: a resource limit is named as such ------------------------------------
+
+def pids_cgroup_dir():
+    """A fresh cgroup of the pids controller (v1 or v2), or None."""
+    v1, v2 = "/sys/fs/cgroup/pids", "/sys/fs/cgroup"
+    if os.path.exists(f"{v1}/cgroup.procs"):
+        return tempfile.mkdtemp(prefix="udsprobe-pids-", dir=v1)
+    ctl = f"{v2}/cgroup.subtree_control"
+    if os.path.exists(ctl) and "pids" in open(ctl).read().split():
+        return tempfile.mkdtemp(prefix="udsprobe-pids-", dir=v2)
+    return None
+
+
+@pytest.mark.parametrize("args", [SMALL, ("--trace", "--duration", "1", "--", "true")],
+                         ids=["compare", "trace-command"])
+def test_process_limit_is_named(udsprobe, args):
+    """With no process left under pids.max, the janitor's fork fails: that is the process
+    limit, not "cannot create a private socket directory in /tmp" (issue 36.10)."""
+    cg = pids_cgroup_dir()
+    if not cg:
+        pytest.skip("no pids cgroup controller to limit")
+    try:
+        script = f'echo $$ > {cg}/cgroup.procs && echo 1 > {cg}/pids.max && exec "$@"'
+        res = subprocess.run(["sh", "-c", script, "sh", udsprobe, *args], capture_output=True,
+                             text=True, timeout=60)
+    finally:
+        os.rmdir(cg)
+    assert res.returncode == 1, res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert "the process limit: pids.max" in lines[-1] and "/tmp" not in res.stderr, res.stderr
 
 
 # ---- issue 16.14: conflicting actions ---------------------------------------------------
