@@ -14,6 +14,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -302,6 +303,40 @@ def test_process_limit_is_named(udsprobe, args):
     assert res.returncode == 1, res.stderr
     lines = res.stderr.strip().splitlines()
     assert "the process limit: pids.max" in lines[-1] and "/tmp" not in res.stderr, res.stderr
+
+
+def memory_cgroup(limit):
+    """A fresh cgroup of the memory controller (v1 or v2) limited to limit bytes, or None."""
+    v1, v2 = "/sys/fs/cgroup/memory", "/sys/fs/cgroup"
+    if os.path.exists(f"{v1}/cgroup.procs"):
+        cg = tempfile.mkdtemp(prefix="udsprobe-mem-", dir=v1)
+        Path(f"{cg}/memory.limit_in_bytes").write_text(str(limit))
+        return cg
+    ctl = f"{v2}/cgroup.subtree_control"
+    if os.path.exists(ctl) and "memory" in open(ctl).read().split():
+        cg = tempfile.mkdtemp(prefix="udsprobe-mem-", dir=v2)
+        Path(f"{cg}/memory.max").write_text(str(limit))
+        return cg
+    return None
+
+
+def test_memory_limit_is_named(udsprobe):
+    """Under a 24 MB memory limit every attach mode failed to load with ENOMEM and the kernel
+    was blamed ("no attach mode works on this kernel"): the memory limit is named."""
+    cg = memory_cgroup(24_000_000)
+    if not cg:
+        pytest.skip("no memory cgroup controller to limit")
+    try:
+        script = f'echo $$ > {cg}/cgroup.procs && exec "$@"'
+        res = subprocess.run(["sh", "-c", script, "sh", udsprobe, "--trace", "--duration", "1"],
+                             capture_output=True, text=True, timeout=60)
+    finally:
+        os.rmdir(cg)
+    if res.returncode == 0:
+        pytest.skip("the BPF programs loaded within 24 MB here: nothing to name")
+    assert res.returncode == 1, (res.returncode, res.stderr)
+    assert "not enough memory to load the BPF programs (a memory limit" in res.stderr, res.stderr
+    assert "no attach mode works" not in res.stderr, res.stderr
 
 
 # ---- issue 16.14: conflicting actions ---------------------------------------------------
