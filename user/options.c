@@ -42,6 +42,7 @@ struct parse_state {
 	/* options given that only some actions take: name and mask of those actions */
 	struct { const char *name; unsigned actions; } scoped[16];
 	int n_scoped;
+	uint64_t given;		/* option_once(): opts[] entries given */
 };
 
 const char *argp_program_version = "udsprobe " UDSPROBE_VERSION;
@@ -177,10 +178,23 @@ static int lookup(const char *name, const char *const *names, int n)
 	return -1;
 }
 
+/* split_list for option opt: an empty item ("1,,2") said here; else the count or -E2BIG. */
+static int list_items(const char *opt, char *arg, char **items, int max)
+{
+	char msg[PATH_MAX];
+	int n = split_list(arg, items, max);
+
+	if (n == -EINVAL && *arg) {
+		snprintf(msg, sizeof(msg), "%s: '%s' has an empty item (a comma too many)", opt, arg);
+		usage_error("%s", msg);
+	}
+	return n;
+}
+
 static void parse_name_list(const char *opt, char *arg, const char *const *names, int n, bool *out)
 {
 	char *items[16];
-	int i, k, cnt = split_list(arg, items, ARRAY_SIZE(items));
+	int i, k, cnt = list_items(opt, arg, items, ARRAY_SIZE(items));
 
 	if (cnt <= 0)
 		usage_error("%s needs a comma-separated list", opt);
@@ -254,7 +268,7 @@ static void note_scoped(struct parse_state *ps, int key)
 static void parse_sizes(struct compare_opts *cmp, char *arg)
 {
 	char *items[MAX_SIZES + 1];
-	int i, n = split_list(arg, items, ARRAY_SIZE(items));
+	int i, n = list_items("--size", arg, items, ARRAY_SIZE(items));
 
 	if (n <= 0 || n > MAX_SIZES)
 		usage_error("--size takes 1 to 16 sizes, e.g. 64,4K,1M", NULL);
@@ -268,7 +282,7 @@ static void parse_sizes(struct compare_opts *cmp, char *arg)
 static void parse_thinks(struct compare_opts *cmp, char *arg)
 {
 	char *items[MAX_THINKS + 1];
-	int i, j, n = split_list(arg, items, ARRAY_SIZE(items));
+	int i, j, n = list_items("--think", arg, items, ARRAY_SIZE(items));
 
 	if (n <= 0 || n > MAX_THINKS)
 		usage_error("--think takes 1 to 8 durations, e.g. 0,10us,100us,1ms", NULL);
@@ -329,6 +343,7 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 	int i;
 
 	note_scoped(ps, key);
+	option_once(opts, key, &ps->given);
 	switch (key) {
 	case 'h':
 		argp_state_help(state, stdout, ARGP_HELP_STD_HELP);
@@ -469,7 +484,8 @@ static int check_programs(const struct parse_state *ps)
 	int i;
 
 	if (ps->opts->action != ACT_COMPARE) {
-		fprintf(stderr, "udsprobe: --server, --client-unix and --client-tcp need --compare\n"
+		fprintf(stderr, "udsprobe: --server, --client-unix, --client-tcp and --ready-timeout "
+			"need --compare\n"
 			"Try 'udsprobe --help' for more information.\n");
 		return -EINVAL;
 	}
@@ -480,7 +496,7 @@ static int check_programs(const struct parse_state *ps)
 				"Try 'udsprobe --help' for more information.\n", ps->scoped[i].name);
 			return -EINVAL;
 		}
-	return 0;
+	return programs_check();
 }
 
 /* An option the chosen action does not take: -EINVAL after naming both. */

@@ -576,14 +576,14 @@ def test_nginx_php_fpm_tcp_attributed_to_listener(udsprobe, attach_mode, procs, 
     (["--backlog", "--port", "http"], "--port: 'http' is not a port number"),
     (["--backlog", "--pid", "-3"], "--pid: '-3' is not a process id"),
     (["--backlog", "--interval", "0"], "--interval: '0' is not a number of seconds"),
-    (["--unix", "/tmp/x.sock"], "need --backlog"),
+    (["--unix", "/tmp/x.sock"], "--unix needs --backlog or --trace"),
     (["--backlog", "--compare"], "--backlog and --compare exclude each other"),
     (["--backlog", "--backlog-attach", "magic"], "unknown mode 'magic'"),
     (["--backlog", "--attach", "tracepoint", "--backlog-attach", "magic"], "unknown mode 'magic'"),
     (["--backlog", "--attach", "tracepoint", "--backlog-attach", "kprobe"],
      "--attach tracepoint and --backlog-attach kprobe disagree"),
     (["--backlog", "--backlog-source", "proc"], "--backlog-source: 'proc' is not auto, iter or diag"),
-    (["--backlog-source", "diag"], "need --backlog"),
+    (["--backlog-source", "diag"], "--backlog-source needs --backlog"),
 ])
 def test_usage_errors(udsprobe, args, msg):
     r = subprocess.run([udsprobe, *args], capture_output=True, text=True, timeout=30)

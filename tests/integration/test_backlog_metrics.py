@@ -5,10 +5,12 @@ own TSDB in a temp dir on a free 127.0.0.1 port, and kills it by PID at teardown
 """
 import json
 import os
+import re
 import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -198,9 +200,9 @@ def test_metrics_http_paths_and_bounds(udsprobe, procs, bins, tmp_path):
     except urllib.error.HTTPError as e:
         assert e.code == 405 and e.headers["Allow"] == "GET, HEAD"
 
-    # Silent clients, more than the connection table holds (16), stay open: a new client
-    # replaces the longest idle, so an oversized head still gets its 431 and a GET its 200.
-    silent = [socket.create_connection(("127.0.0.1", mport)) for _ in range(20)]
+    # Silent clients, more than the connection table holds (64), stay open: one silent for
+    # 1 s makes room for a new client, so an oversized head still gets its 431 and a GET its 200.
+    silent = [socket.create_connection(("127.0.0.1", mport)) for _ in range(70)]
     time.sleep(0.3)
     big = socket.create_connection(("127.0.0.1", mport))
     big.sendall(b"GET /metrics HTTP/1.1\r\nX: " + b"a" * 9000 + b"\r\n\r\n")
@@ -222,6 +224,62 @@ def test_metrics_http_paths_and_bounds(udsprobe, procs, bins, tmp_path):
     stop_udsprobe(u, jl)
 
 
+def raw_request(port, data, timeout=15):
+    """Send data, read to EOF: the bytes answered (b"" when closed without an answer)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(data)
+        out = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                return out
+            out += chunk
+
+
+def test_metrics_http_answers_bad_requests_at_once(udsprobe, procs, tmp_path):
+    """Binary bytes (a TLS hello) or a NUL in the path: 400, not silence until the 5 s idle
+    timeout; a long query string is ignored, as Prometheus' own exporters do (issue 36.11)."""
+    mport = free_port()
+    u, jl = start_udsprobe(udsprobe, procs, tmp_path, ["--metrics", f"127.0.0.1:{mport}"])
+    tls_hello = bytes.fromhex("160301020001000001fc0303") + os.urandom(32)
+    for bad in (tls_hello, b"GET /met\0rics HTTP/1.1\r\n\r\n", b"\xff\xfe GET /metrics\r\n\r\n"):
+        reply = raw_request(mport, bad)
+        assert reply.startswith(b"HTTP/1.1 400 Bad Request\r\n"), (bad, reply)
+    reply = raw_request(mport, b"GET /metrics?" + b"a" * 300 + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert reply.startswith(b"HTTP/1.1 200 OK\r\n") and b"udsprobe_backlog_" in reply, reply[:200]
+    stop_udsprobe(u, jl)
+
+
+def test_metrics_http_serves_every_concurrent_scrape(udsprobe, procs, tmp_path):
+    """200 scrapes at once: each gets a whole 200 (a new connection replaced one whose complete
+    request was still waiting: 31-138 resets or empty replies per run; issue 36.6)."""
+    mport = free_port()
+    u, jl = start_udsprobe(udsprobe, procs, tmp_path, ["--metrics", f"127.0.0.1:{mport}"])
+    n, start = 200, threading.Barrier(200)
+    replies = [None] * n
+
+    def scrape(i):
+        start.wait()
+        try:
+            replies[i] = raw_request(mport, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", 60)
+        except OSError as e:
+            replies[i] = repr(e).encode()
+    threads = [threading.Thread(target=scrape, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    bad = []
+    for r in replies:
+        head, _, body = r.partition(b"\r\n\r\n")
+        length = re.search(rb"\r\nContent-Length: (\d+)\r\n", head + b"\r\n")
+        if not (head.startswith(b"HTTP/1.1 200 OK") and length and body and
+                len(body) == int(length[1])):
+            bad.append(r[:80])
+    assert not bad, f"{len(bad)} of {n} scrapes not a whole 200: {bad[:5]}"
+    stop_udsprobe(u, jl)
+
+
 def test_metrics_usage_and_bind_errors(udsprobe, procs, tmp_path):
     """Bad ADDR:PORT is exit 2; a port in use is exit 1 with the reason."""
     for bad in ("9464", "localhost:9464", "127.0.0.1:0", "127.0.0.1:70000", "[::1:9464"):
@@ -231,7 +289,7 @@ def test_metrics_usage_and_bind_errors(udsprobe, procs, tmp_path):
         assert f"--metrics: '{bad}' is not ADDR:PORT" in res.stderr
     res = subprocess.run([udsprobe, "--metrics", "127.0.0.1:9464"], capture_output=True,
                          text=True, timeout=10)
-    assert res.returncode == 2 and "need --backlog" in res.stderr
+    assert res.returncode == 2 and "--metrics needs --backlog" in res.stderr
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
@@ -240,7 +298,8 @@ def test_metrics_usage_and_bind_errors(udsprobe, procs, tmp_path):
                               f"127.0.0.1:{port}"], capture_output=True, text=True, timeout=30)
     assert res.returncode == 1
     assert res.stderr.strip() == (f"udsprobe: cannot serve --metrics 127.0.0.1:{port}: "
-                                  "Address already in use")
+                                  "Address already in use; another process listens there "
+                                  "(ss -ltnp names it): stop it or give --metrics another port")
 
 
 # ---- running it as a service ------------------------------------------------------------

@@ -213,9 +213,9 @@ def test_filters_exclude_everything_else(udsprobe, attach_mode, procs, world_dir
     (["--backlog", "--netns", "/proc/self/ns/mnt"], "not a network namespace"),
     (["--backlog", "--cgroup", "/tmp"], "not a directory of the cgroup v2 hierarchy"),
     (["--backlog", "--cgroup", "/nonexistent"], "--cgroup: '/nonexistent': No such file"),
-    (["--netns", "/proc/self/ns/net"], "need --backlog"),
-    (["--cgroup", "@ROOT@"], "need --backlog"),
-    (["--trace", "--netns", "/proc/self/ns/net"], "need --backlog"),
+    (["--netns", "/proc/self/ns/net"], "--netns needs --backlog"),
+    (["--cgroup", "@ROOT@"], "--cgroup needs --backlog or --trace"),
+    (["--trace", "--netns", "/proc/self/ns/net"], "--trace does not take --netns"),
     (["--trace", "--cgroup", "/tmp"], "not a directory of the cgroup v2 hierarchy"),
 ])
 def test_ns_usage_errors(udsprobe, args, msg):

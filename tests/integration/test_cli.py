@@ -104,6 +104,54 @@ def test_bad_usage_exits_2(run, args, word):
     assert word in lines[0], f"reason does not name '{word}': {lines[0]}"
 
 
+# issue 36.9: each reason names the option at fault; a repeated option is not silently the last
+QUICK = ["--compare", "--no-trace", "--mode", "pingpong", "--count", "10"]
+PROGS = ["--compare", "--client-unix", "true", "--client-tcp", "true", "--ready-timeout", "1"]
+NAMED = [
+    (["--trace", "--metrics", "127.0.0.1:9464", "--duration", "1"],
+     "--trace does not take --metrics (an option of --backlog only)"),
+    (["--trace", "--netns", "/proc/self/ns/net"], "--trace does not take --netns"),
+    (["--metrics", "127.0.0.1:9464"], "--metrics needs --backlog"),
+    (["--unix", "/tmp/x.sock"], "--unix needs --backlog or --trace"),
+    (["--trace", "--server", "x {unix}", "--duration", "1"], "need --compare"),
+    (["--trace", "--ready-timeout", "3", "--duration", "1"], "need --compare"),
+    (["--trace", "--"], "nothing after '--'"),
+    (["--trace", "--duration", "1", "--duration", "0.5"], "--duration is given twice"),
+    (QUICK + ["--json", "a.json", "--json", "b.json"], "--json is given twice"),
+    (QUICK + ["--out", "a", "--out", "b"], "--out is given twice"),
+    (QUICK + ["--attach", "auto", "--attach", "tracepoint"], "--attach is given twice"),
+    (["--backlog", "--duration", "0.5", "--metrics", "127.0.0.1:1", "--metrics", "[::1]:2"],
+     "--metrics is given twice"),
+    (["--backlog", "--duration", "0.5", "--prom", "a.prom", "--prom", "b.prom"],
+     "--prom is given twice"),
+    (PROGS + ["--server", "sleep 1 {unix}", "--server", "sleep 2 {unix}"],
+     "--server is given twice"),
+    (["--trace", "--duration", "0.5", "--slower-than", "1ms", "--slower-than", "2ms"],
+     "--slower-than is given twice"),
+    (QUICK + ["--size", "1,,2"], "--size: '1,,2' has an empty item"),
+    (QUICK + ["--size", "64,"], "--size: '64,' has an empty item"),
+    (["--compare", "--no-trace", "--count", "10", "--mode", "pingpong,,stream"],
+     "--mode: 'pingpong,,stream' has an empty item"),
+]
+
+
+@pytest.mark.parametrize("args,reason", NAMED, ids=[" ".join(a) for a, _ in NAMED])
+def test_usage_error_names_what_is_wrong(udsprobe, tmp_path, args, reason):
+    """--trace --metrics blamed --unix, --port, --pid, --cgroup (which --trace takes);
+    --trace --server asked for the client options; --trace -- ran until Ctrl-C; a repeated
+    option kept its last value; --size 1,,2 was read as 1,2."""
+    try:
+        res = subprocess.run([udsprobe, *args], capture_output=True, text=True, timeout=20,
+                             cwd=tmp_path)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"still running after 20 s: {args}")
+    assert res.returncode == 2, (res.returncode, res.stderr)
+    assert res.stdout == ""
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) <= 2 and reason in lines[0], res.stderr
+    assert list(tmp_path.iterdir()) == [], "a usage error wrote files"
+
+
 def run_as_nobody(binary, *args):
     if os.geteuid() != 0:
         pytest.skip("needs root to switch to uid 65534")

@@ -14,6 +14,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -238,8 +239,10 @@ def test_failure_later_prints_what_completed(spawn):
 # ---- issue 16.13: stdout write failure --------------------------------------------------
 
 @pytest.mark.parametrize("args", [SMALL, ("--list-stages",), ("--help",),
-                                  SMALL + ("--json", "-")], ids=["compare", "list-stages",
-                                                                 "help", "json-stdout"])
+                                  SMALL + ("--json", "-"), ("--backlog", "--duration", "1"),
+                                  ("--backlog", "--duration", "1.5", "--interval", "0.5")],
+                         ids=["compare", "list-stages", "help", "json-stdout", "backlog-summary",
+                              "backlog-intervals"])
 def test_stdout_write_failure_exits_1(udsprobe, args):
     with open("/dev/full", "w") as full:
         res = subprocess.run([udsprobe, *args], stdout=full, stderr=subprocess.PIPE, text=True,
@@ -268,6 +271,72 @@ def test_closed_stdout_exits_1_and_writes_nowhere(udsprobe, args):
     said = [l for l in res.stderr.splitlines() if "standard output" in l]
     assert len(said) == 1 and "Bad file descriptor" in said[0], res.stderr
     assert open(lock, "rb").read() == before, "the report went into the lock file"
+
+
+# ---- issue 36.10: a resource limit is named as such ------------------------------------
+
+def pids_cgroup_dir():
+    """A fresh cgroup of the pids controller (v1 or v2), or None."""
+    v1, v2 = "/sys/fs/cgroup/pids", "/sys/fs/cgroup"
+    if os.path.exists(f"{v1}/cgroup.procs"):
+        return tempfile.mkdtemp(prefix="udsprobe-pids-", dir=v1)
+    ctl = f"{v2}/cgroup.subtree_control"
+    if os.path.exists(ctl) and "pids" in open(ctl).read().split():
+        return tempfile.mkdtemp(prefix="udsprobe-pids-", dir=v2)
+    return None
+
+
+@pytest.mark.parametrize("args", [SMALL, ("--trace", "--duration", "1", "--", "true")],
+                         ids=["compare", "trace-command"])
+def test_process_limit_is_named(udsprobe, args):
+    """With no process left under pids.max, the janitor's fork fails: that is the process
+    limit, not "cannot create a private socket directory in /tmp" (issue 36.10)."""
+    cg = pids_cgroup_dir()
+    if not cg:
+        pytest.skip("no pids cgroup controller to limit")
+    try:
+        script = f'echo $$ > {cg}/cgroup.procs && echo 1 > {cg}/pids.max && exec "$@"'
+        res = subprocess.run(["sh", "-c", script, "sh", udsprobe, *args], capture_output=True,
+                             text=True, timeout=60)
+    finally:
+        os.rmdir(cg)
+    assert res.returncode == 1, res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert "the process limit: pids.max" in lines[-1] and "/tmp" not in res.stderr, res.stderr
+
+
+def memory_cgroup(limit):
+    """A fresh cgroup of the memory controller (v1 or v2) limited to limit bytes, or None."""
+    v1, v2 = "/sys/fs/cgroup/memory", "/sys/fs/cgroup"
+    if os.path.exists(f"{v1}/cgroup.procs"):
+        cg = tempfile.mkdtemp(prefix="udsprobe-mem-", dir=v1)
+        Path(f"{cg}/memory.limit_in_bytes").write_text(str(limit))
+        return cg
+    ctl = f"{v2}/cgroup.subtree_control"
+    if os.path.exists(ctl) and "memory" in open(ctl).read().split():
+        cg = tempfile.mkdtemp(prefix="udsprobe-mem-", dir=v2)
+        Path(f"{cg}/memory.max").write_text(str(limit))
+        return cg
+    return None
+
+
+def test_memory_limit_is_named(udsprobe):
+    """Under a 24 MB memory limit every attach mode failed to load with ENOMEM and the kernel
+    was blamed ("no attach mode works on this kernel"): the memory limit is named."""
+    cg = memory_cgroup(24_000_000)
+    if not cg:
+        pytest.skip("no memory cgroup controller to limit")
+    try:
+        script = f'echo $$ > {cg}/cgroup.procs && exec "$@"'
+        res = subprocess.run(["sh", "-c", script, "sh", udsprobe, "--trace", "--duration", "1"],
+                             capture_output=True, text=True, timeout=60)
+    finally:
+        os.rmdir(cg)
+    if res.returncode == 0:
+        pytest.skip("the BPF programs loaded within 24 MB here: nothing to name")
+    assert res.returncode == 1, (res.returncode, res.stderr)
+    assert "not enough memory to load the BPF programs (a memory limit" in res.stderr, res.stderr
+    assert "no attach mode works" not in res.stderr, res.stderr
 
 
 # ---- issue 16.14: conflicting actions ---------------------------------------------------

@@ -382,6 +382,29 @@ def test_hostile_process_names_are_escaped(trace, tmp_path):
         assert re.fullmatch(r"[A-Za-z0-9._-]+", f.name), f.name
 
 
+def test_comm_takes_the_name_as_the_report_prints_it(trace, tmp_path):
+    """--comm with the escaped name the report prints (\\xHH, \\\\) selects that process, as
+    --unix takes escapes (the raw bytes cannot be typed); issue 36.9. The pair runs outside
+    udsprobe: a -- COMMAND would be followed whatever --comm says."""
+    escaped, other = "../../\\x1b[31m", 'x"y\\\\\\x01\\xff\\xc3</svg>'
+    out = tmp_path / "t.json"
+    p = subprocess.Popen(trace + ["--comm", escaped, "--duration", "30", "--json", str(out)],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        assert "tracing" in p.stderr.readline()     # attached: "tracing for --duration"
+        subprocess.run([sys.executable, "-c", HOSTILE_NAMES], check=True, timeout=60)
+        p.send_signal(signal.SIGINT)
+        err = p.communicate(timeout=60)[1]
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 0, err
+    doc = json.loads(out.read_text())
+    pairs = {(f["sender"]["comm"], f["receiver"]["comm"]): f["messages"] for f in doc["flows"]}
+    assert pairs == {(escaped, other): 200, (other, escaped): 200}, pairs
+
+
 def test_command_that_ignores_sigterm_is_killed(trace, tmp_path):
     """Ctrl-C: the command gets SIGTERM, then SIGKILL 2 s later; udsprobe does not wait for
     it to end by itself."""

@@ -219,14 +219,18 @@ TEST(util_split_list)
 	strcpy(buf, "one");
 	CHECK_INT(split_list(buf, items, 4), 1);
 	CHECK_STR(items[0], "one");
-	strcpy(buf, ",x,,y,");	/* empty items are skipped */
-	CHECK_INT(split_list(buf, items, 4), 2);
-	CHECK_STR(items[0], "x");
-	CHECK_STR(items[1], "y");
+	/* an empty item is an error, the list untouched (--size 1,,2 was read as 1,2) */
+	strcpy(buf, "1,,2");
+	CHECK_INT(split_list(buf, items, 4), -EINVAL);
+	CHECK_STR(buf, "1,,2");
+	strcpy(buf, ",x");
+	CHECK_INT(split_list(buf, items, 4), -EINVAL);
+	strcpy(buf, "x,");
+	CHECK_INT(split_list(buf, items, 4), -EINVAL);
 	strcpy(buf, "");
-	CHECK_INT(split_list(buf, items, 4), 0);
+	CHECK_INT(split_list(buf, items, 4), -EINVAL);
 	strcpy(buf, ",,,");
-	CHECK_INT(split_list(buf, items, 4), 0);
+	CHECK_INT(split_list(buf, items, 4), -EINVAL);
 	strcpy(buf, "1,2,3,4");
 	CHECK_INT(split_list(buf, items, 4), 4);
 	strcpy(buf, "1,2,3,4,5");

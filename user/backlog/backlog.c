@@ -32,6 +32,7 @@
 #include "backlog_table.h"
 #include "metrics_http.h"
 #include "trace.h"
+#include "outfile.h"
 #include "util.h"
 
 #define SAMPLE_NS	100000000ull	/* queue sampling period */
@@ -103,12 +104,31 @@ static int bad_usage(const char *fmt, const char *arg)
 	return 0;
 }
 
+/* An option of the watch alone given (the first, by name), or NULL. */
+static const char *watch_option_given(void)
+{
+	return opts.f.netns ? "--netns" : opts.interval_s ? "--interval" : opts.prom_path ?
+	       "--prom" : opts.metrics_addr ? "--metrics" : opts.attach ? "--backlog-attach" :
+	       opts.source_given ? "--backlog-source" : opts.quiet ? "--quiet" : NULL;
+}
+
+/* A filter --trace shares given (the first, by name), or NULL. */
+static const char *filter_option_given(void)
+{
+	return opts.f.n_unix ? "--unix" : opts.f.n_ports ? "--port" : opts.f.n_pids ? "--pid" :
+	       opts.f.cgroup ? "--cgroup" : NULL;
+}
+
 static error_t bl_parse(int key, char *arg, struct argp_state *state)
 {
 	char path[BL_PATH_LEN], why[160], msg[PATH_MAX + 200];
+	static uint64_t given;
+	const char *name;
 	uint32_t len;
 	uint64_t v;
 
+	if (key != OPT_UNIX && key != OPT_PORT && key != OPT_PID)	/* these are repeatable */
+		option_once(bl_options, key, &given);
 	switch (key) {
 	case OPT_BACKLOG:
 		opts.enabled = true;
@@ -188,18 +208,13 @@ static error_t bl_parse(int key, char *arg, struct argp_state *state)
 		opts.quiet = true;
 		break;
 	case ARGP_KEY_END:
-		if (!opts.enabled && trace_requested() && !(opts.interval_s || opts.prom_path ||
-							     opts.metrics_addr || opts.attach ||
-							     opts.quiet || opts.f.netns ||
-							     opts.source_given))
-			break;	/* --trace shares --unix, --port, --pid and --cgroup */
-		if (!opts.enabled && (opts.f.n_unix || opts.f.n_ports || opts.f.n_pids ||
-				      opts.interval_s || opts.prom_path || opts.metrics_addr ||
-				      opts.attach || opts.quiet || opts.f.netns || opts.f.cgroup ||
-				      opts.source_given))
-			bad_usage("--unix, --port, --pid, --netns, --cgroup, --interval, --prom, "
-				  "--metrics, --backlog-attach, --backlog-source and --quiet need "
-				  "--backlog", NULL);
+		if (opts.enabled)
+			break;
+		if ((name = watch_option_given()))
+			bad_usage(trace_requested() ? "--trace does not take %s (an option of --backlog "
+				  "only)" : "%s needs --backlog", name);
+		if (!trace_requested() && (name = filter_option_given()))
+			bad_usage("%s needs --backlog or --trace", name);
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -279,7 +294,7 @@ static bool has_bpf_caps(void)
 static int check_args(struct bl_loop *r, enum attach_mode attach, enum attach_mode *want)
 {
 	char msg[256];
-	int m;
+	int m, err;
 
 	*want = attach;
 	if (opts.attach) {
@@ -309,8 +324,11 @@ static int check_args(struct bl_loop *r, enum attach_mode attach, enum attach_mo
 		return 1;
 	}
 	if (opts.metrics_addr &&
-	    metrics_http_open(opts.metrics_addr, &r->http, msg, sizeof(msg))) {
-		fprintf(stderr, "udsprobe: cannot serve --metrics %s: %s\n", opts.metrics_addr, msg);
+	    (err = metrics_http_open(opts.metrics_addr, &r->http, msg, sizeof(msg)))) {
+		fprintf(stderr, "udsprobe: cannot serve --metrics %s: %s%s\n", opts.metrics_addr, msg,
+			err == -EADDRINUSE ? "; another process listens there (ss -ltnp names it): "
+			"stop it or give --metrics another port" : err == -EADDRNOTAVAIL ?
+			"; no interface of this host has that address" : "");
 		return 1;
 	}
 	if (r->json_path && !strcmp(r->json_path, "-")) {
@@ -382,7 +400,7 @@ static int start(struct bl_loop *r, enum attach_mode want)
 		fprintf(r->out, "note: AF_UNIX queue depth on arrival is not seen in tracepoint mode "
 			"here: %s; it shows as n/a, accept waits are measured from connect's return; "
 			"use --backlog-attach kprobe or fentry to see it\n", s->run.unix_depth_missing);
-	fflush(r->out);
+	fflush_noted(r->out);
 	return 0;
 }
 
@@ -445,9 +463,10 @@ static bool output_gone(struct bl_loop *r)
 
 	if (!f)
 		return false;
-	fprintf(stderr, "udsprobe: --backlog: writing %s failed (a closed pipe or a full disk); "
-		"stopping\n", f == stdout ? "to standard output" : f == stderr ? "to standard error" :
-		r->json_path);
+	fprintf(stderr, "udsprobe: --backlog: writing %s failed (%s); stopping\n",
+		f == stdout ? "to standard output" : f == stderr ? "to standard error" : r->json_path,
+		f == stdout && stdout_errno() ? strerror(stdout_errno()) :
+		"a closed pipe or a full disk");
 	__fpurge(f);
 	clearerr(f);
 	r->gone = f;
@@ -513,7 +532,7 @@ static void finish(struct bl_loop *r)
 	if (r->json && r->json != r->gone)
 		bl_json_summary(s, r->json, t);
 	prom_write(r);
-	if (r->json && r->json != r->gone && (ferror(r->json) || fflush(r->json))) {
+	if (r->json && r->json != r->gone && (ferror(r->json) || fflush_noted(r->json))) {
 		fprintf(stderr, "udsprobe: writing --json %s failed\n", r->json_path);
 		r->write_failed = true;
 	}

@@ -360,8 +360,8 @@ int bl_bpf_setup(struct bl_bpf *b, enum attach_mode want)
 	}
 	err = attach_choose(want, mode_try, &t, &b->mode, b->why, sizeof(b->why));
 	if (err) {
-		fprintf(stderr, "udsprobe: no attach mode works on this kernel (%s)\n", b->why);
-		return -ENOTSUP;
+		fprintf(stderr, "udsprobe: %s (%s)\n", attach_failure(err), b->why);
+		return err == -ENOMEM ? err : -ENOTSUP;
 	}
 	return 0;
 }

@@ -7,6 +7,7 @@
 
 #include "backlog_out.h"
 #include "json_writer.h"
+#include "outfile.h"
 #include "util.h"
 
 static void fmt_owner(const struct listener *l, char *buf, size_t len)	/* len >= COMM_TXT + 16 */
@@ -140,7 +141,7 @@ void bl_print_interval(struct bl_state *s, FILE *out, double t)
 		fprintf(out, "%-8s no overflows, no queued connections (%.0f s)\n", tbuf, t);
 		s->lines_since_header = 0;	/* next active line gets a header */
 	}
-	fflush(out);
+	fflush_noted(out);
 }
 
 static void json_listener_common(struct jw *w, const struct listener *l)
@@ -291,7 +292,7 @@ void bl_json_interval(struct bl_state *s, FILE *f, double t)
 	jw_u64(&w, "clients_folded", s->clients_folded);
 	jw_u64(&w, "accepts_unattributed", s->waits_unattributed);
 	jw_obj_end(&w);
-	fflush(f);
+	fflush_noted(f);
 }
 
 void bl_json_summary(struct bl_state *s, FILE *f, double t)
@@ -342,7 +343,7 @@ void bl_json_summary(struct bl_state *s, FILE *f, double t)
 	jw_u64(&w, "listeners_folded_overflows", s->folded_overflows);
 	jw_u64(&w, "somaxconn", s->somaxconn);
 	jw_obj_end(&w);
-	fflush(f);
+	fflush_noted(f);
 }
 
 /*
@@ -568,6 +569,6 @@ void bl_print_summary(struct bl_state *s, FILE *out, double t)
 		fprintf(out, "\nNo listen queue overflowed%s.\n",
 			s->netstat_ok && s->netstat[0] != s->netstat0[0] ?
 			" among the watched listeners (ListenOverflows rose elsewhere)" : "");
-	fflush(out);
+	fflush_noted(out);
 }
 

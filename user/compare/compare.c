@@ -296,8 +296,8 @@ int compare_run(const struct compare_opts *opts, struct comparison *cmp)
 	}
 	err = tmpdir_create(&sockdir, "udsprobe", 0700);
 	if (err) {
-		fprintf(stderr, "udsprobe: cannot create a private socket directory in /tmp: %s\n",
-			strerror(-err));
+		tmpdir_say_failure(&sockdir, "", "cannot create a private socket directory in /tmp",
+				   err);
 		goto out;
 	}
 	for (p = 0; p < CPU__COUNT; p++) {

@@ -31,6 +31,7 @@
 static struct {
 	const char *server, *client[PG__COUNT];
 	double ready_timeout_s;
+	bool ready_timeout_given;
 } popts = { .ready_timeout_s = 10 };
 
 enum { OPT_SERVER = 1300, OPT_CLIENT_UNIX, OPT_CLIENT_TCP, OPT_READY_TIMEOUT };
@@ -52,7 +53,10 @@ static const struct argp_option pg_options[] = {
 
 static error_t pg_parse(int key, char *arg, struct argp_state *state)
 {
+	static uint64_t given;
+
 	(void)state;
+	option_once(pg_options, key, &given);
 	switch (key) {
 	case OPT_SERVER:
 	case OPT_CLIENT_UNIX:
@@ -71,21 +75,7 @@ static error_t pg_parse(int key, char *arg, struct argp_state *state)
 				"(0, 600]\n", arg);
 			exit(2);
 		}
-		break;
-	case ARGP_KEY_END:
-		if ((popts.server || popts.client[PG_UNIX] || popts.client[PG_TCP]) &&
-		    (!popts.client[PG_UNIX] || !popts.client[PG_TCP])) {
-			fprintf(stderr, "udsprobe: --compare of programs needs both --client-unix and "
-				"--client-tcp (the same client, once per transport)\n"
-				"Try 'udsprobe --help' for more information.\n");
-			exit(2);
-		}
-		if (popts.server && !strstr(popts.server, "{unix}") && !strstr(popts.server, "{port}")) {
-			fprintf(stderr, "udsprobe: --server names neither {unix} nor {port}: udsprobe "
-				"waits until the server accepts there and traces that endpoint\n"
-				"Try 'udsprobe --help' for more information.\n");
-			exit(2);
-		}
+		popts.ready_timeout_given = true;
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -97,7 +87,25 @@ const struct argp programs_argp = { .options = pg_options, .parser = pg_parse };
 
 bool programs_requested(void)
 {
-	return popts.client[PG_UNIX] != NULL;
+	return popts.server || popts.client[PG_UNIX] || popts.client[PG_TCP] ||
+	       popts.ready_timeout_given;
+}
+
+int programs_check(void)
+{
+	if (!popts.client[PG_UNIX] || !popts.client[PG_TCP]) {
+		fprintf(stderr, "udsprobe: --compare of programs needs both --client-unix and "
+			"--client-tcp (the same client, once per transport)\n"
+			"Try 'udsprobe --help' for more information.\n");
+		return -EINVAL;
+	}
+	if (popts.server && !strstr(popts.server, "{unix}") && !strstr(popts.server, "{port}")) {
+		fprintf(stderr, "udsprobe: --server names neither {unix} nor {port}: udsprobe "
+			"waits until the server accepts there and traces that endpoint\n"
+			"Try 'udsprobe --help' for more information.\n");
+		return -EINVAL;
+	}
+	return 0;
 }
 
 const char *programs_client_opt(int side)
@@ -177,8 +185,8 @@ static int setup(struct program_compare *pc)
 	 * php-fpm pools, nginx workers) but not list the directory */
 	err = tmpdir_create(&pc->dir, "udsprobe-compare", 0711);
 	if (err) {
-		fprintf(stderr, "udsprobe: --compare: cannot create a private directory in /tmp: %s\n",
-			strerror(-err));
+		tmpdir_say_failure(&pc->dir, "--compare: ", "cannot create a private directory in /tmp",
+				   err);
 		return err;
 	}
 	snprintf(pc->unix_path, sizeof(pc->unix_path), "%s/server.sock", pc->dir.path);

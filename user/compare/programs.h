@@ -18,8 +18,11 @@
 
 /* The options of --compare with programs (an argp child of udsprobe.c). */
 extern const struct argp programs_argp;
-/* --server, --client-unix or --client-tcp was given. */
+/* --server, --client-unix, --client-tcp or --ready-timeout was given. */
 bool programs_requested(void);
+/* Once the action is --compare: both clients given, a --server that names {unix} or {port};
+ * 0, or -EINVAL after saying what is wrong. */
+int programs_check(void);
 
 /* The two transports, indexed as enum fl_transport - 1. */
 enum { PG_UNIX, PG_TCP, PG__COUNT };

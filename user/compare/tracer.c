@@ -114,7 +114,7 @@ int tracer_open(enum attach_mode req, int verbose, struct tracer **out)
 				"udsprobe: try --attach auto (udsprobe --check lists what this kernel "
 				"supports)\n", why);
 		else
-			fprintf(stderr, "udsprobe: no attach mode works here: %s\n", why);
+			fprintf(stderr, "udsprobe: %s: %s\n", attach_failure(err), why);
 		free(tr);
 		return err;
 	}

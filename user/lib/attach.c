@@ -39,11 +39,13 @@ int attach_choose(enum attach_mode req, attach_probe_fn probe, void *ctx, enum a
 	static const enum attach_mode order[] = { ATTACH_FENTRY, ATTACH_KPROBE, ATTACH_TRACEPOINT };
 	char reason[512];
 	size_t i, n = 0;
+	bool nomem = false;
+	int err;
 
 	if (req != ATTACH_AUTO) {
-		if (probe(req, ctx, reason, sizeof(reason))) {
+		if ((err = probe(req, ctx, reason, sizeof(reason)))) {
 			snprintf(why, len, "--attach %s: %s", attach_mode_names[req], reason);
-			return -EOPNOTSUPP;
+			return err == -ENOMEM ? err : -EOPNOTSUPP;
 		}
 		*out = req;
 		snprintf(why, len, "forced with --attach %s", attach_mode_names[req]);
@@ -53,7 +55,9 @@ int attach_choose(enum attach_mode req, attach_probe_fn probe, void *ctx, enum a
 	for (i = 0; i < ARRAY_SIZE(order); i++) {
 		enum attach_mode m = order[i];
 
-		if (!probe(m, ctx, reason, sizeof(reason))) {
+		if ((err = probe(m, ctx, reason, sizeof(reason))) == -ENOMEM)
+			nomem = true;
+		if (!err) {
 			*out = m;
 			n += snprintf(why + n, n < len ? len - n : 0, "%s%s works",
 				      n ? "; " : "", attach_mode_names[m]);
@@ -62,7 +66,15 @@ int attach_choose(enum attach_mode req, attach_probe_fn probe, void *ctx, enum a
 		n += snprintf(why + n, n < len ? len - n : 0, "%s%s rejected: %s", n ? "; " : "",
 			      attach_mode_names[m], reason);
 	}
-	return -EOPNOTSUPP;
+	return nomem ? -ENOMEM : -EOPNOTSUPP;
+}
+
+const char *attach_failure(int err)
+{
+	/* at a 24 MB memory.max every mode failed with ENOMEM, and the kernel was blamed */
+	return err == -ENOMEM ? "not enough memory to load the BPF programs (a memory limit: "
+	       "memory.max of udsprobe's cgroup, or a host short of memory; not the kernel's "
+	       "features)" : "no attach mode works on this kernel";
 }
 
 int attach_funcs_present(enum attach_mode mode, const char *const *fns, int n, char *why,

@@ -24,7 +24,8 @@ typedef int (*attach_probe_fn)(enum attach_mode mode, void *ctx, char *why, size
 /*
  * Pick the mode: the forced one if probe accepts it, else with ATTACH_AUTO the
  * first of fentry, kprobe, tracepoint that probe accepts (probe is not called
- * after that). 0 or -EOPNOTSUPP; why says which mode and why, or why none.
+ * after that). 0, -ENOMEM (a mode failed for memory: a cgroup's limit, not the kernel's
+ * features) or -EOPNOTSUPP; why says which mode and why, or why none.
  */
 int attach_choose(enum attach_mode req, attach_probe_fn probe, void *ctx, enum attach_mode *out,
 		  char *why, size_t len);
@@ -46,5 +47,8 @@ struct attach_caps {
 
 /* An attach_probe_fn over a filled struct attach_caps (ctx). */
 int attach_caps_probe(enum attach_mode mode, void *caps, char *why, size_t len);
+
+/* The words for attach_choose's failure err: no mode works on this kernel, or memory is short. */
+const char *attach_failure(int err);
 
 #endif

@@ -1,16 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The scrape endpoint: GET /metrics answers with the Prometheus text exposition
- * format, other paths 404, other methods 405. One request per connection
- * (Connection: close), requests bounded to MH_MAX_REQUEST bytes, at most
- * MH_MAX_CONNS connections (a new one replaces the longest idle), idle ones
- * closed after MH_IDLE_NS; every socket is non-blocking, so a slow or hostile client never holds up the caller's loop.
+ * format (the query string ignored), other paths 404, other methods 405, a request line
+ * that is not printable ASCII 400 at once. One request per connection (Connection:
+ * close), requests bounded to MH_MAX_REQUEST bytes, at most MH_MAX_CONNS connections:
+ * more wait in the kernel's accept queue, except that one silent for MH_SILENT_NS makes
+ * room (a connection that sent a byte is never dropped for a newer one); idle ones closed
+ * after MH_IDLE_NS; every socket is non-blocking, so a slow or hostile client never holds
+ * up the caller's loop. docs/BACKLOG.md, "--metrics".
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -90,7 +94,7 @@ int metrics_http_open(const char *spec, struct metrics_http **out, char *msg, si
 		m->c[i].fd = -1;
 	m->lfd = socket(sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (m->lfd < 0 || setsockopt(m->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
-	    bind(m->lfd, (struct sockaddr *)&sa, salen) || listen(m->lfd, 64)) {
+	    bind(m->lfd, (struct sockaddr *)&sa, salen) || listen(m->lfd, SOMAXCONN)) {
 		err = -errno;
 		snprintf(msg, len, "%s", strerror(-err));
 		if (m->lfd >= 0)
@@ -112,20 +116,40 @@ static void conn_close(struct mh_conn *c)
 	c->draining = 0;
 }
 
+/* Sent nothing for MH_SILENT_NS and nothing waits unread: closing it sends a FIN, not a
+ * reset, and loses no request. */
+static bool conn_silent(const struct mh_conn *c, uint64_t now)
+{
+	int unread = 0;
+
+	return c->fd >= 0 && !c->in_len && !c->out && !c->draining &&
+	       now - c->last_ns >= MH_SILENT_NS && !ioctl(c->fd, FIONREAD, &unread) && !unread;
+}
+
+/* A free slot, or one a silent connection gives up; -1 when every slot has a request. */
+static int conn_slot(struct metrics_http *m, uint64_t now)
+{
+	int i, silent = -1;
+
+	for (i = 0; i < MH_MAX_CONNS; i++) {
+		if (m->c[i].fd < 0)
+			return i;
+		if (conn_silent(&m->c[i], now) && (silent < 0 || m->c[i].last_ns < m->c[silent].last_ns))
+			silent = i;
+	}
+	return silent;
+}
+
+/* Accept while there is room; the rest stay queued in the kernel (SOMAXCONN) until a
+ * response is sent, never dropped or reset. */
 static void conn_accept(struct metrics_http *m, uint64_t now)
 {
 	int fd, i;
 
-	while ((fd = accept4(m->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
-		int oldest = 0;
-
-		for (i = 0; i < MH_MAX_CONNS && m->c[i].fd >= 0; i++)
-			if (m->c[i].last_ns < m->c[oldest].last_ns)
-				oldest = i;
-		if (i == MH_MAX_CONNS) {	/* full: the longest-idle one makes room */
-			i = oldest;
+	while ((i = conn_slot(m, now)) >= 0 &&
+	       (fd = accept4(m->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
+		if (m->c[i].fd >= 0)
 			conn_close(&m->c[i]);
-		}
 		m->c[i].fd = fd;
 		m->c[i].last_ns = now;
 	}
@@ -176,24 +200,48 @@ static void serve_metrics(struct mh_conn *c, metrics_body_fn fn, void *ctx, int 
 	free(body);
 }
 
+/* The request line is printable ASCII ending in CRLF or LF; a method of capitals first.
+ * False as soon as the bytes so far cannot be one (binary, a NUL): 400 at once. */
+static bool line_ok(const char *in, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len && in[i] != '\n'; i++) {
+		unsigned char b = in[i];
+
+		if (b == '\r' ? i + 1 < len && in[i + 1] != '\n' : b < 0x20 || b > 0x7e)
+			return false;
+		if (!memchr(in, ' ', i) && b != ' ' && (b < 'A' || b > 'Z' || i >= 16))
+			return false;
+	}
+	return true;
+}
+
 /* A complete request head in c->in: route it. */
 static void handle(struct metrics_http *m, struct mh_conn *c, metrics_body_fn fn, void *ctx)
 {
-	char method[8], target[256], version[16];
+	char *method = c->in, *target, *version, *end;
 	int head_only;
 
 	m->requests++;
-	if (sscanf(c->in, "%7s %255s %15s", method, target, version) != 3 ||
-	    strncmp(version, "HTTP/1.", 7)) {
+	/* "METHOD TARGET HTTP/1.x", the target of any length the head's bound allows */
+	end = c->in + strcspn(c->in, "\r\n");
+	*end = 0;
+	target = strchr(method, ' ');
+	version = target ? strchr(target + 1, ' ') : NULL;
+	if (!version || target == method || strncmp(version + 1, "HTTP/1.", 7) ||
+	    strchr(version + 1, ' ')) {
 		respond_text(c, 400, "Bad Request", 0);
 		return;
 	}
+	*target++ = 0;
+	*version = 0;
 	head_only = !strcmp(method, "HEAD");
 	if (strcmp(method, "GET") && !head_only) {
 		respond_text(c, 405, "Method Not Allowed", 0);
 		return;
 	}
-	target[strcspn(target, "?")] = 0;
+	target[strcspn(target, "?")] = 0;	/* the query string is ignored, as exporters do */
 	if (strcmp(target, "/metrics")) {
 		respond_text(c, 404, "Not Found", head_only);
 		return;
@@ -239,6 +287,13 @@ static void conn_read(struct metrics_http *m, struct mh_conn *c, metrics_body_fn
 		}
 		c->in_len += n;
 		c->in[c->in_len] = 0;
+		if (memchr(c->in, 0, c->in_len) || !line_ok(c->in, c->in_len)) {
+			m->requests++;
+			respond_text(c, 400, "Bad Request", 0);	/* not HTTP: no need to wait */
+			if (!c->out)
+				conn_close(c);
+			return;
+		}
 		if (strstr(c->in, "\r\n\r\n") || strstr(c->in, "\n\n")) {
 			handle(m, c, fn, ctx);
 			if (!c->out)
@@ -281,8 +336,8 @@ void metrics_http_wait(struct metrics_http *m, uint64_t deadline_ns, metrics_bod
 	struct mh_conn *slot[MH_MAX_CONNS + 1];
 	uint64_t now = now_ns(), wait_ns = deadline_ns > now ? deadline_ns - now : 0;
 	int i, n = 1, timeout;
+	bool room;
 
-	pfd[0] = (struct pollfd){ .fd = m->lfd, .events = POLLIN };
 	for (i = 0; i < MH_MAX_CONNS; i++) {
 		struct mh_conn *c = &m->c[i];
 
@@ -293,9 +348,14 @@ void metrics_http_wait(struct metrics_http *m, uint64_t deadline_ns, metrics_bod
 			continue;
 		}
 		wait_ns = MIN(wait_ns, c->last_ns + MH_IDLE_NS - now + 1000000);
+		if (!c->in_len && !c->out && !c->draining && now - c->last_ns < MH_SILENT_NS)
+			wait_ns = MIN(wait_ns, c->last_ns + MH_SILENT_NS - now + 1000000);
 		slot[n] = c;
 		pfd[n++] = (struct pollfd){ .fd = c->fd, .events = c->out ? POLLOUT : POLLIN };
 	}
+	/* full: new connections wait in the accept queue (polling it would spin) */
+	room = conn_slot(m, now) >= 0;
+	pfd[0] = (struct pollfd){ .fd = room ? m->lfd : -1, .events = POLLIN };
 	timeout = (int)((wait_ns + 999999) / 1000000);
 	if (poll(pfd, n, timeout) <= 0)
 		return;		/* timeout, or EINTR: the caller re-checks */

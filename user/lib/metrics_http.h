@@ -12,8 +12,9 @@
 #include <sys/socket.h>
 
 #define MH_MAX_REQUEST	8192	/* request line and headers; more is refused with 431 */
-#define MH_MAX_CONNS	16	/* open connections; a new one replaces the longest idle */
+#define MH_MAX_CONNS	64	/* open connections; more wait in the kernel's accept queue */
 #define MH_IDLE_NS	5000000000ull	/* a connection that sends nothing for 5 s is closed */
+#define MH_SILENT_NS	1000000000ull	/* one that sent nothing for 1 s makes room when full */
 
 struct metrics_http;
 

@@ -409,6 +409,22 @@ void stdio_fds_guard(void)
 		}
 }
 
+static int stdout_err;
+
+int fflush_noted(FILE *f)
+{
+	int r = fflush(f);
+
+	if (r && f == stdout && !stdout_err)
+		stdout_err = errno;
+	return r;
+}
+
+int stdout_errno(void)
+{
+	return stdout_err;
+}
+
 int stdout_flush_report(void)
 {
 	int err;
@@ -425,7 +441,7 @@ int stdout_flush_report(void)
 void close_stdout(void)
 {
 	bool failed = ferror(stdout);
-	int err = EIO;
+	int err = stdout_err ? stdout_err : EIO;
 
 	if (fflush(stdout)) {
 		failed = true;

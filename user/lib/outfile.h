@@ -69,6 +69,12 @@ void outfile_remove_pending(void);
  */
 void stdio_fds_guard(void);
 
+/* fflush(f), keeping the reason of stdout's first failure for close_stdout() (stdio keeps
+ * only an error flag: "> /dev/full" was said as "Input/output error"). */
+int fflush_noted(FILE *f);
+/* That reason (an errno), or 0. */
+int stdout_errno(void);
+
 /* Flush stdout after a report: 0, or -errno after saying so once (close_stdout() then says
  * nothing more). */
 int stdout_flush_report(void);

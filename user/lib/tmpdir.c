@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -103,6 +104,7 @@ int tmpdir_create(struct tmpdir *d, const char *prefix, mode_t mode)
 	d->janitor = 0;
 	d->fd = -1;
 	d->path[0] = 0;
+	d->janitor_failed = false;
 	if (prefix) {
 		snprintf(d->path, sizeof(d->path), "/tmp/%s.XXXXXX", prefix);
 		if (!mkdtemp(d->path)) {	/* 0700 until chmod */
@@ -117,6 +119,7 @@ int tmpdir_create(struct tmpdir *d, const char *prefix, mode_t mode)
 	}
 	if (pipe2(fds, O_CLOEXEC)) {
 		err = -errno;
+		d->janitor_failed = true;
 		goto fail;
 	}
 	pid = fork();
@@ -126,6 +129,7 @@ int tmpdir_create(struct tmpdir *d, const char *prefix, mode_t mode)
 	}
 	if (pid < 0) {
 		err = -errno;
+		d->janitor_failed = true;
 		close(fds[0]);
 		close(fds[1]);
 		goto fail;
@@ -139,6 +143,18 @@ fail:
 		rmdir(d->path);
 	d->path[0] = 0;
 	return err;
+}
+
+void tmpdir_say_failure(const struct tmpdir *d, const char *who, const char *what, int err)
+{
+	if (!d->janitor_failed) {
+		fprintf(stderr, "udsprobe: %s%s: %s\n", who, what, strerror(-err));
+		return;
+	}
+	/* the directory was fine: blaming /tmp sent people looking at the wrong thing */
+	fprintf(stderr, "udsprobe: %scannot start the process that cleans up should udsprobe be "
+		"killed: %s%s\n", who, strerror(-err), err == -EAGAIN ? " (the process limit: "
+		"pids.max of udsprobe's cgroup, or ulimit -u; raise it or end other processes)" : "");
 }
 
 static int tell(struct tmpdir *d, pid_t v)

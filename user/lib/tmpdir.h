@@ -2,6 +2,7 @@
 #ifndef UDSPROBE_TMPDIR_H
 #define UDSPROBE_TMPDIR_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -11,6 +12,7 @@ struct tmpdir {
 	char path[64];
 	pid_t janitor;	/* our child in its own session: a sweep of our children spares it */
 	int fd;		/* our end of its pipe (close-on-exec): EOF once udsprobe has exited */
+	bool janitor_failed;	/* tmpdir_create failed at the janitor's pipe or fork */
 };
 
 /*
@@ -20,6 +22,9 @@ struct tmpdir {
  * 0 or -errno; nothing is left behind on failure.
  */
 int tmpdir_create(struct tmpdir *d, const char *prefix, mode_t mode);
+/* Say why tmpdir_create() failed with err, in one line after "udsprobe: <who>": the directory
+ * (what), or the janitor's pipe or fork (the process limit, when that is why). */
+void tmpdir_say_failure(const struct tmpdir *d, const char *who, const char *what, int err);
 /* Process group pgid (a server, a client and what they forked) dies with udsprobe too: if
  * udsprobe exits before tmpdir_forget(pgid), the janitor sends the group SIGTERM, SIGKILL 1 s
  * later, and then removes the directory. At most TMPDIR_GROUPS guarded at once (more are not

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
+#include <argp.h>
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -120,13 +121,34 @@ int split_list(char *s, char **items, int max_items)
 {
 	int n = 0;
 	char *save = NULL, *tok;
+	size_t len = strlen(s);
 
+	/* strtok would skip empty items: "1,,2" read as 1,2 while --mode took it as an error */
+	if (!len || s[0] == ',' || s[len - 1] == ',' || strstr(s, ",,"))
+		return -EINVAL;
 	for (tok = strtok_r(s, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		if (n == max_items)
 			return -E2BIG;
 		items[n++] = tok;
 	}
 	return n;
+}
+
+void option_once(const struct argp_option *table, int key, uint64_t *seen)
+{
+	int i;
+
+	for (i = 0; i < 64 && (table[i].name || table[i].key || table[i].doc); i++) {
+		if (table[i].key != key || !table[i].name || !table[i].arg)
+			continue;
+		if (*seen & (1ull << i)) {
+			fprintf(stderr, "udsprobe: --%s is given twice: give it once\n"
+				"Try 'udsprobe --help' for more information.\n", table[i].name);
+			exit(2);
+		}
+		*seen |= 1ull << i;
+		return;
+	}
 }
 
 const char *fmt_dur(double ns, bool utf8, char *buf, size_t len)

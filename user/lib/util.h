@@ -41,8 +41,15 @@ int parse_duration_ns(const char *s, uint64_t max_ns, uint64_t *out);
  * from first); NULL when out of memory (p still valid, *cap unchanged). */
 void *grow_array(void *p, int *cap, int n, size_t elem_size, int first);
 
-/* Split a comma list in place; returns the number of items or -E2BIG. */
+/* Split a comma list in place; returns the number of items, -E2BIG, or -EINVAL for an empty
+ * list or an empty item ("1,,2", ",1", "1,"; s is then left as it was). */
 int split_list(char *s, char **items, int max_items);
+
+struct argp_option;
+/* An option of `table` (an argp parser's) that takes one value, given a second time: a usage
+ * error naming it (exit 2), not a silent replacement of the first value. seen: the caller's
+ * mask of the table's entries given so far. Repeatable options are not passed here. */
+void option_once(const struct argp_option *table, int key, uint64_t *seen);
 
 /* A rate with a k/M/G suffix: "1.23 M". */
 const char *fmt_rate(double v, char *buf, size_t len);

@@ -48,7 +48,8 @@ static const struct argp_option tr_options[] = {
 	  "grouped into flows (until --duration, Ctrl-C or the end of -- COMMAND)", 1 },
 	{ NULL, 0, NULL, 0, "Trace (--trace; --pid, --port, --unix, --duration, --json apply):", 5 },
 	{ "comm", OPT_COMM, "NAME", 0,
-	  "Only messages one of whose ends is a process named NAME (repeatable, up to 8)" },
+	  "Only messages one of whose ends is a process named NAME (repeatable, up to 8; as the "
+	  "report prints it: \\\\ and \\xHH escapes)" },
 	{ "slower-than", OPT_SLOWER_THAN, "DUR", 0,
 	  "Also report each message slower than DUR (e.g. 500us, 2ms; at most 60s) with its "
 	  "stage timeline: in the text report, in --json's \"outliers\" and in --out DIR's "
@@ -58,18 +59,30 @@ static const struct argp_option tr_options[] = {
 
 static error_t tr_parse(int key, char *arg, struct argp_state *state)
 {
+	static uint64_t given;
+
+	if (key == OPT_SLOWER_THAN)	/* --comm is repeatable */
+		option_once(tr_options, key, &given);
 	switch (key) {
 	case OPT_TRACE:
 		topts.enabled = true;
 		break;
-	case OPT_COMM:
-		if (topts.n_comms == FL_MAX_COMMS || !*arg || strlen(arg) >= FL_COMM_LEN) {
+	case OPT_COMM: {
+		/* the name as the report prints it (str_escape): \\, \xHH; no NUL in a comm */
+		static char names[FL_MAX_COMMS][FL_COMM_LEN];
+		char *name = names[topts.n_comms < FL_MAX_COMMS ? topts.n_comms : 0];
+		int n = topts.n_comms < FL_MAX_COMMS ? str_unescape(arg, name, FL_COMM_LEN - 1) : 0;
+
+		if (n <= 0 || memchr(name, 0, n)) {
 			fprintf(stderr, "udsprobe: --comm: '%s' is not a process name of 1 to 15 "
-				"characters, or more than 8 were given\n", arg);
+				"bytes (as the report prints it: \\\\ and \\xHH escapes), or more "
+				"than 8 were given\n", arg);
 			exit(2);
 		}
-		topts.comms[topts.n_comms++] = arg;
+		name[n] = 0;
+		topts.comms[topts.n_comms++] = name;
 		break;
+	}
 	case OPT_SLOWER_THAN:
 		if (parse_duration_ns(arg, 60000000000ull, &topts.slower_than_ns)) {
 			fprintf(stderr, "udsprobe: --slower-than: '%s' is not a duration with a unit "
@@ -86,6 +99,13 @@ static error_t tr_parse(int key, char *arg, struct argp_state *state)
 		state->next = state->argc;
 		break;
 	case ARGP_KEY_END:
+		/* "--" and nothing after it: not a run of the whole host until Ctrl-C */
+		if (topts.enabled && !topts.argv && state->quoted && state->quoted >= state->argc) {
+			fprintf(stderr, "udsprobe: --trace: nothing after '--': give the command to run "
+				"(-- COMMAND [ARG...]), or drop the '--'\n"
+				"Try 'udsprobe --help' for more information.\n");
+			exit(2);
+		}
 		if (!topts.enabled && (topts.n_comms || topts.slower_than_ns)) {
 			fprintf(stderr, "udsprobe: %s needs --trace\n"
 				"Try 'udsprobe --help' for more information.\n",

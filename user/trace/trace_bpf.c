@@ -229,8 +229,8 @@ int trace_bpf_open(const struct trace_opts *o, struct flows_bpf **out, enum atta
 				"udsprobe: try --attach auto (docs/TRACE.md lists what each mode needs)\n",
 				why);
 		else
-			fprintf(stderr, "udsprobe: --trace: no attach mode works on this kernel (%s): "
-				"%s\n", kernel_release(), why);
+			fprintf(stderr, "udsprobe: --trace: %s (%s): %s\n", attach_failure(err),
+				kernel_release(), why);
 		return err;
 	}
 	if (o->verbose)

@@ -487,8 +487,7 @@ int trace_main(const char *json_path, const char *out_dir, double duration_s,
 		 * the group (a daemon's setsid) comes to us when its parent exits, not to init */
 		err = tmpdir_create(&janitor, NULL, 0);
 		if (err) {
-			fprintf(stderr, "udsprobe: --trace: cannot fork the process that stops the "
-				"command's processes should udsprobe be killed: %s\n", strerror(-err));
+			tmpdir_say_failure(&janitor, "--trace: ", "", err);
 			status = 1;
 			goto out;
 		}
