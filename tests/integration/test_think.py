@@ -71,7 +71,7 @@ def test_think_usage(udsprobe):
         assert f"--think: '{bad}' is not 0 or a duration with a unit" in res.stderr, res.stderr
     for arg, msg in [("10us,0,10us", "--think: '10us' is given twice"),
                      (",".join(f"{i + 1}us" for i in range(9)), "--think takes 1 to 8 durations"),
-                     (",", "--think takes 1 to 8 durations")]:
+                     (",", "--think: ',' has an empty item (a comma too many)")]:
         res = subprocess.run([udsprobe, "--compare", "--no-trace", "--think", arg],
                              capture_output=True, text=True, timeout=10)
         assert res.returncode == 2 and msg in res.stderr, (arg, res.stderr)
