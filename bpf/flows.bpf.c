@@ -162,6 +162,8 @@ struct dir_st {
 	__u64 writer;		/* 1 while a sender appends to the FIFO (on_send; 64 bits: the
 				 * BPF atomics every kernel has) */
 	__u32 rpos;		/* unix: bytes received; TCP: copied_seq */
+	__u64 rpos_ts;		/* return of the last receive rpos counts (it lags the kernel's
+				 * dequeue by the receiver's return path: last is written first) */
 	__u64 head, tail;	/* FIFO: the receiver (or the late sender) advances head */
 	__u64 dropped;		/* sends lost since the last completion */
 	__u8 transport, v6;
@@ -170,7 +172,13 @@ struct dir_st {
 	__u64 ep_id;
 	__u8 s_match, r_match;	/* enum end_match of the last send, the last receive */
 	__u8 ep_out;		/* the endpoint filters exclude the direction */
-	__u8 unknown;		/* made by a receive counted as socket_unknown */
+	__u64 unknown;		/* made by a receive counted as socket_unknown (64 bits:
+				 * taken back by one cmpxchg) */
+	__u64 born;		/* the direction's first traced send boundary, */
+	__u64 born_t0;		/* its send's entry, */
+	__u32 born_tid;		/* its thread */
+	__u64 straddle;		/* unix: bytes queued before its message, not yet claimed by a
+				 * send begun before that boundary (another writer's) */
 	struct rcv_info last;	/* the receive that moved rpos last */
 	struct msg_ent ents[FL_FIFO];
 };
@@ -874,6 +882,15 @@ static __always_inline void send_lost(struct dir_st *d, __u32 match, int reason)
 	__sync_fetch_and_add(&d->dropped, 1);
 }
 
+/* The receiver that made d read the send begun at t0 before its boundary ran: matched
+ * after all, its socket_unknown taken back once, by whichever of the two runs second. */
+static __always_inline void unknown_taken_back(struct dir_st *d, __u64 t0)
+{
+	if (d->unknown && d->first_rcv >= t0 &&
+	    __sync_val_compare_and_swap(&d->unknown, 1, 0) == 1)
+		__sync_fetch_and_sub(&misses[FM_NO_DIR], 1);
+}
+
 /* The entry of the send() call this send is in; its handover time when outside one
  * (counted when the sender counts for the process filters). */
 static __always_inline __u64 send_t0(__u64 now, struct task_st *t, struct task_struct *task,
@@ -897,25 +914,30 @@ static __always_inline __u64 send_t0(__u64 now, struct task_st *t, struct task_s
  * without it, at ret when the receiver's first read came after this send began
  * (its bytes are this send's first), else at the receiver's position if it read
  * since this send began, else ret after it.
+ * Returns the bytes queued before this send (another writer's, or sent before the run).
  * TCP needs nothing: its positions are sequence numbers the receiver reads.
  */
-static __always_inline void start_position(struct dir_st *d, struct sock *sk, int ret, __u64 t0)
+static __always_inline __u32 start_position(struct dir_st *d, struct sock *sk, int ret, __u64 t0)
 {
 	bool rcv_first = d->rpos || d->first_rcv;
+	/* rpos counts a read that returned since this send began: bytes of it, if any */
+	bool counted = d->rpos_ts >= t0;
 
 	if (bpf_core_field_exists(struct unix_sock___inq, inq_len)) {
-		/* bytes queued before this send were sent before the run */
+		/* bytes queued before this send were sent before the run; fewer than its own
+		 * were read, and are in rpos only once that read's boundary counted them */
 		struct unix_sock___inq *p = (void *)BPF_CORE_READ((struct unix_sock *)sk, peer);
 		int q = BPF_CORE_READ(p, inq_len) - ret;
 
-		d->sent = d->rpos + (rcv_first || q > 0 ? q : 0);
-		return;
+		d->sent = d->rpos + (q > 0 || (q < 0 && counted) ? q : 0);
+		return q > 0 ? q : 0;
 	}
 	/* every byte the receiver counted came after this send began: they are its first */
 	if (rcv_first && d->first_rcv >= t0)
 		d->sent = 0;
 	else
-		d->sent = d->last.ret_ts >= t0 ? d->rpos - ret : d->rpos;
+		d->sent = counted ? d->rpos - ret : d->rpos;
+	return 0;
 }
 
 /*
@@ -951,19 +973,28 @@ static __always_inline int on_send(struct sock *sk, int ret, int direct)
 	task = bpf_get_current_task_btf();
 	t = task_find(task);
 	match = fill_task(comm, &tgid, &tid, t, task);
-	if (d->sender_sk == 0) {	/* the direction's first traced send */
-		d->sender_sk = (__u64)sk;
+	/* the direction's first traced send (one of two writers meeting here) */
+	if (!d->sender_sk && !__sync_val_compare_and_swap(&d->sender_sk, 0, (__u64)sk)) {
 		d->sender_ino = sock_ino(sk, direct);
 		endpoint_of(sk, &k, d);
 		d->ep_out = endpoint_out(d);
 		t0 = send_t0(now, t, task, match);
 		if (k.kind == FL_UNIX)
-			start_position(d, sk, ret, t0);
-		/* the receiver read this send before its boundary ran: matched after all */
-		if (d->unknown && d->first_rcv >= t0) {
-			d->unknown = 0;
-			__sync_fetch_and_sub(&misses[FM_NO_DIR], 1);
-		}
+			d->straddle = start_position(d, sk, ret, t0);
+		d->born_t0 = t0;
+		d->born_tid = tid;
+		/* a locked add: the receiver that made d sees born_t0, or this sees unknown */
+		__sync_fetch_and_add(&d->born, now);
+		unknown_taken_back(d, t0);
+	} else if (k.kind == FL_UNIX && d->straddle >= ret && tid != d->born_tid &&
+		   (t0 = cur_entry(t, task)) && t0 < d->born) {
+		/* Another writer's send begun before the first boundary, with bytes queued
+		 * before that boundary's message: these are most likely its own (it queued
+		 * them before its boundary), counted there; adding them again would strand
+		 * the direction's last message. Where its end is among them is not known. */
+		__sync_fetch_and_sub(&d->straddle, ret);
+		send_lost(d, match, FM_CONCURRENT);
+		return 0;
 	}
 	if (d->ep_out)
 		goto position_only;
@@ -1083,8 +1114,11 @@ static __always_inline int on_recv(struct sock *sk, int ret, int flags, int dire
 	r->match = fill_task(r->comm, &r->tgid, &r->tid, t, task);
 	d->r_match = r->match ? END_YES : END_NO;
 	if (unknown && r->match) {
-		d->unknown = 1;
 		miss(FM_NO_DIR);
+		/* a first send boundary that ran since dir_new did not see this: taken back here */
+		__sync_val_compare_and_swap(&d->unknown, 0, 1);
+		if (d->born)
+			unknown_taken_back(d, d->born_t0);
 	}
 	if (!r->match && d->s_match == END_NO && d->head == d->tail) {
 		/* neither end counts and nothing is in flight: who read when is all a late
@@ -1092,6 +1126,7 @@ static __always_inline int on_recv(struct sock *sk, int ret, int flags, int dire
 		r->entry_ts = r->poll_entry = r->poll_exit = 0;
 		__builtin_memcpy(&d->last, r, sizeof(*r));
 		__sync_fetch_and_add(&d->rpos, pos);
+		d->rpos_ts = now;
 		return 0;
 	}
 	r->entry_ts = cur_entry(t, task);
@@ -1103,6 +1138,7 @@ static __always_inline int on_recv(struct sock *sk, int ret, int flags, int dire
 	 * read of the FIFO tail. With plain stores, the late sender's check and this
 	 * read could both miss the other (store buffering) and strand the message. */
 	__sync_fetch_and_add(&d->rpos, pos);
+	d->rpos_ts = now;
 	complete(d, x);
 	return 0;
 }
