@@ -111,6 +111,8 @@ const volatile __u64 slower_than_ns;
 /* 1: per-task state in task local storage (task_store), else in the tid-keyed tasks hash
  * (user space asks the kernel which it supports) */
 const volatile __u32 task_storage;
+/* Bit per enum fl_kstage whose boundary is attached (0: send;call is not cut) */
+const volatile __u32 kstages;
 
 /* Counters read at exit. */
 __u64 misses[16];		/* enum fl_miss */
@@ -132,6 +134,9 @@ struct task_st {
 	__u32 call_flags;	/* its recv flags */
 	__u32 tgids_gen;	/* tgids_gen + 1 when followed was found (0: never) */
 	__u32 followed;		/* its process was in tgids */
+	__u64 k_sys;		/* the send syscall (its sys_ts) k_acc is cutting */
+	__u64 k_last;		/* its last kernel boundary */
+	__u32 k_acc[FK__COUNT];	/* enum fl_kstage: ns up to each boundary since the last */
 };
 
 struct msg_ent {
@@ -144,6 +149,7 @@ struct msg_ent {
 	__u32 tid;
 	__u32 pad;
 	char comm[FL_COMM_LEN];
+	__u32 k[FK__COUNT];	/* enum fl_kstage: its send;call cut (they add up to t1 - t0) */
 };
 
 struct rcv_info {
@@ -315,6 +321,12 @@ static __always_inline bool is_io_nr(long nr)
 	return nr == NR_read || nr == NR_write || nr == NR_readv || nr == NR_writev ||
 	       nr == NR_sendto || nr == NR_recvfrom || nr == NR_sendmsg || nr == NR_recvmsg ||
 	       nr == NR_sendmmsg || nr == NR_recvmmsg || nr == NR_sendfile || nr == NR_splice;
+}
+
+static __always_inline bool is_send_nr(long nr)
+{
+	return nr == NR_write || nr == NR_writev || nr == NR_sendto || nr == NR_sendmsg ||
+	       nr == NR_sendmmsg || nr == NR_sendfile || nr == NR_splice;
 }
 
 /* The current task's state, NULL when it has none yet. task is the current task: the
@@ -673,6 +685,20 @@ static __always_inline void cut_stages(const struct msg_ent *e, const struct rcv
 	o->stages |= 1 << FS_RECV;
 }
 
+/* send;call's kernel stages, in path order, up to its (clamped) length: they add up to it. */
+static __always_inline void add_kstages(struct fl_stats *s, const struct msg_ent *e, __u64 send)
+{
+	__u64 v;
+	int i;
+
+	for (i = 0; i < FK__COUNT; i++) {
+		v = e->k[i] < send ? e->k[i] : send;
+		s->k_sum[i] += v;
+		send -= v;
+	}
+	s->k_sum[FK__COUNT - 1] += send;	/* an entry cut by another syscall's stamp */
+}
+
 /* --slower-than: the whole record to user space; a full ring buffer is counted. */
 static __always_inline void emit_outlier(const struct fl_outlier *o)
 {
@@ -720,6 +746,8 @@ static __always_inline void record(struct dir_st *d, const struct msg_ent *e,
 	for (st = 0; st < FS__COUNT; st++)
 		if (o->stages & (1 << st))
 			add_stage(s, st, o->stage_ns[st]);
+	if (kstages)
+		add_kstages(s, e, o->stage_ns[FS_SEND]);
 	if (slower_than_ns && o->latency_ns > slower_than_ns) {
 		o->bytes = e->bytes;
 		o->s_tid = e->tid;
@@ -906,6 +934,54 @@ static __always_inline __u64 send_t0(__u64 now, struct task_st *t, struct task_s
 }
 
 /*
+ * A kernel boundary in the current task's context: the time since the last one (or since
+ * the send syscall's entry) goes to the stage it ends. Only inside a send-family syscall;
+ * a NET_RX softirq that runs there for other traffic is time this send spent, and counts.
+ */
+static __always_inline void kstage_mark(int fk)
+{
+	struct task_st *t = task_find(bpf_get_current_task_btf());
+	__u64 now;
+
+	if (!t || !t->sys_ts || !is_send_nr(t->sys_nr) || fk < 0 || fk >= FK__COUNT)
+		return;
+	now = bpf_ktime_get_ns();
+	if (t->k_sys != t->sys_ts) {	/* this syscall's first boundary */
+		__builtin_memset(t->k_acc, 0, sizeof(t->k_acc));
+		t->k_sys = t->sys_ts;
+		t->k_last = t->sys_ts;
+	}
+	if (now > t->k_last)
+		t->k_acc[fk] += now - t->k_last;
+	t->k_last = now;
+}
+
+/*
+ * The handover of a send that began at t0: its cut into k (the rest up to now ends at the
+ * handover's own boundary); the next message of the same syscall starts from here.
+ */
+static __always_inline void kstages_take(struct task_st *t, __u64 t0, __u64 now, __u32 kind,
+					 __u32 *k)
+{
+	int last = kind == FL_UNIX ? FK_WAKE_END : FK_SEND_EXIT;
+	__u64 from = t0;
+
+	__builtin_memset(k, 0, FK__COUNT * sizeof(*k));
+	if (t && t->sys_ts && t->k_sys == t->sys_ts && t->sys_ts == t0) {
+		__builtin_memcpy(k, t->k_acc, sizeof(t->k_acc));
+		__builtin_memset(t->k_acc, 0, sizeof(t->k_acc));
+		from = t->k_last;
+		t->k_last = now;
+	} else if (t && t->sys_ts == t0) {	/* no boundary yet: later messages start here */
+		__builtin_memset(t->k_acc, 0, sizeof(t->k_acc));
+		t->k_sys = t0;
+		t->k_last = now;
+	}
+	if (now > from)
+		k[last] += now - from;
+}
+
+/*
  * AF_UNIX byte positions at a direction's first traced send of ret bytes. rpos is
  * 0, or what the receiver counted if it read first (it creates the direction
  * then: it can read a message before the sender's boundary runs, even while the
@@ -1039,6 +1115,8 @@ static __always_inline int on_send(struct sock *sk, int ret, int direct)
 	e->tid = tid;
 	e->match = match;
 	__builtin_memcpy(e->comm, comm, FL_COMM_LEN);
+	if (kstages)
+		kstages_take(t, t0, now, k.kind, e->k);
 	__sync_fetch_and_add(&d->tail, 1);
 	__sync_val_compare_and_swap(&d->writer, 1, 0);
 	/* the receiver may have returned the last byte before this tracepoint ran */
@@ -1202,6 +1280,52 @@ POLL_EXIT(poll)
 POLL_EXIT(ppoll)
 POLL_EXIT(select)
 POLL_EXIT(pselect6)
+
+/* ---- kernel stages of the send (autoloaded when the kernel has the tracepoint) ---- */
+
+SEC("?tp_btf/tcp_sendmsg_locked")
+int BPF_PROG(tp_k_tcp_sendmsg_locked)
+{
+	kstage_mark(FK_PROTO);
+	return 0;
+}
+
+SEC("?tp_btf/net_dev_queue")
+int BPF_PROG(tp_k_net_dev_queue)
+{
+	kstage_mark(FK_DEV_QUEUE);
+	return 0;
+}
+
+SEC("?tp_btf/softirq_entry")
+int BPF_PROG(tp_k_softirq_entry, unsigned int vec)
+{
+	if (vec == NET_RX_SOFTIRQ_VEC)
+		kstage_mark(FK_SOFTIRQ);
+	return 0;
+}
+
+SEC("?tp_btf/netif_receive_skb")
+int BPF_PROG(tp_k_netif_receive_skb)
+{
+	kstage_mark(FK_IP_RCV);
+	return 0;
+}
+
+SEC("?tp_btf/sk_data_ready")
+int BPF_PROG(tp_k_sk_data_ready)
+{
+	kstage_mark(FK_DATA_READY);
+	return 0;
+}
+
+SEC("?tp_btf/softirq_exit")
+int BPF_PROG(tp_k_softirq_exit, unsigned int vec)
+{
+	if (vec == NET_RX_SOFTIRQ_VEC)
+		kstage_mark(FK_WAKE_END);
+	return 0;
+}
 
 /* ---- the send and receive boundaries, per mode ---- */
 

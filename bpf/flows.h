@@ -26,6 +26,23 @@ enum fl_stage {
 	FS__COUNT,
 };
 
+/*
+ * Kernel stages of send;call: the sender's send(), cut at the kernel boundaries its own
+ * context crosses (tracepoints, when the kernel has them; docs/TRACE.md "Kernel stages").
+ * Each is the time up to that boundary since the one before; user space names it from the
+ * stage table (user/lib/stage_table.c) by the boundary that ends it, as --compare does.
+ */
+enum fl_kstage {
+	FK_PROTO,	/* TCP: tcp_sendmsg_locked (B_PROTO) */
+	FK_DEV_QUEUE,	/* TCP: net_dev_queue (B_DEV_QUEUE) */
+	FK_SOFTIRQ,	/* TCP: softirq_entry of NET_RX (B_SOFTIRQ) */
+	FK_IP_RCV,	/* TCP: netif_receive_skb (B_T_IP_RCV) */
+	FK_DATA_READY,	/* sk_data_ready (B_DATA_READY) */
+	FK_WAKE_END,	/* TCP: softirq_exit of NET_RX; unix: the handover (B_WAKE_END) */
+	FK_SEND_EXIT,	/* TCP: the handover (B_SEND_EXIT) */
+	FK__COUNT,
+};
+
 /* Reasons a message or a receive is not counted (.bss miss counters, same order). */
 enum fl_miss {
 	FM_FIFO_FULL,	/* more than FL_FIFO sends in flight on one direction */
@@ -62,6 +79,7 @@ struct fl_stats {
 	__u64 misses;		/* this direction's sends lost before they completed */
 	__u64 st_sum[FS__COUNT];
 	__u64 st_cnt[FS__COUNT];
+	__u64 k_sum[FK__COUNT];	/* enum fl_kstage: they add up to st_sum[FS_SEND] */
 	__u32 lat_hist[FL_NBUCKETS];
 	__u32 st_hist[FS__COUNT][FL_NBUCKETS];
 };

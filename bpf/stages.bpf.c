@@ -17,8 +17,6 @@
 #include "stages.h"
 #include "syscalls.bpf.h"
 
-#define NET_RX_SOFTIRQ_VEC 3
-
 char LICENSE[] SEC("license") = "GPL";
 
 /*

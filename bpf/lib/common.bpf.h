@@ -17,6 +17,7 @@
 #define ETH_P_IP	0x0800
 #define ETH_P_IPV6	0x86DD
 #define IPPROTO_TCP	6
+#define NET_RX_SOFTIRQ_VEC 3
 #define PF_KTHREAD	0x00200000
 #define RCV_SHUTDOWN	1
 

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
-/* user/compare/stage_table.c: the boundary table, stage naming per mode, --list-stages. */
+/* user/lib/stage_table.c: the boundary table, stage naming per mode, --list-stages. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "stage_table.h"
 #include "unit.h"
+#include "workload.h"	/* transport_names */
 
 static const char *name(enum transport t, int prev, int last, bool per_call, bool func)
 {

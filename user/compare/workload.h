@@ -7,7 +7,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-enum transport { TR_UNIX, TR_TCP, TR__COUNT };
+#include "stage_table.h"	/* enum transport */
+
 enum wl_mode { WL_PINGPONG, WL_STREAM, WL_CONNECT, WL__COUNT };
 enum cpu_place { CPU_SAME, CPU_SPLIT, CPU_NONE, CPU__COUNT };
 

@@ -81,6 +81,8 @@ static int make_socket(const struct wl_config *cfg)
 	return fd;
 }
 
+static unsigned int unix_runs;	/* listeners made by this process */
+
 int make_listener(const struct wl_config *cfg, struct endpoint *ep)
 {
 	int fd, one = 1;
@@ -93,8 +95,9 @@ int make_listener(const struct wl_config *cfg, struct endpoint *ep)
 		struct sockaddr_un *un = (struct sockaddr_un *)&ep->addr;
 
 		un->sun_family = AF_UNIX;
-		snprintf(un->sun_path, sizeof(un->sun_path), "%s/%s.sock", cfg->sock_dir,
-			 mode_names[cfg->mode]);
+		/* a path per run: --trace of --compare tells its runs apart (docs/TRACE.md) */
+		snprintf(un->sun_path, sizeof(un->sun_path), "%s/%s-%lluB-%u.sock", cfg->sock_dir,
+			 mode_names[cfg->mode], (unsigned long long)cfg->msg_size, ++unix_runs);
 		unlink(un->sun_path);
 		ep->addr_len = sizeof(*un);
 	} else {

@@ -420,6 +420,7 @@ int trace_run(const struct trace_opts *o, struct trace_run *run)
 	if (err)
 		return err;
 	run->attach_mode = attach_mode_names[mode];
+	run->kstages = skel->rodata->kstages;
 	for (i = 0; i < o->n_pids; i++)
 		add_tgid(skel, o->pids[i]);
 	err = set_cgroup(skel, o->cgroup);

@@ -9,6 +9,7 @@
 
 #include "attach.h"
 #include "flows.h"
+#include "stage_table.h"	/* STAGE_NAME_LEN: kernel stages named as --compare names them */
 #include "tmpdir.h"
 
 #define TR_MAX_PIDS	16	/* pids kept per flow end */
@@ -80,8 +81,14 @@ struct flow {
 	double mean;
 	double coverage;
 	struct flow_stage stages[FS__COUNT];
+	/* send;call cut at the kernel boundaries the run saw, in path order (docs/TRACE.md) */
+	struct flow_kstage {
+		char name[STAGE_NAME_LEN];
+		double ns_per_msg;
+	} kstages[FK__COUNT];
+	int n_kstages;
 	/* merged histograms while aggregating */
-	uint64_t lat_sum, st_sum[FS__COUNT], st_cnt[FS__COUNT];
+	uint64_t lat_sum, st_sum[FS__COUNT], st_cnt[FS__COUNT], k_sum[FK__COUNT];
 	struct sparse_hist lat_hist, st_hist[FS__COUNT];
 };
 
@@ -114,6 +121,7 @@ struct trace_run {
 	uint64_t procs_exited;		/* followed processes that exited (--pid, -- COMMAND) */
 	uint64_t procs_unfollowed;	/* their children not followed: the process map was full */
 	const char *attach_mode;
+	uint32_t kstages;	/* bit per enum fl_kstage whose boundary was attached */
 	char **argv;		/* the command, or NULL */
 	pid_t pid;		/* the command's process (its process group too with a guard), or 0 */
 	int exit_status;	/* the command's: exit code, or 128 + signal; -1 if still running */

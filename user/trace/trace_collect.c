@@ -324,6 +324,8 @@ static int add_stats(struct flow *f, const struct fl_stats *s)
 		f->st_cnt[st] += s->st_cnt[st];
 		err = err ?: trace_hist_merge(&f->st_hist[st], s->st_hist[st]);
 	}
+	for (st = 0; st < FK__COUNT; st++)
+		f->k_sum[st] += s->k_sum[st];
 	return err;
 }
 
@@ -347,6 +349,47 @@ static void finish(struct flow *f)
 		sum += g->ns_per_msg;
 	}
 	f->coverage = f->mean > 0 ? sum / f->mean : 0;
+}
+
+/* The boundary of the stage table (enum boundary) that ends each kernel stage. */
+static const int kstage_boundary[FK__COUNT] = {
+	[FK_PROTO] = B_PROTO,
+	[FK_DEV_QUEUE] = B_DEV_QUEUE,
+	[FK_SOFTIRQ] = B_SOFTIRQ,
+	[FK_IP_RCV] = B_T_IP_RCV,
+	[FK_DATA_READY] = B_DATA_READY,
+	[FK_WAKE_END] = B_WAKE_END,
+	[FK_SEND_EXIT] = B_SEND_EXIT,
+};
+
+/*
+ * send;call's kernel stages of f, named from the stage table for its transport by the
+ * boundary that ends each and the last one seen before it (merged as --compare merges
+ * what a mode cannot see). The handover always ends one; a boundary that does not mark the
+ * transport's path (a NET_RX softirq inside an AF_UNIX send) gives its time to the next stage.
+ */
+static void kstages_name(struct flow *f, uint32_t seen)
+{
+	enum transport t = f->transport == FL_UNIX ? TR_UNIX : TR_TCP;
+	int handover = t == TR_UNIX ? FK_WAKE_END : FK_SEND_EXIT, prev = B_SEND_ENTER, i;
+	uint64_t carry = 0;
+
+	f->n_kstages = 0;
+	if (!seen || !f->messages)
+		return;
+	for (i = 0; i <= handover; i++) {
+		int b = kstage_boundary[i];
+		struct flow_kstage *k;
+
+		carry += f->k_sum[i];
+		if (i != handover && (!(seen & (1u << i)) || !stage_boundary(b)->tp[t]))
+			continue;
+		k = &f->kstages[f->n_kstages++];
+		stage_name(t, prev, b, false, false, k->name, sizeof(k->name));
+		k->ns_per_msg = (double)carry / f->messages;
+		carry = 0;
+		prev = b;
+	}
 }
 
 static int by_messages(const void *a, const void *b)
@@ -474,8 +517,10 @@ int trace_collect(struct flows_bpf *skel, const struct trace_opts *o, struct tra
 	names_take(skel, run);
 	err = merge_flows(skel, o, run, false);
 
-	for (i = 0; i < run->n_flows; i++)
+	for (i = 0; i < run->n_flows; i++) {
 		finish(&run->flows[i]);
+		kstages_name(&run->flows[i], run->kstages);
+	}
 	if (run->n_flows)
 		qsort(run->flows, run->n_flows, sizeof(*run->flows), by_messages);
 	for (i = 0; i < FM__COUNT; i++)

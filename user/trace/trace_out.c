@@ -33,15 +33,26 @@ static void flow_file(int i, const struct flow *fl, const char *ext, char *buf, 
 }
 
 /* Folded stacks of one flow: "phase;stage <ns per message, rounded>". */
+static void folded_line(const char *name, double ns, FILE *f)
+{
+	long long w = llround(ns);
+
+	if (w > 0)	/* below 0.5 ns/msg: invisible, and some tools warn */
+		fprintf(f, "%s %lld\n", name, w);
+}
+
+/* send;call as its kernel stages where the run cut it: the frames --compare's flames have. */
 static void flow_folded(const struct flow *fl, FILE *f)
 {
-	int st;
+	int st, i;
 
 	for (st = 0; st < FS__COUNT; st++) {
-		long long w = llround(fl->stages[st].ns_per_msg);
-
-		if (w > 0)	/* below 0.5 ns/msg: invisible, and some tools warn */
-			fprintf(f, "%s %lld\n", fl->stages[st].name, w);
+		if (st == FS_SEND && fl->n_kstages) {
+			for (i = 0; i < fl->n_kstages; i++)
+				folded_line(fl->kstages[i].name, fl->kstages[i].ns_per_msg, f);
+			continue;
+		}
+		folded_line(fl->stages[st].name, fl->stages[st].ns_per_msg, f);
 	}
 }
 

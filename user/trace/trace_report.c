@@ -47,6 +47,24 @@ static void flow_text(const struct flow *fl, FILE *f)
 	trace_stage_table(fl, false, f);
 }
 
+/* send;call's kernel stages, under it: the mean per message and its share of the latency. */
+static void kstage_rows(const struct flow *fl, bool md, FILE *f)
+{
+	char a[32];
+	int i;
+
+	for (i = 0; i < fl->n_kstages; i++) {
+		const struct flow_kstage *k = &fl->kstages[i];
+		double share = fl->mean > 0 ? 100.0 * k->ns_per_msg / fl->mean : 0.0;
+
+		fmt_dur(k->ns_per_msg, md, a, sizeof(a));
+		if (md)
+			fprintf(f, "| &nbsp;&nbsp;`%s` | %s | %.1f%% | | | |\n", k->name, a, share);
+		else
+			fprintf(f, "    %-26s %6s %5.1f%%\n", k->name, a, share);
+	}
+}
+
 void trace_stage_table(const struct flow *fl, bool md, FILE *f)
 {
 	char a[32], b[32], c[32];
@@ -73,6 +91,8 @@ void trace_stage_table(const struct flow *fl, bool md, FILE *f)
 		else
 			fprintf(f, "  %-18s %12s %5.1f%% %10llu %10s %10s\n", g->name, a, share,
 				(unsigned long long)g->count, b, c);
+		if (st == FS_SEND)
+			kstage_rows(fl, md, f);
 	}
 }
 
@@ -393,6 +413,16 @@ void trace_flow_json(struct jw *w, const struct flow *fl)
 		jw_u64(w, "count", g->count);
 		jw_u64(w, "p50_ns", g->p50_ns);
 		jw_u64(w, "p99_ns", g->p99_ns);
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+	/* send;call cut at the kernel boundaries, named as --compare's stages */
+	jw_arr_begin(w, "kernel_stages");
+	for (st = 0; st < fl->n_kstages; st++) {
+		jw_obj_begin(w, NULL);
+		jw_str(w, "name", fl->kstages[st].name);
+		jw_str(w, "of", fl_stage_names[FS_SEND]);
+		jw_double(w, "ns_per_msg", fl->kstages[st].ns_per_msg);
 		jw_obj_end(w);
 	}
 	jw_arr_end(w);

@@ -1,7 +1,8 @@
 /*
  * The stage table: which boundary ends which stage on each transport, what marks it in each
  * attach mode, how merged stages are named, and the --list-stages text. Pure data and string
- * work, no BPF: the tracer (tracer.c) and the unit tests use it.
+ * work, no BPF: the stage tracer (compare/tracer.c), --trace's flows (trace/trace_collect.c)
+ * and the unit tests use it.
  */
 #ifndef UDSPROBE_STAGE_TABLE_H
 #define UDSPROBE_STAGE_TABLE_H
@@ -12,7 +13,9 @@
 #include <linux/types.h>	/* stages.h uses __u32/__u64 and includes nothing */
 
 #include "stages.h"	/* enum boundary, shared with stages.bpf.c */
-#include "workload.h"	/* enum transport */
+
+/* The two transports every stage is named for (the workload's, and --trace's flows). */
+enum transport { TR_UNIX, TR_TCP, TR__COUNT };
 
 #define STAGE_NAME_LEN 96
 /* TCP: the wait for a NET_RX softirq that ran outside the send (ksoftirqd, a later irq exit);
