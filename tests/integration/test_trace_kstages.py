@@ -81,3 +81,18 @@ def test_same_stages_as_compare(trace, tmp_path):
                 (t, name, k[name], built_in[name])
             compared += 1
     assert compared == 8
+
+
+def test_detail_syscall(trace, tmp_path):
+    """--detail syscall: none of the kernel-stage tracepoints is attached, send;call stays
+    whole (no kernel_stages), and the report and the JSON say which detail ran."""
+    sock = str(tmp_path / "echo.sock")
+    cmd = [sys.executable, ECHO, "unix", sock, "300", "64"]
+    res, doc = run_trace(trace + ["--detail", "syscall"], tmp_path, ["--"] + cmd)
+    assert res.returncode == 0, res.stderr
+    check_top_contract(doc, trace + ["--detail", "syscall"])
+    [f] = flows_at(doc, sock)
+    assert f["messages"] == 600 and f["kernel_stages"] == [], f
+    assert "mode, detail syscall" in res.stdout
+    res, doc = run_trace(trace, tmp_path, ["--"] + cmd)
+    assert "mode, detail full" in res.stdout and flows_at(doc, sock)[0]["kernel_stages"]

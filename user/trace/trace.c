@@ -37,10 +37,12 @@ static struct {
 	const char *comms[FL_MAX_COMMS];
 	int n_comms;
 	uint64_t slower_than_ns;
+	bool syscall_detail;	/* --detail syscall */
+	bool detail_given;
 	char **argv;
 } topts;
 
-enum { OPT_TRACE = 1200, OPT_COMM, OPT_SLOWER_THAN };
+enum { OPT_TRACE = 1200, OPT_COMM, OPT_SLOWER_THAN, OPT_DETAIL };
 
 static const struct argp_option tr_options[] = {
 	{ "trace", OPT_TRACE, NULL, 0,
@@ -54,6 +56,10 @@ static const struct argp_option tr_options[] = {
 	  "Also report each message slower than DUR (e.g. 500us, 2ms; at most 60s) with its "
 	  "stage timeline: in the text report, in --json's \"outliers\" and in --out DIR's "
 	  "slow.jsonl" },
+	{ "detail", OPT_DETAIL, "LEVEL", 0,
+	  "full (default): send;call cut into --compare's kernel stages (TCP/IP output, device, "
+	  "receive softirq, wakeup); syscall: the five syscall-level stages only, fewer probes "
+	  "(docs/BENCHMARKS.md gives both costs)" },
 	{},
 };
 
@@ -61,7 +67,7 @@ static error_t tr_parse(int key, char *arg, struct argp_state *state)
 {
 	static uint64_t given;
 
-	if (key == OPT_SLOWER_THAN)	/* --comm is repeatable */
+	if (key == OPT_SLOWER_THAN || key == OPT_DETAIL)	/* --comm is repeatable */
 		option_once(tr_options, key, &given);
 	switch (key) {
 	case OPT_TRACE:
@@ -91,6 +97,15 @@ static error_t tr_parse(int key, char *arg, struct argp_state *state)
 			exit(2);
 		}
 		break;
+	case OPT_DETAIL:
+		if (strcmp(arg, "full") && strcmp(arg, "syscall")) {
+			fprintf(stderr, "udsprobe: --detail: '%s' is not a detail level: full or "
+				"syscall\nTry 'udsprobe --help' for more information.\n", arg);
+			exit(2);
+		}
+		topts.syscall_detail = !strcmp(arg, "syscall");
+		topts.detail_given = true;
+		break;
 	case ARGP_KEY_ARG:
 		if (!topts.enabled)
 			return ARGP_ERR_UNKNOWN;
@@ -106,10 +121,11 @@ static error_t tr_parse(int key, char *arg, struct argp_state *state)
 				"Try 'udsprobe --help' for more information.\n");
 			exit(2);
 		}
-		if (!topts.enabled && (topts.n_comms || topts.slower_than_ns)) {
+		if (!topts.enabled && (topts.n_comms || topts.slower_than_ns || topts.detail_given)) {
 			fprintf(stderr, "udsprobe: %s needs --trace\n"
 				"Try 'udsprobe --help' for more information.\n",
-				topts.n_comms ? "--comm" : "--slower-than");
+				topts.n_comms ? "--comm" : topts.slower_than_ns ? "--slower-than" :
+				"--detail");
 			exit(2);
 		}
 		break;
@@ -143,6 +159,11 @@ char **trace_command(void)
 uint64_t trace_slower_than(void)
 {
 	return topts.slower_than_ns;
+}
+
+bool trace_kernel_stages(void)
+{
+	return !topts.syscall_detail;
 }
 
 /* ------------------------------------------------------------------ run */
@@ -421,6 +442,7 @@ int trace_run(const struct trace_opts *o, struct trace_run *run)
 		return err;
 	run->attach_mode = attach_mode_names[mode];
 	run->kstages = skel->rodata->kstages;
+	run->detail = o->kernel_stages ? "full" : "syscall";
 	for (i = 0; i < o->n_pids; i++)
 		add_tgid(skel, o->pids[i]);
 	err = set_cgroup(skel, o->cgroup);

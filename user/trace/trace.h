@@ -32,6 +32,7 @@ struct trace_opts {
 	const char *cgroup;	/* --cgroup PATH (a cgroup v2 directory), or NULL */
 	double duration_s;
 	uint64_t slower_than_ns;	/* --slower-than (0: no outliers) */
+	bool kernel_stages;	/* --detail full: send;call cut into kernel stages */
 	enum attach_mode attach;	/* --attach (ATTACH_AUTO: the best that works) */
 	char **argv;		/* -- COMMAND [ARG...], NULL-terminated, or NULL */
 	/* The command runs in its own process group, stopped whole at the end (a shell's
@@ -122,6 +123,7 @@ struct trace_run {
 	uint64_t procs_unfollowed;	/* their children not followed: the process map was full */
 	const char *attach_mode;
 	uint32_t kstages;	/* bit per enum fl_kstage whose boundary was attached */
+	const char *detail;	/* "full" or "syscall" (--detail) */
 	char **argv;		/* the command, or NULL */
 	pid_t pid;		/* the command's process (its process group too with a guard), or 0 */
 	int exit_status;	/* the command's: exit code, or 128 + signal; -1 if still running */
@@ -158,5 +160,7 @@ int trace_comms(const char **out, int max);
 char **trace_command(void);
 /* --slower-than in ns, 0 when not given. */
 uint64_t trace_slower_than(void);
+/* --detail full (the default): send;call cut into kernel stages. */
+bool trace_kernel_stages(void);
 
 #endif

@@ -194,7 +194,8 @@ int trace_bpf_select(struct flows_bpf *skel, const struct trace_opts *o, enum at
 	n += poll_exit_programs(skel, progs + n);
 	for (i = 0; i < n; i++)
 		bpf_program__set_autoload(progs[i], true);
-	kstages_select(skel);
+	if (o->kernel_stages)
+		kstages_select(skel);
 	return 0;
 }
 

@@ -345,8 +345,8 @@ void trace_report_text(const struct trace_run *run, const struct trace_opts *o, 
 	uint64_t total = 0;
 	int i;
 
-	fprintf(f, "udsprobe --trace: %s, %s mode", fmt_dur(run->duration_ns, false, d, sizeof(d)),
-		run->attach_mode);
+	fprintf(f, "udsprobe --trace: %s, %s mode, detail %s", fmt_dur(run->duration_ns, false, d,
+		sizeof(d)), run->attach_mode, run->detail);
 	if (run->argv)
 		fprintf(f, "; command '%s' exit status %d", run->argv[0], run->exit_status);
 	fprintf(f, "%s\n", run->interrupted ? " (interrupted)" : "");
@@ -440,6 +440,7 @@ void trace_json_write(const struct trace_run *run, FILE *f)
 	jw_str(&w, "version", UDSPROBE_VERSION);
 	jw_str(&w, "kernel", kernel_release());
 	jw_str(&w, "attach_mode", run->attach_mode);
+	jw_str(&w, "detail", run->detail);
 	jw_u64(&w, "duration_ns", run->duration_ns);
 	jw_arr_begin(&w, "flows");
 	for (i = 0; i < run->n_flows; i++)
@@ -497,6 +498,7 @@ int trace_main(const char *json_path, const char *out_dir, double duration_s,
 		.unix_paths = f->unix_paths, .n_unix = f->n_unix,
 		.cgroup = f->cgroup,
 		.duration_s = duration_s, .slower_than_ns = trace_slower_than(),
+		.kernel_stages = trace_kernel_stages(),
 		.attach = attach, .argv = trace_command(),
 		.verbose = verbose,
 	};
