@@ -1291,49 +1291,31 @@ POLL_EXIT(pselect6)
 
 /* ---- kernel stages of the send (autoloaded when the kernel has the tracepoint) ---- */
 
-SEC("?tp_btf/tcp_sendmsg_locked")
-int BPF_PROG(tp_k_tcp_sendmsg_locked)
-{
-	kstage_mark(FK_PROTO);
-	return 0;
+/* A tracepoint that ends kernel stage fk wherever it fires in a send; the NET_RX ones only
+ * for that softirq (the other vectors fire all the time and are not on the path). */
+#define KSTAGE_TP(tp, fk)						\
+SEC("?tp_btf/" #tp)							\
+int BPF_PROG(tp_k_##tp)							\
+{									\
+	kstage_mark(fk);						\
+	return 0;							\
 }
 
-SEC("?tp_btf/net_dev_queue")
-int BPF_PROG(tp_k_net_dev_queue)
-{
-	kstage_mark(FK_DEV_QUEUE);
-	return 0;
+#define KSTAGE_SOFTIRQ_TP(tp, fk)					\
+SEC("?tp_btf/" #tp)							\
+int BPF_PROG(tp_k_##tp, unsigned int vec)				\
+{									\
+	if (vec == NET_RX_SOFTIRQ_VEC)					\
+		kstage_mark(fk);					\
+	return 0;							\
 }
 
-SEC("?tp_btf/softirq_entry")
-int BPF_PROG(tp_k_softirq_entry, unsigned int vec)
-{
-	if (vec == NET_RX_SOFTIRQ_VEC)
-		kstage_mark(FK_SOFTIRQ);
-	return 0;
-}
-
-SEC("?tp_btf/netif_receive_skb")
-int BPF_PROG(tp_k_netif_receive_skb)
-{
-	kstage_mark(FK_IP_RCV);
-	return 0;
-}
-
-SEC("?tp_btf/sk_data_ready")
-int BPF_PROG(tp_k_sk_data_ready)
-{
-	kstage_mark(FK_DATA_READY);
-	return 0;
-}
-
-SEC("?tp_btf/softirq_exit")
-int BPF_PROG(tp_k_softirq_exit, unsigned int vec)
-{
-	if (vec == NET_RX_SOFTIRQ_VEC)
-		kstage_mark(FK_WAKE_END);
-	return 0;
-}
+KSTAGE_TP(tcp_sendmsg_locked, FK_PROTO)
+KSTAGE_TP(net_dev_queue, FK_DEV_QUEUE)
+KSTAGE_SOFTIRQ_TP(softirq_entry, FK_SOFTIRQ)
+KSTAGE_TP(netif_receive_skb, FK_IP_RCV)
+KSTAGE_TP(sk_data_ready, FK_DATA_READY)
+KSTAGE_SOFTIRQ_TP(softirq_exit, FK_WAKE_END)
 
 /* ---- the send and receive boundaries, per mode ---- */
 
