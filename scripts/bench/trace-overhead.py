@@ -165,7 +165,8 @@ def block(arm, filt, d, redis, todo, rps, cpu, sample):
         tr = Floor()
         sample["hooks"] = tr.hooks
     elif arm != "off":
-        tr = Tracer(filt if arm == "filtered" else [], d)
+        args = {"filtered": filt, "syscall": filt + ["--detail", "syscall"], "all": []}[arm]
+        tr = Tracer(args, d)
         sample["startup"].append(tr.startup)
     calls = {"unix": {}, "tcp": {}}
     try:
@@ -187,7 +188,8 @@ def block(arm, filt, d, redis, todo, rps, cpu, sample):
 
 
 def measure(sample):
-    """REPS repetitions of the four blocks (untraced, hooks only, filtered, unfiltered) in a rotating
+    """REPS repetitions of the five blocks (untraced, hooks only, filtered --detail syscall,
+    filtered, unfiltered) in a rotating
     order; per load the requests/s of each block and the traced/untraced ratios per repetition"""
     d = Path(tempfile.mkdtemp(prefix="udsprobe-bench-trace."))
     os.chmod(d, 0o755)      # nginx and php-fpm workers run as nobody
@@ -205,7 +207,7 @@ def measure(sample):
             stacks[transport].wrk(0, WRK_CONNS, 1)     # warm-up
         todo = loads(redis, stacks)
         filt = ["--pid", str(redis.proc.pid), "--comm", FPM_COMM]
-        arms = ["off", "hooks", "filtered", "all"]
+        arms = ["off", "hooks", "syscall", "filtered", "all"]
         rps = {(label, tr): {a: [] for a in arms} for label, tr, _, _ in todo}
         cpu = {k: {a: [] for a in arms} for k in rps}
         for rep in range(REPS):
@@ -276,11 +278,13 @@ def report(rows, sanity, sample, t0, t1):
           "ones are not counted); *unfiltered*: "
           "no filter, every local AF_UNIX stream and loopback TCP message on the host (the "
           "machine's other work included); *hooks only*: no udsprobe, an empty program on "
-          "every hook a filtered `--trace` attaches in tracepoint mode (`.output/hooks_floor "
+          "every hook a filtered `--trace --detail syscall` attaches in tracepoint mode (`.output/hooks_floor "
           "--filtered`, bpf/hooks_floor.bpf.c; the set derived from udsprobe's own choice): "
           "the floor no program body can go below, since attaching a syscall tracepoint "
           "alone sends every syscall on the host through the kernel's syscall-tracing slow "
-          "path (docs/TRACE.md, \"Overhead\").\n")
+          "path (docs/TRACE.md, \"Overhead\"). *filtered* runs the default `--detail full` "
+          "(send;call cut into kernel stages: six more tracepoints, docs/TRACE.md \"Kernel "
+          "stages\"); *syscall*: the same filters with `--detail syscall`, without them.\n")
     print(f"- date: {t0:%Y-%m-%d %H:%M}–{t1:%H:%M} UTC ({(t1 - t0).total_seconds():.0f} s); kernel {platform.release()}; "
           f"CPU {cpu_name()}, {os.cpu_count()} CPUs; udsprobe git {git}; attach mode "
           f"{sample.get('mode', '?')}")
@@ -293,7 +297,7 @@ def report(rows, sanity, sample, t0, t1):
           f"host, which slows untraced runs too) were loaded at the start of {len(busy)} of "
           f"{len(sample['others'])} blocks" + (f", up to {max(busy)} programs" if busy else ""))
     print(f"- {REPS} repetitions, each running all loads untraced, under the hooks only, filtered "
-          "and unfiltered (one tracer or hooks_floor start per block of loads, started before "
+          "with `--detail syscall`, filtered and unfiltered (one tracer or hooks_floor start per block of loads, started before "
           "and stopped after it), in a rotating order; "
           f"redis-benchmark `-t set,get -q --csv`, -n {REDIS_N[1]:,} at -c 1 and "
           f"{REDIS_N[50]:,} at -c 50 (set+get requests/s = 2n over the time of both tests); "
@@ -305,14 +309,16 @@ def report(rows, sanity, sample, t0, t1):
           f"{', '.join(sample.get('hooks', [])) or '?'}")
     print("- regenerate: `scripts/bench.sh trace-overhead` (`make bench` runs every section)\n")
     print("| load | transport | req/s untraced | req/s hooks only | hooks/untraced | "
+          "req/s filtered, syscall | syscall/untraced | "
           "req/s --trace filtered | filtered/untraced | "
           "req/s --trace unfiltered | unfiltered/untraced | filtered within 10 % |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for what, transport, rps, ratios, _, _ in rows:
         ok = statistics.median(ratios["filtered"]) >= 1 - TARGET
         within = ("yes" if ok else "**no**") if "-c 50" in what else "(no target)"
         print(f"| {what} | {transport} | {fmt(rps['off'])} | {fmt(rps['hooks'])} | "
-              f"{ratio_cell(ratios['hooks'])} | {fmt(rps['filtered'])} | "
+              f"{ratio_cell(ratios['hooks'])} | {fmt(rps['syscall'])} | "
+              f"{ratio_cell(ratios['syscall'])} | {fmt(rps['filtered'])} | "
               f"{ratio_cell(ratios['filtered'])} | {fmt(rps['all'])} | "
               f"{ratio_cell(ratios['all'])} | {within} |")
     print("\nMedian (min–max) over the repetitions; a ratio is traced/untraced of one "
@@ -324,12 +330,14 @@ def report(rows, sanity, sample, t0, t1):
           "(rusage) over the run, divided by its requests. The BPF programs run in the "
           "traced tasks and count there; on a CPU-bound server, throughput falls by about "
           "1 − 1/ratio.\n")
-    print("| load | transport | µs/request untraced | hooks only | hooks/untraced | filtered | "
+    print("| load | transport | µs/request untraced | hooks only | hooks/untraced | "
+          "filtered, syscall | syscall/untraced | filtered | "
           "filtered/untraced | unfiltered | unfiltered/untraced |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for what, transport, _, _, cpu, ratios in rows:
         print(f"| {what} | {transport} | {fmt(cpu['off'], '.1f')} | {fmt(cpu['hooks'], '.1f')} | "
-              f"{ratio_cell(ratios['hooks'])} | {fmt(cpu['filtered'], '.1f')} | "
+              f"{ratio_cell(ratios['hooks'])} | {fmt(cpu['syscall'], '.1f')} | "
+              f"{ratio_cell(ratios['syscall'])} | {fmt(cpu['filtered'], '.1f')} | "
               f"{ratio_cell(ratios['filtered'])} | {fmt(cpu['all'], '.1f')} | "
               f"{ratio_cell(ratios['all'])} |")
     print()

@@ -61,7 +61,7 @@ static void kstage_rows(const struct flow *fl, bool md, FILE *f)
 		if (md)
 			fprintf(f, "| &nbsp;&nbsp;`%s` | %s | %.1f%% | | | |\n", k->name, a, share);
 		else
-			fprintf(f, "    %-26s %6s %5.1f%%\n", k->name, a, share);
+			fprintf(f, "    %-30s %8s %5.1f%%\n", k->name, a, share);
 	}
 }
 
