@@ -114,6 +114,9 @@ CORE=${UDSPROBE_VM_CORE:-debian-5.10=kprobe debian-6.1=fentry debian-6.12=kprobe
 SPLIT=${UDSPROBE_VM_SPLIT:-debian-6.12=fentry/kprobe,tracepoint debian-6.12-arm64=fentry/kprobe,tracepoint}
 ONCE=${UDSPROBE_VM_ONCE_MODE-tracepoint}
 TRACE_TEST=$IT/test_trace.py::test_redis_both_transports[1]
+# the kernel stages per mode and kernel (names merged where a tracepoint is missing); their
+# timings against --compare's only on the host (TCG times are not representative)
+KSTAGE_TESTS="$IT/test_trace_kstages.py::test_echo_pair_kernel_stages $IT/test_trace_kstages.py::test_detail_syscall"
 SINGLE_TCG=${UDSPROBE_VM_SINGLE_TCG:-all}
 RESULTS=${UDSPROBE_VM_RESULTS:-$REPO/.output/vm/matrix}
 ALL_MODES="fentry kprobe tracepoint"
@@ -200,7 +203,7 @@ for k in "${KERNELS[@]}" "${ARM64[@]}"; do
 done
 for k in "${KERNELS[@]}" "${ARM64[@]}"; do
 	m=$(trace_modes "$k")
-	echo "${TRACE_TEST#"$IT"/} on $k: ${m:-not run} (~3 min per mode under TCG; UDSPROBE_VM_TRACE)"
+	echo "${TRACE_TEST#"$IT"/} and test_trace_kstages.py's echo pairs on $k: ${m:-not run} (~4 min per mode under TCG; UDSPROBE_VM_TRACE)"
 done
 [ ${#host_only[@]} -eq 0 ] || echo "not run in the guest: ${host_only[*]}: CLI, untraced workload, cleanup and" \
 	"report rendering do not depend on the attach mode; the host integration run covers them"
@@ -269,7 +272,10 @@ run_kernel() {	# run_kernel N SPEC [MODES]: boot SPEC, run its modes (or MODES, 
 		done
 	done
 	if [ -f "$IT/test_trace.py" ]; then
-		for m in $(trace_modes "$spec"); do files+=("$m:$TRACE_TEST"); done
+		for m in $(trace_modes "$spec"); do
+			files+=("$m:$TRACE_TEST")
+			for t in $KSTAGE_TESTS; do files+=("$m:$t"); done
+		done
 	fi
 
 	# one boot for most modes; the UDSPROBE_VM_SINGLE_TCG ones in a second, single-threaded TCG boot
