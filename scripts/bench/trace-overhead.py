@@ -165,7 +165,7 @@ def block(arm, filt, d, redis, todo, rps, cpu, sample):
         tr = Floor()
         sample["hooks"] = tr.hooks
     elif arm != "off":
-        args = {"filtered": filt, "syscall": filt + ["--detail", "syscall"], "all": []}[arm]
+        args = {"filtered": filt + ["--detail", "full"], "syscall": filt, "all": []}[arm]
         tr = Tracer(args, d)
         sample["startup"].append(tr.startup)
     calls = {"unix": {}, "tcp": {}}
@@ -282,9 +282,10 @@ def report(rows, sanity, sample, t0, t1):
           "--filtered`, bpf/hooks_floor.bpf.c; the set derived from udsprobe's own choice): "
           "the floor no program body can go below, since attaching a syscall tracepoint "
           "alone sends every syscall on the host through the kernel's syscall-tracing slow "
-          "path (docs/TRACE.md, \"Overhead\"). *filtered* runs the default `--detail full` "
-          "(send;call cut into kernel stages: six more tracepoints, docs/TRACE.md \"Kernel "
-          "stages\"); *syscall*: the same filters with `--detail syscall`, without them.\n")
+          "path (docs/TRACE.md, \"Overhead\"). *filtered* runs `--detail full` (send;call cut "
+          "into kernel stages: six more tracepoints, docs/TRACE.md \"Kernel stages\"); "
+          "*syscall*: the same filters with the default `--detail syscall`, without them; "
+          "*unfiltered* runs the default.\n")
     print(f"- date: {t0:%Y-%m-%d %H:%M}–{t1:%H:%M} UTC ({(t1 - t0).total_seconds():.0f} s); kernel {platform.release()}; "
           f"CPU {cpu_name()}, {os.cpu_count()} CPUs; udsprobe git {git}; attach mode "
           f"{sample.get('mode', '?')}")

@@ -93,7 +93,7 @@ def check_top_contract(doc, trace):
     want = trace[trace.index("--attach") + 1] if "--attach" in trace else None
     assert doc["attach_mode"] == want if want else doc["attach_mode"] in ("fentry", "kprobe", "tracepoint")
     assert isinstance(doc["duration_ns"], int) and doc["duration_ns"] > 0
-    assert doc["detail"] == ("syscall" if "syscall" in trace else "full")
+    assert doc["detail"] == ("full" if "full" in trace else "syscall")
     assert isinstance(doc["flows"], list)
     for f in doc["flows"]:
         check_flow_contract(f)

@@ -31,9 +31,10 @@ def test_echo_pair_kernel_stages(trace, tmp_path, transport):
     n, size = 2000, 64
     sock = [str(tmp_path / "echo.sock")] if transport == "unix" else []
     cmd = [sys.executable, ECHO, transport] + sock + [str(n), str(size)]
-    res, doc = run_trace(trace + ["--out", str(tmp_path / "out")], tmp_path, ["--"] + cmd)
+    full = trace + ["--detail", "full"]
+    res, doc = run_trace(full + ["--out", str(tmp_path / "out")], tmp_path, ["--"] + cmd)
     assert res.returncode == 0, res.stderr
-    check_top_contract(doc, trace)
+    check_top_contract(doc, full)
     info = next(json.loads(l) for l in res.stdout.splitlines() if '"client_pid"' in l)
     [f] = flows_at(doc, info["endpoint"])
     assert f["messages"] == 2 * n
@@ -67,7 +68,7 @@ def test_same_stages_as_compare(trace, tmp_path):
     cj = tmp_path / "compare.json"
     cmd = [trace[0], "--compare", "--mode", "pingpong", "--size", "64", "--cpu", "same",
            "--duration", "1", "--json", str(cj)]
-    res, doc = run_trace(trace, tmp_path, ["--"] + cmd, timeout=300)
+    res, doc = run_trace(trace + ["--detail", "full"], tmp_path, ["--"] + cmd, timeout=300)
     assert res.returncode == 0, res.stderr
     cdoc = json.loads(cj.read_text())
     compared = 0
@@ -94,15 +95,17 @@ def test_same_stages_as_compare(trace, tmp_path):
 
 
 def test_detail_syscall(trace, tmp_path):
-    """--detail syscall: none of the kernel-stage tracepoints is attached, send;call stays
-    whole (no kernel_stages), and the report and the JSON say which detail ran."""
+    """--detail syscall, the default: none of the kernel-stage tracepoints is attached,
+    send;call stays whole (no kernel_stages); --detail full cuts it; the report's first line
+    and the JSON say which detail ran."""
     sock = str(tmp_path / "echo.sock")
     cmd = [sys.executable, ECHO, "unix", sock, "300", "64"]
-    res, doc = run_trace(trace + ["--detail", "syscall"], tmp_path, ["--"] + cmd)
-    assert res.returncode == 0, res.stderr
-    check_top_contract(doc, trace + ["--detail", "syscall"])
-    [f] = flows_at(doc, sock)
-    assert f["messages"] == 600 and f["kernel_stages"] == [], f
-    assert "mode, detail syscall" in res.stdout
-    res, doc = run_trace(trace, tmp_path, ["--"] + cmd)
+    for args in (["--detail", "syscall"], []):
+        res, doc = run_trace(trace + args, tmp_path, ["--"] + cmd)
+        assert res.returncode == 0, res.stderr
+        check_top_contract(doc, trace + args)
+        [f] = flows_at(doc, sock)
+        assert f["messages"] == 600 and f["kernel_stages"] == [], f
+        assert "mode, detail syscall" in res.stdout
+    res, doc = run_trace(trace + ["--detail", "full"], tmp_path, ["--"] + cmd)
     assert "mode, detail full" in res.stdout and flows_at(doc, sock)[0]["kernel_stages"]

@@ -37,7 +37,7 @@ static struct {
 	const char *comms[FL_MAX_COMMS];
 	int n_comms;
 	uint64_t slower_than_ns;
-	bool syscall_detail;	/* --detail syscall */
+	bool full_detail;	/* --detail full */
 	bool detail_given;
 	char **argv;
 } topts;
@@ -57,9 +57,9 @@ static const struct argp_option tr_options[] = {
 	  "stage timeline: in the text report, in --json's \"outliers\" and in --out DIR's "
 	  "slow.jsonl" },
 	{ "detail", OPT_DETAIL, "LEVEL", 0,
-	  "full (default): send;call cut into --compare's kernel stages (TCP/IP output, device, "
-	  "receive softirq, wakeup); syscall: the five syscall-level stages only, fewer probes "
-	  "(docs/BENCHMARKS.md gives both costs)" },
+	  "syscall (default): the five syscall-level stages; full: send;call also cut into "
+	  "--compare's kernel stages (TCP/IP output, device, receive softirq, wakeup), six more "
+	  "tracepoints, ~5 % more cost (docs/BENCHMARKS.md)" },
 	{},
 };
 
@@ -103,7 +103,7 @@ static error_t tr_parse(int key, char *arg, struct argp_state *state)
 				"syscall\nTry 'udsprobe --help' for more information.\n", arg);
 			exit(2);
 		}
-		topts.syscall_detail = !strcmp(arg, "syscall");
+		topts.full_detail = !strcmp(arg, "full");
 		topts.detail_given = true;
 		break;
 	case ARGP_KEY_ARG:
@@ -163,7 +163,7 @@ uint64_t trace_slower_than(void)
 
 bool trace_kernel_stages(void)
 {
-	return !topts.syscall_detail;
+	return topts.full_detail;
 }
 
 /* ------------------------------------------------------------------ run */

@@ -160,7 +160,7 @@ int trace_comms(const char **out, int max);
 char **trace_command(void);
 /* --slower-than in ns, 0 when not given. */
 uint64_t trace_slower_than(void);
-/* --detail full (the default): send;call cut into kernel stages. */
+/* --detail full (default syscall): send;call cut into kernel stages. */
 bool trace_kernel_stages(void);
 
 #endif
