@@ -59,7 +59,7 @@ static const struct argp_option tr_options[] = {
 	{ "detail", OPT_DETAIL, "LEVEL", 0,
 	  "syscall (default): the five syscall-level stages; full: send;call also cut into "
 	  "--compare's kernel stages (TCP/IP output, device, receive softirq, wakeup), six more "
-	  "tracepoints, ~5 % more cost (docs/BENCHMARKS.md)" },
+	  "tracepoints, ~5 % more CPU (docs/BENCHMARKS.md)" },
 	{},
 };
 
