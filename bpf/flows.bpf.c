@@ -164,7 +164,6 @@ struct dir_st {
 	__u64 recv_sk;		/* TCP: reuse check at the receiver (unix: in the key) */
 	__u64 first_rcv;	/* time of the first receive seen on this direction */
 	__u64 sender_ino;	/* its inode: a new pair of sockets can get an old pair's two addresses */
-	__u64 recv_ino;		/* unix: the receiving socket's inode, at its first read (0: not yet) */
 	__u64 sent;		/* unix: bytes queued so far (the low 32 bits are positions) */
 	__u64 writer;		/* 1 while a sender appends to the FIFO (on_send; 64 bits: the
 				 * BPF atomics every kernel has) */
@@ -895,7 +894,6 @@ static __always_inline bool unix_new_pair(struct dir_st *d, struct sock *sk,
 		return true;
 	}
 	d->sender_ino = ino;
-	d->recv_ino = 0;	/* the pair's receiver may be new too: its next read says */
 	endpoint_of(sk, k, d);
 	d->ep_out = endpoint_out(d);
 	d->r_match = END_UNKNOWN;
@@ -1171,10 +1169,6 @@ static __always_inline int on_recv(struct sock *sk, int ret, int flags, int dire
 	d = bpf_map_lookup_elem(&dirs, &k);
 	if (d && stale_for_receiver(d, sk))
 		d = forget_dir(d, &k);
-	else if (d && k.kind == FL_UNIX && d->recv_ino && d->recv_ino != sock_ino(sk, direct))
-		/* an earlier pair's state at this pair's addresses (swapped: the server's new
-		 * socket at an old client's address): its messages are not this socket's */
-		d = forget_dir(d, &k);
 	if (!d) {
 		/* before any traced send on it: kept, so that a late sender still matches (and
 		 * takes the socket_unknown back, on_send) */
@@ -1187,8 +1181,6 @@ static __always_inline int on_recv(struct sock *sk, int ret, int flags, int dire
 		d->recv_sk = (__u64)sk;
 		d->first_rcv = now;
 	}
-	if (k.kind == FL_UNIX && !d->recv_ino)
-		d->recv_ino = sock_ino(sk, direct);
 	pos = k.kind == FL_UNIX ? ret : seq - d->rpos;
 	if (d->ep_out) {
 		__sync_fetch_and_add(&d->rpos, pos);
