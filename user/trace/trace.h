@@ -137,6 +137,9 @@ struct trace_run {
 };
 
 extern const char *const fl_stage_names[FS__COUNT];
+/* The boundary of the stage table (enum boundary) that ends each kernel stage (enum
+ * fl_kstage): its name and its tracepoint (TCP's marker) come from the table. */
+extern const int kstage_boundary[FK__COUNT];
 extern const char *const fl_miss_names[FM__COUNT];
 extern const char *const fl_miss_meanings[FM__COUNT];
 

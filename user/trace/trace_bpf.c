@@ -55,32 +55,31 @@ static const struct poll_exit {
 
 #define FL_MAX_MODE_PROGS (2 * ARRAY_SIZE(fl_targets) + ARRAY_SIZE(poll_exits))
 
-/* The kernel boundaries that cut send;call (enum fl_kstage), in every attach mode: each
- * tracepoint where the kernel has it (sk_data_ready and tcp_sendmsg_locked: 6.x). */
-static const struct kstage_tp {
-	const char *tp;
-	int kstage;
-	size_t prog;
-} kstage_tps[] = {
-	{ "tcp_sendmsg_locked", FK_PROTO, PROG(tp_k_tcp_sendmsg_locked) },
-	{ "net_dev_queue", FK_DEV_QUEUE, PROG(tp_k_net_dev_queue) },
-	{ "softirq_entry", FK_SOFTIRQ, PROG(tp_k_softirq_entry) },
-	{ "netif_receive_skb", FK_IP_RCV, PROG(tp_k_netif_receive_skb) },
-	{ "sk_data_ready", FK_DATA_READY, PROG(tp_k_sk_data_ready) },
-	{ "softirq_exit", FK_WAKE_END, PROG(tp_k_softirq_exit) },
+/* The programs of the kernel boundaries that cut send;call (enum fl_kstage), in every attach
+ * mode; each boundary's tracepoint is the stage table's TCP marker (the handover: none). */
+static const size_t kstage_progs[FK__COUNT] = {
+	[FK_PROTO] = PROG(tp_k_tcp_sendmsg_locked),
+	[FK_DEV_QUEUE] = PROG(tp_k_net_dev_queue),
+	[FK_SOFTIRQ] = PROG(tp_k_softirq_entry),
+	[FK_IP_RCV] = PROG(tp_k_netif_receive_skb),
+	[FK_DATA_READY] = PROG(tp_k_sk_data_ready),
+	[FK_WAKE_END] = PROG(tp_k_softirq_exit),
 };
 
-/* The kernel-stage programs this kernel can attach: autoloaded, and their bits in kstages. */
+/* The kernel-stage programs this kernel can attach (sk_data_ready and tcp_sendmsg_locked:
+ * 6.x): autoloaded, and their bits in kstages. */
 static void kstages_select(struct flows_bpf *skel)
 {
 	__u32 seen = 0;
-	size_t i;
+	int i;
 
-	for (i = 0; i < ARRAY_SIZE(kstage_tps); i++) {
-		if (!btf_has_tracepoint(kstage_tps[i].tp))
+	for (i = 0; i < FK__COUNT; i++) {
+		const char *tp = stage_marker(kstage_boundary[i], TR_TCP, true);
+
+		if (!kstage_progs[i] || !tp || !btf_has_tracepoint(tp))
 			continue;
-		bpf_program__set_autoload(skel_prog(skel, kstage_tps[i].prog), true);
-		seen |= 1u << kstage_tps[i].kstage;
+		bpf_program__set_autoload(skel_prog(skel, kstage_progs[i]), true);
+		seen |= 1u << i;
 	}
 	skel->rodata->kstages = seen;
 }

@@ -351,8 +351,7 @@ static void finish(struct flow *f)
 	f->coverage = f->mean > 0 ? sum / f->mean : 0;
 }
 
-/* The boundary of the stage table (enum boundary) that ends each kernel stage. */
-static const int kstage_boundary[FK__COUNT] = {
+const int kstage_boundary[FK__COUNT] = {
 	[FK_PROTO] = B_PROTO,
 	[FK_DEV_QUEUE] = B_DEV_QUEUE,
 	[FK_SOFTIRQ] = B_SOFTIRQ,

@@ -32,7 +32,6 @@ static void flow_file(int i, const struct flow *fl, const char *ext, char *buf, 
 	snprintf(buf + strlen(buf), len - strlen(buf), ".%s", ext);
 }
 
-/* Folded stacks of one flow: "phase;stage <ns per message, rounded>". */
 static void folded_line(const char *name, double ns, FILE *f)
 {
 	long long w = llround(ns);
@@ -41,7 +40,8 @@ static void folded_line(const char *name, double ns, FILE *f)
 		fprintf(f, "%s %lld\n", name, w);
 }
 
-/* send;call as its kernel stages where the run cut it: the frames --compare's flames have. */
+/* Folded stacks of one flow: "phase;stage <ns per message, rounded>"; send;call as its kernel
+ * stages where the run cut it (the frames --compare's flames have). */
 static void flow_folded(const struct flow *fl, FILE *f)
 {
 	int st, i;
