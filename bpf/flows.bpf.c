@@ -113,6 +113,8 @@ const volatile __u64 slower_than_ns;
 const volatile __u32 task_storage;
 /* Bit per enum fl_kstage whose boundary is attached (0: send;call is not cut) */
 const volatile __u32 kstages;
+/* enum fl_rkstage_seen bits: the receiver's boundaries attached (--detail full) */
+const volatile __u32 rkstages;
 
 /* Counters read at exit. */
 __u64 misses[16];		/* enum fl_miss */
@@ -137,6 +139,10 @@ struct task_st {
 	__u64 k_sys;		/* the send syscall (its sys_ts) k_acc is cutting */
 	__u64 k_last;		/* its last kernel boundary */
 	__u32 k_acc[FK__COUNT];	/* enum fl_kstage: ns up to each boundary since the last */
+	__u64 run_ts;		/* its last switch onto a CPU (rkstages) */
+	__u64 poll_run;		/* run_ts when its last poll-family call returned */
+	__u64 copy_ts;		/* the last copy-done boundary in the recv-family syscall, */
+	__u64 copy_sys;		/* that syscall's sys_ts */
 };
 
 struct msg_ent {
@@ -154,6 +160,7 @@ struct msg_ent {
 
 struct rcv_info {
 	__u64 ret_ts, entry_ts, poll_entry, poll_exit;
+	__u64 run_ts, poll_run, copy_ts;	/* rkstages: switched in, copy done (0: unseen) */
 	__u32 tgid, match;	/* match: the receiver counts for the process filters */
 	__u32 tid, pad;
 	char comm[FL_COMM_LEN];
@@ -699,6 +706,37 @@ static __always_inline void add_kstages(struct fl_stats *s, const struct msg_ent
 	s->k_sum[FK__COUNT - 1] += send;	/* an entry cut by another syscall's stamp */
 }
 
+/* A copy-done time inside [from, to], else to: a recv() whose copy-done boundary did not
+ * fire (a message read in part) counts all of its time as copy. */
+static __always_inline __u64 copy_end(__u64 copy_ts, __u64 from, __u64 to)
+{
+	return copy_ts >= from && copy_ts <= to ? copy_ts : to;
+}
+
+/* The receiver's kernel stages inside the stages cut_stages gave o (enum fl_rkstage). */
+static __always_inline void add_rkstages(struct fl_stats *s, const struct fl_outlier *o,
+					 const struct rcv_info *r)
+{
+	__u64 t1 = o->bound[FB_HANDOVER], t3 = o->bound[FB_RECV_RETURN], from;
+
+	if (o->stages & (1 << FS_RECV_BLOCKED)) {
+		from = t1;
+		if ((rkstages & FRS_RUN) && r->run_ts > t1 && r->run_ts <= t3) {
+			s->rk_sum[FR_BLOCKED_RUN] += r->run_ts - t1;
+			from = r->run_ts;
+		}
+		if (rkstages & FRS_COPY)
+			s->rk_sum[FR_BLOCKED_COPY] += copy_end(r->copy_ts, from, t3) - from;
+	}
+	if ((o->stages & (1 << FS_EPOLL)) && (rkstages & FRS_RUN) &&
+	    r->poll_run > o->bound[FB_POLL_ENTRY] && r->poll_run <= o->bound[FB_POLL_EXIT])
+		s->rk_sum[FR_EPOLL_RUN] += r->poll_run - o->bound[FB_POLL_ENTRY];
+	if ((o->stages & (1 << FS_RECV)) && (rkstages & FRS_COPY)) {
+		from = o->bound[FB_RECV_ENTRY];
+		s->rk_sum[FR_RECV_COPY] += copy_end(r->copy_ts, from, t3) - from;
+	}
+}
+
 /* --slower-than: the whole record to user space; a full ring buffer is counted. */
 static __always_inline void emit_outlier(const struct fl_outlier *o)
 {
@@ -748,6 +786,8 @@ static __always_inline void record(struct dir_st *d, const struct msg_ent *e,
 			add_stage(s, st, o->stage_ns[st]);
 	if (kstages)
 		add_kstages(s, e, o->stage_ns[FS_SEND]);
+	if (rkstages)
+		add_rkstages(s, o, r);
 	if (slower_than_ns && o->latency_ns > slower_than_ns) {
 		o->bytes = e->bytes;
 		o->s_tid = e->tid;
@@ -1210,6 +1250,11 @@ static __always_inline int on_recv(struct sock *sk, int ret, int flags, int dire
 	r->entry_ts = cur_entry(t, task);
 	r->poll_entry = t ? t->poll_entry : 0;
 	r->poll_exit = t ? t->poll_exit : 0;
+	if (rkstages && t) {
+		r->run_ts = t->run_ts;
+		r->poll_run = t->poll_run;
+		r->copy_ts = t->copy_sys == t->sys_ts ? t->copy_ts : 0;
+	}
 	__builtin_memcpy(&d->last, r, sizeof(*r));
 	/* last, then rpos by a locked add (only this receiver writes it): a sender that
 	 * sees the new rpos sees this last, and the add orders both before complete()'s
@@ -1250,6 +1295,7 @@ static __always_inline void on_poll_exit(void)
 		return;
 	t->poll_entry = t->poll_pend;
 	t->poll_exit = bpf_ktime_get_ns();
+	t->poll_run = t->run_ts;
 	t->poll_pend = 0;
 }
 
@@ -1308,6 +1354,59 @@ KSTAGE_SOFTIRQ_TP(softirq_entry, FK_SOFTIRQ)
 KSTAGE_TP(netif_receive_skb, FK_IP_RCV)
 KSTAGE_TP(sk_data_ready, FK_DATA_READY)
 KSTAGE_SOFTIRQ_TP(softirq_exit, FK_WAKE_END)
+
+/* ---- kernel stages of the receiver (--detail full) ---- */
+
+/* The state of a task that is not the current one (the next task of a switch). */
+static __always_inline struct task_st *task_find_other(struct task_struct *task)
+{
+	__u32 tid = task->pid;
+
+	if (task_storage)
+		return bpf_task_storage_get(&task_store, task, NULL, 0);
+	return bpf_map_lookup_elem(&tasks, &tid);
+}
+
+/* A task with state goes onto a CPU: the end of its wait for one after a wakeup. */
+SEC("?tp_btf/sched_switch")
+int BPF_PROG(tp_k_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	struct task_st *t = task_find_other(next);
+
+	if (t)
+		t->run_ts = bpf_ktime_get_ns();
+	return 0;
+}
+
+/* Copy done in the current task's recv-family syscall: the last one it crosses counts. */
+static __always_inline void copy_done(void)
+{
+	struct task_st *t = task_find(bpf_get_current_task_btf());
+
+	if (!t || !t->sys_ts || is_send_nr(t->sys_nr))
+		return;
+	t->copy_ts = bpf_ktime_get_ns();
+	t->copy_sys = t->sys_ts;
+}
+
+SEC("?tp_btf/tcp_rcv_space_adjust")
+int BPF_PROG(tp_k_tcp_rcv_space_adjust)
+{
+	copy_done();
+	return 0;
+}
+
+/* AF_UNIX: an skb read to its end is freed in the reader's recv(); other consume_skb calls
+ * (TCP's ACKs freed in its recv()) do not end a copy. */
+SEC("?tp_btf/consume_skb")
+int BPF_PROG(tp_k_consume_skb, struct sk_buff *skb)
+{
+	struct sock *sk = skb->sk;
+
+	if (sk && sk->__sk_common.skc_family == AF_UNIX)
+		copy_done();
+	return 0;
+}
 
 /* ---- the send and receive boundaries, per mode ---- */
 

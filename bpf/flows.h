@@ -43,6 +43,23 @@ enum fl_kstage {
 	FK__COUNT,
 };
 
+/*
+ * Kernel stages of the receiver's side (--detail full): the part of a stage spent waiting
+ * for a CPU after the wakeup (sched_switch in), and recv()'s copy up to its copy-done
+ * boundary (TCP: tcp_rcv_space_adjust; AF_UNIX: consume_skb). The rest of each stage is its
+ * last child (recv;return, the poll call's return), computed in user space.
+ */
+enum fl_rkstage {
+	FR_BLOCKED_RUN,	/* recv;blocked: data handed over -> the receiver runs */
+	FR_BLOCKED_COPY,/* recv;blocked: it runs -> copy done */
+	FR_EPOLL_RUN,	/* wait;epoll: data there -> the receiver runs (its poll returns) */
+	FR_RECV_COPY,	/* recv;copy+return: recv() entry -> copy done */
+	FR__COUNT,
+};
+
+/* Which receiver boundaries the run attached (rodata rkstages bits). */
+enum fl_rkstage_seen { FRS_RUN = 1, FRS_COPY = 2 };
+
 /* Reasons a message or a receive is not counted (.bss miss counters, same order). */
 enum fl_miss {
 	FM_FIFO_FULL,	/* more than FL_FIFO sends in flight on one direction */
@@ -80,6 +97,7 @@ struct fl_stats {
 	__u64 st_sum[FS__COUNT];
 	__u64 st_cnt[FS__COUNT];
 	__u64 k_sum[FK__COUNT];	/* enum fl_kstage: they add up to st_sum[FS_SEND] */
+	__u64 rk_sum[FR__COUNT];	/* enum fl_rkstage: parts of the receiver's stages */
 	__u32 lat_hist[FL_NBUCKETS];
 	__u32 st_hist[FS__COUNT][FL_NBUCKETS];
 };

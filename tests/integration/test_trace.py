@@ -76,13 +76,16 @@ def check_flow_contract(f):
     by = {s["name"]: s for s in f["stages"]}
     assert by["send;call"]["count"] == f["messages"]
     assert by["recv;blocked"]["count"] + by["recv;copy+return"]["count"] == f["messages"]
-    # send;call's kernel stages, where the kernel has their tracepoints, partition it
+    # kernel stages, where the kernel has their tracepoints, partition the stage they cut:
+    # send;call (the sender's), recv;blocked, wait;epoll, recv;copy+return (the receiver's)
     ks = f["kernel_stages"]
-    assert all(set(k) == {"name", "of", "ns_per_msg"} and k["of"] == "send;call" and
-               k["ns_per_msg"] >= 0 for k in ks), ks
-    if ks:
-        assert sum(k["ns_per_msg"] for k in ks) == pytest.approx(
-            by["send;call"]["ns_per_msg"], rel=1e-4, abs=1), (ks, by["send;call"])
+    assert all(set(k) == {"name", "of", "ns_per_msg"} and k["ns_per_msg"] >= 0 and
+               k["of"] in ("send;call", "recv;blocked", "wait;epoll", "recv;copy+return")
+               for k in ks), ks
+    for of in {k["of"] for k in ks}:
+        assert by[of]["count"], (of, ks)
+        assert sum(k["ns_per_msg"] for k in ks if k["of"] == of) == pytest.approx(
+            by[of]["ns_per_msg"], rel=1e-4, abs=1), (of, ks, by[of])
 
 
 def check_top_contract(doc, trace):

@@ -1,5 +1,6 @@
 """--trace's kernel stages (issue 29): send;call cut at the kernel boundaries the sender's
-own context crosses, named as --compare names its stages. Real programs under -- COMMAND on
+own context crosses, and the receiver's stages cut where it runs again and where its copy
+ends, named as --compare names its stages. Real programs under -- COMMAND on
 loopback: a Python echo pair over each transport, and udsprobe's own --compare workload
 traced as a foreign program beside its built-in tracer."""
 import json
@@ -13,8 +14,12 @@ from test_trace import run_trace, flows_at, check_top_contract, trace, ECHO  # n
 REPO = Path(__file__).resolve().parents[2]
 
 
-def kstages(f):
-    return {k["name"]: k["ns_per_msg"] for k in f["kernel_stages"]}
+def kstages(f, of="send;call"):
+    return {k["name"]: k["ns_per_msg"] for k in f["kernel_stages"] if k["of"] == of}
+
+
+def parent_ns(f, of):
+    return next(s["ns_per_msg"] for s in f["stages"] if s["name"] == of)
 
 
 def has_tracepoint(system, name):
@@ -53,11 +58,21 @@ def test_echo_pair_kernel_stages(trace, tmp_path, transport):
                        for name in k), k
         assert set(k) == ({"send;syscall+sock", "deliver;enqueue_wakeup"} if ready else
                           {"send;syscall+sock+enqueue_wakeup"}), k
+    # the receiver's side, the same names on both transports: an asyncio loop waits in
+    # epoll, runs again (sched;wait_cpu), returns from it, then reads (copy, return)
+    assert list(kstages(f, "wait;epoll")) == ["sched;wait_cpu", "wait;epoll_return"], f
+    assert kstages(f, "wait;epoll")["sched;wait_cpu"] > 0, f
+    rcv = kstages(f, "recv;copy+return")
+    assert list(rcv) == ["recv;copy", "recv;return"] and rcv["recv;copy"] > 0, f
+    if parent_ns(f, "recv;blocked"):
+        assert list(kstages(f, "recv;blocked")) == ["sched;wait_cpu", "recv;copy", "recv;return"]
     for name in k:
         assert f"    {name} " in res.stdout, (name, res.stdout)
     folded = next((tmp_path / "out").glob(f"flow-1-{transport}-*.folded")).read_text()
-    assert [l.rsplit(" ", 1)[0] for l in folded.splitlines()][:len(k)] == \
-        [name for name in k if round(k[name]) > 0]
+    frames = [l.rsplit(" ", 1)[0] for l in folded.splitlines()]
+    assert frames[:len(k)] == [name for name in k if round(k[name]) > 0]
+    assert "wait;epoll_return" in frames and "recv;copy" in frames, frames
+    assert "wait;epoll" not in frames and "recv;copy+return" not in frames, frames
 
 
 def test_same_stages_as_compare(trace, tmp_path):
@@ -80,7 +95,8 @@ def test_same_stages_as_compare(trace, tmp_path):
                  r["messages"] <= f["messages"] <= r["messages"] + 4000]
         assert len(flows) == 1, ([(f["endpoint"], f["messages"]) for f in doc["flows"]],
                                  r["messages"])
-        k = kstages(flows[0])
+        f = flows[0]
+        k = kstages(f)
         both = (set(k) & set(built_in)) - {"send;return"}
         want = {"unix": {"send;syscall+sock", "deliver;enqueue_wakeup"},
                 "tcp": {"send;syscall", "send;sock+tcp_ip_out", "send;dev_xmit",
@@ -91,7 +107,13 @@ def test_same_stages_as_compare(trace, tmp_path):
             assert abs(k[name] - built_in[name]) <= max(0.10 * built_in[name], 150), \
                 (t, name, k[name], built_in[name])
             compared += 1
-    assert compared == 8
+        # the receiver's copy: recv;copy wherever recv() found the data (blocked in it or not)
+        copy = kstages(f, "recv;blocked").get("recv;copy", 0) + \
+            kstages(f, "recv;copy+return")["recv;copy"]
+        assert abs(copy - built_in["recv;copy"]) <= max(0.10 * built_in["recv;copy"], 150), \
+            (t, copy, built_in["recv;copy"], f["kernel_stages"])
+        compared += 1
+    assert compared == 10
 
 
 def test_detail_syscall(trace, tmp_path):

@@ -442,6 +442,7 @@ int trace_run(const struct trace_opts *o, struct trace_run *run)
 		return err;
 	run->attach_mode = attach_mode_names[mode];
 	run->kstages = skel->rodata->kstages;
+	run->rkstages = skel->rodata->rkstages;
 	run->detail = o->kernel_stages ? "full" : "syscall";
 	for (i = 0; i < o->n_pids; i++)
 		add_tgid(skel, o->pids[i]);

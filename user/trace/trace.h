@@ -82,14 +82,17 @@ struct flow {
 	double mean;
 	double coverage;
 	struct flow_stage stages[FS__COUNT];
-	/* send;call cut at the kernel boundaries the run saw, in path order (docs/TRACE.md) */
+	/* stages cut at the kernel boundaries the run saw, in path order (docs/TRACE.md):
+	 * send;call's, then the receiver's inside recv;blocked, wait;epoll, recv;copy+return */
 	struct flow_kstage {
 		char name[STAGE_NAME_LEN];
+		int of;		/* enum fl_stage it is part of */
 		double ns_per_msg;
-	} kstages[FK__COUNT];
+	} kstages[FK__COUNT + FR__COUNT + 3];
 	int n_kstages;
 	/* merged histograms while aggregating */
 	uint64_t lat_sum, st_sum[FS__COUNT], st_cnt[FS__COUNT], k_sum[FK__COUNT];
+	uint64_t rk_sum[FR__COUNT];
 	struct sparse_hist lat_hist, st_hist[FS__COUNT];
 };
 
@@ -123,6 +126,7 @@ struct trace_run {
 	uint64_t procs_unfollowed;	/* their children not followed: the process map was full */
 	const char *attach_mode;
 	uint32_t kstages;	/* bit per enum fl_kstage whose boundary was attached */
+	uint32_t rkstages;	/* enum fl_rkstage_seen bits: the receiver's boundaries attached */
 	const char *detail;	/* "full" or "syscall" (--detail) */
 	char **argv;		/* the command, or NULL */
 	pid_t pid;		/* the command's process (its process group too with a guard), or 0 */
@@ -137,6 +141,8 @@ struct trace_run {
 };
 
 extern const char *const fl_stage_names[FS__COUNT];
+/* wait;epoll's part after the receiver runs again: the poll call's own return */
+#define EPOLL_RETURN_STAGE "wait;epoll_return"
 /* The boundary of the stage table (enum boundary) that ends each kernel stage (enum
  * fl_kstage): its name and its tracepoint (TCP's marker) come from the table. */
 extern const int kstage_boundary[FK__COUNT];

@@ -66,12 +66,25 @@ static const size_t kstage_progs[FK__COUNT] = {
 	[FK_WAKE_END] = PROG(tp_k_softirq_exit),
 };
 
+/* The receiver's boundaries (enum fl_rkstage_seen): the switch onto a CPU, and copy done,
+ * whose tracepoint is the stage table's marker for each transport. */
+static const struct {
+	size_t prog;
+	const char *tp;		/* NULL: the stage table's copy-done marker for transport t */
+	enum transport t;
+	__u32 bit;
+} rkstage_progs[] = {
+	{ PROG(tp_k_sched_switch), "sched_switch", TR_UNIX, FRS_RUN },
+	{ PROG(tp_k_consume_skb), NULL, TR_UNIX, FRS_COPY },
+	{ PROG(tp_k_tcp_rcv_space_adjust), NULL, TR_TCP, FRS_COPY },
+};
+
 /* The kernel-stage programs this kernel can attach (sk_data_ready and tcp_sendmsg_locked:
- * 6.x): autoloaded, and their bits in kstages. */
+ * 6.x): autoloaded, and their bits in kstages and rkstages (copy done: both transports'). */
 static void kstages_select(struct flows_bpf *skel)
 {
-	__u32 seen = 0;
-	int i;
+	__u32 seen = 0, rseen = FRS_RUN | FRS_COPY;
+	size_t i;
 
 	for (i = 0; i < FK__COUNT; i++) {
 		const char *tp = stage_marker(kstage_boundary[i], TR_TCP, true);
@@ -82,6 +95,16 @@ static void kstages_select(struct flows_bpf *skel)
 		seen |= 1u << i;
 	}
 	skel->rodata->kstages = seen;
+	for (i = 0; i < ARRAY_SIZE(rkstage_progs); i++) {
+		const char *tp = rkstage_progs[i].tp ?: stage_marker(B_COPY_DONE, rkstage_progs[i].t, true);
+
+		if (!btf_has_tracepoint(tp))
+			rseen &= ~rkstage_progs[i].bit;
+	}
+	for (i = 0; i < ARRAY_SIZE(rkstage_progs); i++)
+		if (rseen & rkstage_progs[i].bit)
+			bpf_program__set_autoload(skel_prog(skel, rkstage_progs[i].prog), true);
+	skel->rodata->rkstages = rseen;
 }
 
 /* Are mode's targets on this kernel? 0, or -EOPNOTSUPP with the reason in why. */

@@ -326,6 +326,8 @@ static int add_stats(struct flow *f, const struct fl_stats *s)
 	}
 	for (st = 0; st < FK__COUNT; st++)
 		f->k_sum[st] += s->k_sum[st];
+	for (st = 0; st < FR__COUNT; st++)
+		f->rk_sum[st] += s->rk_sum[st];
 	return err;
 }
 
@@ -361,34 +363,82 @@ const int kstage_boundary[FK__COUNT] = {
 	[FK_SEND_EXIT] = B_SEND_EXIT,
 };
 
+static void kstage_add(struct flow *f, int of, const char *name, uint64_t sum)
+{
+	struct flow_kstage *k = &f->kstages[f->n_kstages++];
+
+	snprintf(k->name, sizeof(k->name), "%s", name);
+	k->of = of;
+	k->ns_per_msg = (double)sum / f->messages;
+}
+
 /*
  * send;call's kernel stages of f, named from the stage table for its transport by the
  * boundary that ends each and the last one seen before it (merged as --compare merges
  * what a mode cannot see). The handover always ends one; a boundary that does not mark the
  * transport's path (a NET_RX softirq inside an AF_UNIX send) gives its time to the next stage.
  */
-static void kstages_name(struct flow *f, uint32_t seen)
+static void send_kstages(struct flow *f, enum transport t, uint32_t seen)
 {
-	enum transport t = f->transport == FL_UNIX ? TR_UNIX : TR_TCP;
 	int handover = t == TR_UNIX ? FK_WAKE_END : FK_SEND_EXIT, prev = B_SEND_ENTER, i;
+	char name[STAGE_NAME_LEN];
 	uint64_t carry = 0;
 
-	f->n_kstages = 0;
-	if (!seen || !f->messages)
-		return;
 	for (i = 0; i <= handover; i++) {
 		int b = kstage_boundary[i];
-		struct flow_kstage *k;
 
 		carry += f->k_sum[i];
 		if (i != handover && (!(seen & (1u << i)) || !stage_boundary(b)->tp[t]))
 			continue;
-		k = &f->kstages[f->n_kstages++];
-		stage_name(t, prev, b, false, false, k->name, sizeof(k->name));
-		k->ns_per_msg = (double)carry / f->messages;
+		stage_name(t, prev, b, false, false, name, sizeof(name));
+		kstage_add(f, FS_SEND, name, carry);
 		carry = 0;
 		prev = b;
 	}
+}
+
+/*
+ * The receiver's parts of a stage: the first children's sums as measured, the last child
+ * what remains of the stage (each clamped so that none goes below zero).
+ */
+static void recv_kstages(struct flow *f, int of, int n, const char *const *names,
+			 const uint64_t *sums)
+{
+	uint64_t left = f->st_sum[of];
+	int i;
+
+	if (!f->st_cnt[of])
+		return;
+	for (i = 0; i < n - 1; i++) {
+		uint64_t v = sums[i] < left ? sums[i] : left;
+
+		kstage_add(f, of, names[i], v);
+		left -= v;
+	}
+	kstage_add(f, of, names[n - 1], left);
+}
+
+/* f's kernel stages: send;call's, then the receiver's where the run attached them. */
+static void kstages_name(struct flow *f, uint32_t seen, uint32_t rseen)
+{
+	enum transport t = f->transport == FL_UNIX ? TR_UNIX : TR_TCP;
+	const char *run = stage_boundary(B_RUN)->stage[t], *copy = stage_boundary(B_COPY_DONE)->stage[t],
+		   *ret = stage_boundary(B_RECV_EXIT)->stage[t];
+
+	f->n_kstages = 0;
+	if (!f->messages)
+		return;
+	if (seen)
+		send_kstages(f, t, seen);
+	if ((rseen & FRS_RUN) && (rseen & FRS_COPY)) {
+		recv_kstages(f, FS_RECV_BLOCKED, 3, (const char *[]){ run, copy, ret },
+			     (uint64_t[]){ f->rk_sum[FR_BLOCKED_RUN], f->rk_sum[FR_BLOCKED_COPY] });
+		recv_kstages(f, FS_RECV, 2, (const char *[]){ copy, ret },
+			     (uint64_t[]){ f->rk_sum[FR_RECV_COPY] });
+	}
+	if (rseen & FRS_RUN)
+		recv_kstages(f, FS_EPOLL, 2, (const char *[]){ run, EPOLL_RETURN_STAGE },
+			     (uint64_t[]){ f->rk_sum[FR_EPOLL_RUN] });
 }
 
 static int by_messages(const void *a, const void *b)
@@ -518,7 +568,7 @@ int trace_collect(struct flows_bpf *skel, const struct trace_opts *o, struct tra
 
 	for (i = 0; i < run->n_flows; i++) {
 		finish(&run->flows[i]);
-		kstages_name(&run->flows[i], run->kstages);
+		kstages_name(&run->flows[i], run->kstages, run->rkstages);
 	}
 	if (run->n_flows)
 		qsort(run->flows, run->n_flows, sizeof(*run->flows), by_messages);

@@ -40,19 +40,23 @@ static void folded_line(const char *name, double ns, FILE *f)
 		fprintf(f, "%s %lld\n", name, w);
 }
 
-/* Folded stacks of one flow: "phase;stage <ns per message, rounded>"; send;call as its kernel
+/* Folded stacks of one flow: "phase;stage <ns per message, rounded>"; a stage as its kernel
  * stages where the run cut it (the frames --compare's flames have). */
 static void flow_folded(const struct flow *fl, FILE *f)
 {
 	int st, i;
 
 	for (st = 0; st < FS__COUNT; st++) {
-		if (st == FS_SEND && fl->n_kstages) {
-			for (i = 0; i < fl->n_kstages; i++)
-				folded_line(fl->kstages[i].name, fl->kstages[i].ns_per_msg, f);
-			continue;
+		bool cut = false;
+
+		for (i = 0; i < fl->n_kstages; i++) {
+			if (fl->kstages[i].of != st)
+				continue;
+			folded_line(fl->kstages[i].name, fl->kstages[i].ns_per_msg, f);
+			cut = true;
 		}
-		folded_line(fl->stages[st].name, fl->stages[st].ns_per_msg, f);
+		if (!cut)
+			folded_line(fl->stages[st].name, fl->stages[st].ns_per_msg, f);
 	}
 }
 

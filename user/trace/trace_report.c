@@ -47,8 +47,8 @@ static void flow_text(const struct flow *fl, FILE *f)
 	trace_stage_table(fl, false, f);
 }
 
-/* send;call's kernel stages, under it: the mean per message and its share of the latency. */
-static void kstage_rows(const struct flow *fl, bool md, FILE *f)
+/* The kernel stages of stage st, under it: the mean per message and its share of the latency. */
+static void kstage_rows(const struct flow *fl, int st, bool md, FILE *f)
 {
 	char a[32];
 	int i;
@@ -57,6 +57,8 @@ static void kstage_rows(const struct flow *fl, bool md, FILE *f)
 		const struct flow_kstage *k = &fl->kstages[i];
 		double share = fl->mean > 0 ? 100.0 * k->ns_per_msg / fl->mean : 0.0;
 
+		if (k->of != st)
+			continue;
 		fmt_dur(k->ns_per_msg, md, a, sizeof(a));
 		if (md)
 			fprintf(f, "| &nbsp;&nbsp;`%s` | %s | %.1f%% | | | |\n", k->name, a, share);
@@ -91,8 +93,7 @@ void trace_stage_table(const struct flow *fl, bool md, FILE *f)
 		else
 			fprintf(f, "  %-18s %12s %5.1f%% %10llu %10s %10s\n", g->name, a, share,
 				(unsigned long long)g->count, b, c);
-		if (st == FS_SEND)
-			kstage_rows(fl, md, f);
+		kstage_rows(fl, st, md, f);
 	}
 }
 
@@ -416,12 +417,12 @@ void trace_flow_json(struct jw *w, const struct flow *fl)
 		jw_obj_end(w);
 	}
 	jw_arr_end(w);
-	/* send;call cut at the kernel boundaries, named as --compare's stages */
+	/* stages cut at the kernel boundaries, named as --compare's stages */
 	jw_arr_begin(w, "kernel_stages");
 	for (st = 0; st < fl->n_kstages; st++) {
 		jw_obj_begin(w, NULL);
 		jw_str(w, "name", fl->kstages[st].name);
-		jw_str(w, "of", fl_stage_names[FS_SEND]);
+		jw_str(w, "of", fl_stage_names[fl->kstages[st].of]);
 		jw_double(w, "ns_per_msg", fl->kstages[st].ns_per_msg);
 		jw_obj_end(w);
 	}
