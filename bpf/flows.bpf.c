@@ -692,18 +692,19 @@ static __always_inline void cut_stages(const struct msg_ent *e, const struct rcv
 	o->stages |= 1 << FS_RECV;
 }
 
-/* send;call's kernel stages, in path order, up to its (clamped) length: they add up to it. */
-static __always_inline void add_kstages(struct fl_stats *s, const struct msg_ent *e, __u64 send)
+/* send;call's kernel stages into o->k, in path order, up to its (clamped) length: they add
+ * up to it. */
+static __always_inline void cut_kstages(struct fl_outlier *o, const struct msg_ent *e)
 {
-	__u64 v;
+	__u64 v, send = o->stage_ns[FS_SEND];
 	int i;
 
 	for (i = 0; i < FK__COUNT; i++) {
 		v = e->k[i] < send ? e->k[i] : send;
-		s->k_sum[i] += v;
+		o->k[i] = v;
 		send -= v;
 	}
-	s->k_sum[FK__COUNT - 1] += send;	/* an entry cut by another syscall's stamp */
+	o->k[FK__COUNT - 1] += send;	/* an entry cut by another syscall's stamp */
 }
 
 /* A copy-done time inside [from, to], else to: a recv() whose copy-done boundary did not
@@ -713,27 +714,26 @@ static __always_inline __u64 copy_end(__u64 copy_ts, __u64 from, __u64 to)
 	return copy_ts >= from && copy_ts <= to ? copy_ts : to;
 }
 
-/* The receiver's kernel stages inside the stages cut_stages gave o (enum fl_rkstage). */
-static __always_inline void add_rkstages(struct fl_stats *s, const struct fl_outlier *o,
-					 const struct rcv_info *r)
+/* The receiver's kernel stages inside the stages cut_stages gave o, into o->rk. */
+static __always_inline void cut_rkstages(struct fl_outlier *o, const struct rcv_info *r)
 {
 	__u64 t1 = o->bound[FB_HANDOVER], t3 = o->bound[FB_RECV_RETURN], from;
 
 	if (o->stages & (1 << FS_RECV_BLOCKED)) {
 		from = t1;
 		if ((rkstages & FRS_RUN) && r->run_ts > t1 && r->run_ts <= t3) {
-			s->rk_sum[FR_BLOCKED_RUN] += r->run_ts - t1;
+			o->rk[FR_BLOCKED_RUN] = r->run_ts - t1;
 			from = r->run_ts;
 		}
 		if (rkstages & FRS_COPY)
-			s->rk_sum[FR_BLOCKED_COPY] += copy_end(r->copy_ts, from, t3) - from;
+			o->rk[FR_BLOCKED_COPY] = copy_end(r->copy_ts, from, t3) - from;
 	}
 	if ((o->stages & (1 << FS_EPOLL)) && (rkstages & FRS_RUN) &&
 	    r->poll_run > o->bound[FB_POLL_ENTRY] && r->poll_run <= o->bound[FB_POLL_EXIT])
-		s->rk_sum[FR_EPOLL_RUN] += r->poll_run - o->bound[FB_POLL_ENTRY];
+		o->rk[FR_EPOLL_RUN] = r->poll_run - o->bound[FB_POLL_ENTRY];
 	if ((o->stages & (1 << FS_RECV)) && (rkstages & FRS_COPY)) {
 		from = o->bound[FB_RECV_ENTRY];
-		s->rk_sum[FR_RECV_COPY] += copy_end(r->copy_ts, from, t3) - from;
+		o->rk[FR_RECV_COPY] = copy_end(r->copy_ts, from, t3) - from;
 	}
 }
 
@@ -784,10 +784,16 @@ static __always_inline void record(struct dir_st *d, const struct msg_ent *e,
 	for (st = 0; st < FS__COUNT; st++)
 		if (o->stages & (1 << st))
 			add_stage(s, st, o->stage_ns[st]);
-	if (kstages)
-		add_kstages(s, e, o->stage_ns[FS_SEND]);
-	if (rkstages)
-		add_rkstages(s, o, r);
+	if (kstages) {
+		cut_kstages(o, e);
+		for (st = 0; st < FK__COUNT; st++)
+			s->k_sum[st] += o->k[st];
+	}
+	if (rkstages) {
+		cut_rkstages(o, r);
+		for (st = 0; st < FR__COUNT; st++)
+			s->rk_sum[st] += o->rk[st];
+	}
 	if (slower_than_ns && o->latency_ns > slower_than_ns) {
 		o->bytes = e->bytes;
 		o->s_tid = e->tid;

@@ -125,6 +125,8 @@ struct fl_outlier {
 	__u64 bound[FB__COUNT];	/* enum fl_bound, clamped to one monotonic path */
 	__u64 stage_ns[FS__COUNT];	/* enum fl_stage: they add up to latency_ns */
 	__u64 latency_ns;
+	__u64 k[FK__COUNT];	/* enum fl_kstage: send;call cut (--detail full) */
+	__u64 rk[FR__COUNT];	/* enum fl_rkstage: the receiver's stages cut */
 	__u32 stages;		/* bit per enum fl_stage the message passed through */
 	__u32 unseen;		/* enum fl_unseen bits */
 	__u32 bytes;

@@ -282,8 +282,8 @@ def report(rows, sanity, sample, t0, t1):
           "--filtered`, bpf/hooks_floor.bpf.c; the set derived from udsprobe's own choice): "
           "the floor no program body can go below, since attaching a syscall tracepoint "
           "alone sends every syscall on the host through the kernel's syscall-tracing slow "
-          "path (docs/TRACE.md, \"Overhead\"). *filtered* runs `--detail full` (send;call cut "
-          "into kernel stages: six more tracepoints, docs/TRACE.md \"Kernel stages\"); "
+          "path (docs/TRACE.md, \"Overhead\"). *filtered* runs `--detail full` (send;call and the receiver's stages cut "
+          "into kernel stages: nine more tracepoints, sched_switch among them, docs/TRACE.md \"Kernel stages\"); "
           "*syscall*: the same filters with the default `--detail syscall`, without them; "
           "*unfiltered* runs the default.\n")
     print(f"- date: {t0:%Y-%m-%d %H:%M}–{t1:%H:%M} UTC ({(t1 - t0).total_seconds():.0f} s); kernel {platform.release()}; "

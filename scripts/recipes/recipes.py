@@ -9,7 +9,9 @@ added, so the documentation and what CI runs cannot drift apart
     scripts/recipes/recipes.py [--udsprobe PATH] [--repeat N] [--save DIR] [NAME...]  # as root
 
 prints, per recipe, the client run times of both transports and TCP/unix over N runs:
-the median and the range.
+the median and the range; with --stages, the stage table of the run with the median ratio
+(markdown, the two busiest directions, each stage with the kernel stages it is cut into: the
+tables of docs/RECIPES.md).
 """
 import argparse
 import json
@@ -47,17 +49,85 @@ def run(text, udsprobe, json_path, timeout=300):
     return res, doc
 
 
+def fmt_ns(ns):
+    return f"{ns / 1000:.1f} µs" if ns >= 1000 else f"{ns:.0f} ns"
+
+
+def stage_rows(flow):
+    """[(name, ns per message, is a kernel stage)] in the order of the report."""
+    rows = []
+    for s in flow["stages"]:
+        if not s["count"]:
+            continue
+        rows.append((s["name"], s["ns_per_msg"], False))
+        rows += [(k["name"], k["ns_per_msg"], True) for k in flow["kernel_stages"]
+                 if k["of"] == s["name"]]
+    return rows
+
+
+def merged_names(a, b):
+    """The row keys of both transports, in path order (TCP has more kernel stages)."""
+    out = []
+    parent = None
+    for rows in (a, b):
+        for name, _, kernel in rows:
+            parent = parent if kernel else name
+            key = (parent, name, kernel)
+            if key not in out:
+                at = next((i + 1 for i, k in enumerate(out) if k[0] == parent), len(out))
+                while kernel and at < len(out) and out[at][2] and out[at][0] == parent:
+                    at += 1
+                out.insert(at if kernel else len(out), key)
+    return out
+
+
+def stage_table(doc):
+    """Markdown stage tables of the two busiest directions, unix vs TCP, per message."""
+    by = {r["transport"]: sorted(r["flows"], key=lambda f: -f["messages"]) for r in doc["results"]}
+    lines = []
+    seen = set()
+    for f in by["unix"][:2]:
+        pair = (f["sender"]["comm"], f["receiver"]["comm"])
+        tcp = next((g for g in by["tcp"] if (g["sender"]["comm"], g["receiver"]["comm"]) == pair
+                    and id(g) not in seen), None)
+        if not tcp:
+            continue
+        seen.add(id(tcp))
+        u_rows, t_rows = stage_rows(f), stage_rows(tcp)
+        lines += [f"{pair[0]} → {pair[1]} ({f['messages']} / {tcp['messages']} messages)", "",
+                  "| stage | unix | TCP |", "|---|---|---|"]
+        for parent, name, kernel in merged_names(u_rows, t_rows):
+            vals = []
+            for rows in (u_rows, t_rows):
+                p = None
+                v = None
+                for n, ns, k in rows:
+                    p = p if k else n
+                    if (p, n, k) == (parent, name, kernel):
+                        v = ns
+                vals.append(fmt_ns(v) if v is not None else "—")
+            label = f"&nbsp;&nbsp;{name}" if kernel else name
+            lines.append(f"| {label} | {vals[0]} | {vals[1]} |")
+        lines.append(f"| mean latency | {fmt_ns(f['latency_ns']['mean'])} | "
+                     f"{fmt_ns(tcp['latency_ns']['mean'])} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--udsprobe", default=str(REPO / "udsprobe"))
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--save", metavar="DIR", help="keep each run's JSON as DIR/NAME-K.json")
+    p.add_argument("--stages", action="store_true",
+                   help="print the median-ratio run's stage tables (markdown)")
     p.add_argument("names", nargs="*")
     args = p.parse_args()
     all_recipes = recipes()
     for name in args.names or all_recipes:
         walls = {"unix": [], "tcp": []}
         ratios = []
+        docs = []
         for k in range(args.repeat):
             with tempfile.TemporaryDirectory() as d:
                 res, doc = run(all_recipes[name], args.udsprobe, f"{d}/r.json")
@@ -69,12 +139,16 @@ def main():
             for t in walls:
                 walls[t].append(by[t]["wall_ns"] / 1e9)
             ratios.append(doc["tcp_over_unix_wall"])
+            docs.append(doc)
             tails = {t: by[t]["output"].strip().split("\n")[-1][-100:] for t in by}
             print(f"  {name}: unix {walls['unix'][-1]:.3f} s, tcp {walls['tcp'][-1]:.3f} s; "
                   f"unix says: {tails['unix']!r}; tcp says: {tails['tcp']!r}", flush=True)
         fmt = lambda v: f"{statistics.median(v):.3f} [{min(v):.3f}-{max(v):.3f}]"
         print(f"{name}: unix {fmt(walls['unix'])} s, tcp {fmt(walls['tcp'])} s, "
               f"tcp/unix {fmt(ratios)} over {args.repeat} runs", flush=True)
+        if args.stages:
+            median = sorted(range(len(ratios)), key=lambda i: ratios[i])[len(ratios) // 2]
+            print(stage_table(docs[median]), flush=True)
 
 
 if __name__ == "__main__":

@@ -662,6 +662,28 @@ def check_programs(doc, text):
             word = "TCP" if v["tcp_mean_ns"] >= v["unix_mean_ns"] else "UDS"
             if f"{word} takes" not in c["text"]:
                 errs.append(f"busiest flow: {word} is slower per message: {c['text']}")
+        elif c["kind"] == "tcp_only":
+            # the TCP flow it is about: the busiest flow's mean latency
+            fl = [f for f in by["tcp"]["flows"]
+                  if abs(f["latency_ns"]["mean"] - v["tcp_mean_ns"]) <= 1]
+            only = [sum(k["ns_per_msg"] for k in f["kernel_stages"] if k["of"] == "send;call"
+                        and ("tcp_ip_out" in k["name"] or "dev_xmit" in k["name"]
+                             or k["name"].startswith("rx_softirq"))) for f in fl]
+            if not any(abs(o - v["tcp_only_ns"]) <= max(1, 1e-4 * o) for o in only):
+                errs.append(f"tcp_only {v['tcp_only_ns']} ns, its flow's stages give {only}")
+            d, o = v["diff_ns"], v["tcp_only_ns"]
+            if near(abs(d), NOISE_FLOOR * max(v["tcp_mean_ns"], v["tcp_mean_ns"] - d)):
+                continue
+            if abs(d) < NOISE_FLOOR * max(v["tcp_mean_ns"], v["tcp_mean_ns"] - d):
+                ok = "no share" in c["text"]
+            elif d < 0:
+                ok = "UDS loses more" in c["text"]
+            elif o <= d:
+                ok = says_pct(c["text"], round(100 * o / d))
+            else:
+                ok = "more than the whole" in c["text"]
+            if not ok:
+                errs.append(f"tcp_only {o} of a difference {d}: {c['text']}")
         else:
             errs.append(f"unknown claim kind {c['kind']!r}")
     return errs

@@ -101,6 +101,32 @@ def test_exactly_the_delayed_messages(trace, tmp_path, transport):
     assert "wait;busy" in text.split("Messages slower than")[1]
 
 
+@pytest.mark.parametrize("transport", ["unix", "tcp"])
+def test_detail_full_cuts_each_outlier(trace, tmp_path, transport):
+    """With --detail full each outlier's stages are cut into kernel stages as the flows' are:
+    those of one stage add up to it exactly, send;call's on TCP hold its network path (none
+    on AF_UNIX), wait;busy stays whole (the receiver's own code), and the text timeline shows
+    the kernel stages in place of the stage they cut."""
+    res, doc, info = run_pair(trace, tmp_path, transport,
+                              ["--slower-than", THRESH, "--detail", "full"])
+    mine = [o for o in doc["outliers"] if o["endpoint"] == info["endpoint"]]
+    assert len(mine) == len(DELAYED), mine
+    section = res.stdout.split("Messages slower than")[1]
+    for o in mine:
+        check_outlier(o, info)
+        ks = o["kernel_stages"]
+        by = {s["name"]: s["ns"] for s in o["stages"]}
+        assert {k["of"] for k in ks} >= {"send;call"} and "wait;busy" not in {k["of"] for k in ks}
+        for of in {k["of"] for k in ks}:
+            assert sum(k["ns"] for k in ks if k["of"] == of) == by[of], (of, o)
+        send = [k["name"] for k in ks if k["of"] == "send;call"]
+        net = [n for n in send if "tcp_ip_out" in n or "dev_xmit" in n or
+               n.startswith("rx_softirq")]
+        assert bool(net) == (transport == "tcp"), send
+        assert all(f"{n} " in section for n in send) and "wait;busy" in section, section
+    assert not [o for o in doc["outliers"] if o.get("kernel_stages") is None]
+
+
 def test_threshold_above_everything(trace, tmp_path):
     res, doc, info = run_pair(trace, tmp_path, "unix", ["--slower-than", "10s"])
     assert doc["outliers"] == [] and doc["outliers_dropped"] == 0

@@ -143,7 +143,38 @@ TEST(trace_outlier_json_line)
 		  "\"receiver\":{\"comm\":\"server\",\"pid\":20,\"tid\":21},\"bytes\":3005,"
 		  "\"latency_ns\":30000000,\"stages\":[{\"name\":\"send;call\",\"ns\":1000},"
 		  "{\"name\":\"wait;busy\",\"ns\":29997000},{\"name\":\"recv;copy+return\",\"ns\":2000}],"
-		  "\"not_seen\":[\"recv_entry\"]}\n");
+		  "\"kernel_stages\":[],\"not_seen\":[\"recv_entry\"]}\n");
+	free(s);
+}
+
+/* --detail full: a TCP outlier's stages cut as the flows' are, the last part of each what
+ * remains of it, in the text timeline in place of the stage they cut. */
+TEST(trace_outlier_kernel_stages)
+{
+	struct trace_outlier x = outlier(30, 64);
+	struct trace_run run = { .outliers = &x, .n_outliers = 1, .slower_than_ns = 10000000,
+				 .attach_mode = "tracepoint" };
+	const uint64_t k[FK__COUNT] = { 100, 200, 100, 100, 200, 200, 100 };
+	char *s;
+
+	x.transport = FL_TCP;
+	x.stages = 1 << FS_SEND | 1 << FS_RECV_BLOCKED;
+	x.stage_ns[FS_RECV_BLOCKED] = x.latency_ns - 1000;
+	memcpy(x.k, k, sizeof(k));
+	x.rk[FR_BLOCKED_RUN] = 29000000;
+	x.rk[FR_BLOCKED_COPY] = 500000;
+	x.kseen = (1u << FK__COUNT) - 1;
+	x.rkseen = FRS_RUN | FRS_COPY;
+	s = render(text_of, &run);
+	CHECK(strstr(s, "send;syscall 100 ns + send;sock+tcp_ip_out 200 ns + send;dev_xmit 100 ns + "
+		      "rx_softirq;backlog 100 ns + rx_softirq;ip_tcp_in 200 ns + deliver;enqueue_wakeup "
+		      "200 ns + send;return 100 ns + sched;wait_cpu 29.00 ms + recv;copy 500.0 us + "
+		      "recv;return 499.0 us\n") != NULL);
+	free(s);
+	s = render(trace_outliers_jsonl, &run);
+	CHECK(strstr(s, "{\"name\":\"sched;wait_cpu\",\"of\":\"recv;blocked\",\"ns\":29000000},"
+		      "{\"name\":\"recv;copy\",\"of\":\"recv;blocked\",\"ns\":500000},"
+		      "{\"name\":\"recv;return\",\"of\":\"recv;blocked\",\"ns\":499000}]") != NULL);
 	free(s);
 }
 

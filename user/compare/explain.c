@@ -31,12 +31,6 @@ struct pair_ctx {
 
 static const char *const tr_word[TR__COUNT] = { "UDS", "TCP" };
 
-/* Stages on TCP's network path: UDS hands the skb straight to the peer's queue. */
-static bool tcp_only_stage(const char *name)
-{
-	return strstr(name, "tcp_ip_out") || strstr(name, "dev_xmit") || !strncmp(name, "rx_softirq", 10);
-}
-
 static double stage_sum(const struct trace_result *t, const char *prefix)
 {
 	double sum = 0;
@@ -61,7 +55,7 @@ static double tcp_only_ns(const struct trace_result *t)
 	int i;
 
 	for (i = 0; i < t->n_stages; i++)
-		if (!t->stages[i].extra && tcp_only_stage(t->stages[i].name))
+		if (!t->stages[i].extra && stage_tcp_only(t->stages[i].name))
 			sum += t->stages[i].ns_per_msg;
 	return sum;
 }

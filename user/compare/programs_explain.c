@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "programs_report.h"
+#include "stage_table.h"
 #include "util.h"
 
 /* What a stage holds on each transport (docs/TRACE.md, docs/STAGES.md). */
@@ -91,6 +92,46 @@ static void in_flight(const struct program_compare *pc, struct claims *cl)
 			   "difference shows less than in the bare 64 B ping-pong (docs/RECIPES.md).");
 }
 
+/* The busiest TCP flow's send;call kernel stages UDS does not have, and their share of the
+ * per-message difference (where the run cut send;call: --compare of programs always does). */
+static void tcp_only(const struct flow *u, const struct flow *t, struct claims *cl)
+{
+	double only = 0, diff = t->mean - u->mean;
+	char a[32], b[32], names[160] = "";
+	size_t n = 0;
+	struct claim *cm;
+	int i;
+
+	for (i = 0; i < t->n_kstages; i++) {
+		const struct flow_kstage *k = &t->kstages[i];
+
+		if (k->of != FS_SEND || !stage_tcp_only(k->name))
+			continue;
+		only += k->ns_per_msg;
+		n += snprintf(names + n, n < sizeof(names) ? sizeof(names) - n : 0, "%s%s %s",
+			      n ? ", " : "", k->name, fmt_dur(k->ns_per_msg, false, a, sizeof(a)));
+	}
+	if (only <= 0)
+		return;
+	cm = claim_add(cl, "tcp_only", "Of each TCP message's send(), %s is in stages UDS does not "
+		       "have (%s)", fmt_dur(only, false, a, sizeof(a)), names);
+	claim_num(cm, "tcp_only_ns", only);
+	claim_num(cm, "diff_ns", diff);
+	claim_num(cm, "tcp_mean_ns", t->mean);
+	if (fabs(diff) < NOISE_FLOOR * MAX(u->mean, t->mean))
+		claim_more(cm, "; the two messages differ by only %s, so no share of the difference "
+			   "is given.", fmt_dur(fabs(diff), false, b, sizeof(b)));
+	else if (diff < 0)
+		claim_more(cm, ", yet the UDS message is %s longer: UDS loses more than that in the "
+			   "other stages.", fmt_dur(-diff, false, b, sizeof(b)));
+	else if (only <= diff)
+		claim_more(cm, ": %.0f %% of the per-message difference; the rest is in the other "
+			   "stages.", 100 * only / diff);
+	else
+		claim_more(cm, ": more than the whole per-message difference (%s); UDS pays the rest "
+			   "back in the other stages.", fmt_dur(diff, false, b, sizeof(b)));
+}
+
 /* The stage of the busiest flow pair that holds most of the per-message difference. */
 static void busiest_flow(const struct program_compare *pc, struct claims *cl)
 {
@@ -127,6 +168,7 @@ static void busiest_flow(const struct program_compare *pc, struct claims *cl)
 	claim_num(cm, "unix_mean_ns", u->mean);
 	claim_num(cm, "tcp_mean_ns", t->mean);
 	claim_num(cm, "stage_diff_ns", best);
+	tcp_only(u, t, cl);
 }
 
 /* CPU the client's and the server's processes used per message, from the kernel's accounting. */

@@ -106,6 +106,53 @@ static void row_count(const char *label, const struct flow_pair *p, FILE *f)
 	fputc('\n', f);
 }
 
+/* The kernel stage of f named name inside stage st, or NULL. */
+static const struct flow_kstage *kstage_of(const struct flow *f, int st, const char *name)
+{
+	int i;
+
+	for (i = 0; f && i < f->n_kstages; i++)
+		if (f->kstages[i].of == st && !strcmp(f->kstages[i].name, name))
+			return &f->kstages[i];
+	return NULL;
+}
+
+/*
+ * The kernel stages stage st is cut into, under it: TCP's in path order, with a UDS-only
+ * one (a merged name, "send;syscall+sock") before the first TCP stage after it on UDS's path.
+ */
+static void kstage_rows(const struct flow *u, const struct flow *t, int st, FILE *f)
+{
+	const char *names[2 * TR_MAX_KSTAGES];
+	int n = 0, i, j, at = 0;
+
+	for (i = 0; t && i < t->n_kstages; i++)
+		if (t->kstages[i].of == st)
+			names[n++] = t->kstages[i].name;
+	for (i = 0; u && i < u->n_kstages; i++) {
+		const char *name = u->kstages[i].name;
+
+		if (u->kstages[i].of != st)
+			continue;
+		for (j = 0; j < n && strcmp(names[j], name); j++)
+			;
+		if (j < n) {
+			at = j + 1;
+			continue;
+		}
+		memmove(&names[at + 1], &names[at], (n - at) * sizeof(*names));
+		names[at++] = name;
+		n++;
+	}
+	for (i = 0; i < n; i++) {
+		const struct flow_kstage *ku = kstage_of(u, st, names[i]), *kt = kstage_of(t, st, names[i]);
+		char label[STAGE_NAME_LEN + 8];
+
+		snprintf(label, sizeof(label), "      %s", names[i]);
+		row_dur(label, ku ? ku->ns_per_msg : -1, kt ? kt->ns_per_msg : -1, false, f);
+	}
+}
+
 static void pair_text(const struct flow_pair *p, FILE *f)
 {
 	const struct flow *any = p->f[PG_UNIX] ? p->f[PG_UNIX] : p->f[PG_TCP];
@@ -126,6 +173,7 @@ static void pair_text(const struct flow_pair *p, FILE *f)
 		snprintf(label, sizeof(label), "  %s", fl_stage_names[st]);
 		row_dur(label, u ? u->stages[st].ns_per_msg : -1, t ? t->stages[st].ns_per_msg : -1,
 			false, f);
+		kstage_rows(u, t, st, f);
 	}
 }
 

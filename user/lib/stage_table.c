@@ -143,6 +143,11 @@ void stage_name(enum transport t, int prev, int last, bool per_call, bool functi
 	snprintf(out, len, "%s;%s", parent, leaves);
 }
 
+bool stage_tcp_only(const char *name)
+{
+	return strstr(name, "tcp_ip_out") || strstr(name, "dev_xmit") || !strncmp(name, "rx_softirq", 10);
+}
+
 void stages_list(FILE *f)
 {
 	int b, t;

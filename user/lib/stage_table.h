@@ -46,6 +46,9 @@ const char *stage_func_older(const char *func);
  */
 void stage_name(enum transport t, int prev, int last, bool per_call, bool function_level,
 		char *out, size_t len);
+/* A stage on TCP's network path only (TCP/IP output, loopback device, receive softirq, merged
+ * names too): UDS hands the skb straight to the peer's queue. */
+bool stage_tcp_only(const char *name);
 /* --list-stages */
 void stages_list(FILE *f);
 

@@ -73,6 +73,9 @@ struct ep_name {
 	struct fl_uaddr ua;
 };
 
+/* send;call's kernel stages, and three receiver's stages cut in two or three */
+#define TR_MAX_KSTAGES (FK__COUNT + FR__COUNT + 3)
+
 struct flow {
 	int transport;		/* enum fl_transport */
 	char endpoint[160];
@@ -88,7 +91,7 @@ struct flow {
 		char name[STAGE_NAME_LEN];
 		int of;		/* enum fl_stage it is part of */
 		double ns_per_msg;
-	} kstages[FK__COUNT + FR__COUNT + 3];
+	} kstages[TR_MAX_KSTAGES];
 	int n_kstages;
 	/* merged histograms while aggregating */
 	uint64_t lat_sum, st_sum[FS__COUNT], st_cnt[FS__COUNT], k_sum[FK__COUNT];
@@ -107,6 +110,8 @@ struct trace_outlier {
 	uint32_t stages;	/* bit per enum fl_stage the message passed through */
 	uint32_t unseen;	/* enum fl_unseen: boundaries not seen */
 	uint64_t stage_ns[FS__COUNT];
+	uint64_t k[FK__COUNT], rk[FR__COUNT];	/* its kernel stages' values, as the flows' */
+	uint32_t kseen, rkseen;	/* the run's kstages and rkstages */
 };
 
 #define TR_MAX_OUTLIERS	100000	/* kept in memory; more are counted, not kept */
@@ -146,6 +151,18 @@ extern const char *const fl_stage_names[FS__COUNT];
 /* The boundary of the stage table (enum boundary) that ends each kernel stage (enum
  * fl_kstage): its name and its tracepoint (TCP's marker) come from the table. */
 extern const int kstage_boundary[FK__COUNT];
+/* What the kernel stages of a flow (sums) or of one message (per = 1) are cut from. */
+struct kstage_in {
+	int transport;		/* enum fl_transport */
+	uint32_t seen, rseen;	/* the run's kstages and rkstages bits */
+	const uint64_t *k, *rk;	/* enum fl_kstage, enum fl_rkstage */
+	const uint64_t *st_sum;	/* enum fl_stage */
+	uint32_t st_mask;	/* the stages passed through */
+	double per;		/* divide by: messages */
+};
+/* The kernel stages, named as --compare names its stages, in path order; returns how many
+ * (at most TR_MAX_KSTAGES). */
+int trace_kstages_cut(const struct kstage_in *in, struct flow_kstage *out);
 extern const char *const fl_miss_names[FM__COUNT];
 extern const char *const fl_miss_meanings[FM__COUNT];
 

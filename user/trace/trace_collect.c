@@ -363,22 +363,30 @@ const int kstage_boundary[FK__COUNT] = {
 	[FK_SEND_EXIT] = B_SEND_EXIT,
 };
 
-static void kstage_add(struct flow *f, int of, const char *name, uint64_t sum)
+/* Kernel stages being cut from one message's values or a flow's sums (per: its messages). */
+struct kcut {
+	struct flow_kstage *out;
+	int n;
+	double per;
+	const uint64_t *st_sum;	/* enum fl_stage */
+};
+
+static void kstage_add(struct kcut *c, int of, const char *name, uint64_t sum)
 {
-	struct flow_kstage *k = &f->kstages[f->n_kstages++];
+	struct flow_kstage *k = &c->out[c->n++];
 
 	snprintf(k->name, sizeof(k->name), "%s", name);
 	k->of = of;
-	k->ns_per_msg = (double)sum / f->messages;
+	k->ns_per_msg = (double)sum / c->per;
 }
 
 /*
- * send;call's kernel stages of f, named from the stage table for its transport by the
- * boundary that ends each and the last one seen before it (merged as --compare merges
- * what a mode cannot see). The handover always ends one; a boundary that does not mark the
- * transport's path (a NET_RX softirq inside an AF_UNIX send) gives its time to the next stage.
+ * send;call's kernel stages, named from the stage table for the transport by the boundary
+ * that ends each and the last one seen before it (merged as --compare merges what a mode
+ * cannot see). The handover always ends one; a boundary that does not mark the transport's
+ * path (a NET_RX softirq inside an AF_UNIX send) gives its time to the next stage.
  */
-static void send_kstages(struct flow *f, enum transport t, uint32_t seen)
+static void send_kstages(struct kcut *c, enum transport t, uint32_t seen, const uint64_t *k)
 {
 	int handover = t == TR_UNIX ? FK_WAKE_END : FK_SEND_EXIT, prev = B_SEND_ENTER, i;
 	char name[STAGE_NAME_LEN];
@@ -387,11 +395,11 @@ static void send_kstages(struct flow *f, enum transport t, uint32_t seen)
 	for (i = 0; i <= handover; i++) {
 		int b = kstage_boundary[i];
 
-		carry += f->k_sum[i];
+		carry += k[i];
 		if (i != handover && (!(seen & (1u << i)) || !stage_boundary(b)->tp[t]))
 			continue;
 		stage_name(t, prev, b, false, false, name, sizeof(name));
-		kstage_add(f, FS_SEND, name, carry);
+		kstage_add(c, FS_SEND, name, carry);
 		carry = 0;
 		prev = b;
 	}
@@ -401,44 +409,57 @@ static void send_kstages(struct flow *f, enum transport t, uint32_t seen)
  * The receiver's parts of a stage: the first children's sums as measured, the last child
  * what remains of the stage (each clamped so that none goes below zero).
  */
-static void recv_kstages(struct flow *f, int of, int n, const char *const *names,
+static void recv_kstages(struct kcut *c, int of, int n, const char *const *names,
 			 const uint64_t *sums)
 {
-	uint64_t left = f->st_sum[of];
+	uint64_t left = c->st_sum[of];
 	int i;
 
-	if (!f->st_cnt[of])
-		return;
 	for (i = 0; i < n - 1; i++) {
 		uint64_t v = sums[i] < left ? sums[i] : left;
 
-		kstage_add(f, of, names[i], v);
+		kstage_add(c, of, names[i], v);
 		left -= v;
 	}
-	kstage_add(f, of, names[n - 1], left);
+	kstage_add(c, of, names[n - 1], left);
 }
 
-/* f's kernel stages: send;call's, then the receiver's where the run attached them. */
-static void kstages_name(struct flow *f, uint32_t seen, uint32_t rseen)
+int trace_kstages_cut(const struct kstage_in *in, struct flow_kstage *out)
 {
-	enum transport t = f->transport == FL_UNIX ? TR_UNIX : TR_TCP;
+	enum transport t = in->transport == FL_UNIX ? TR_UNIX : TR_TCP;
 	const char *run = stage_boundary(B_RUN)->stage[t], *copy = stage_boundary(B_COPY_DONE)->stage[t],
 		   *ret = stage_boundary(B_RECV_EXIT)->stage[t];
+	const uint64_t *rk = in->rk;
+	struct kcut c = { out, 0, in->per, in->st_sum };
 
-	f->n_kstages = 0;
-	if (!f->messages)
-		return;
-	if (seen)
-		send_kstages(f, t, seen);
-	if ((rseen & FRS_RUN) && (rseen & FRS_COPY)) {
-		recv_kstages(f, FS_RECV_BLOCKED, 3, (const char *[]){ run, copy, ret },
-			     (uint64_t[]){ f->rk_sum[FR_BLOCKED_RUN], f->rk_sum[FR_BLOCKED_COPY] });
-		recv_kstages(f, FS_RECV, 2, (const char *[]){ copy, ret },
-			     (uint64_t[]){ f->rk_sum[FR_RECV_COPY] });
+	if (in->per <= 0)
+		return 0;
+	if (in->seen)
+		send_kstages(&c, t, in->seen, in->k);
+	if ((in->rseen & FRS_RUN) && (in->rseen & FRS_COPY)) {
+		if (in->st_mask & (1u << FS_RECV_BLOCKED))
+			recv_kstages(&c, FS_RECV_BLOCKED, 3, (const char *[]){ run, copy, ret },
+				     (uint64_t[]){ rk[FR_BLOCKED_RUN], rk[FR_BLOCKED_COPY] });
+		if (in->st_mask & (1u << FS_RECV))
+			recv_kstages(&c, FS_RECV, 2, (const char *[]){ copy, ret },
+				     (uint64_t[]){ rk[FR_RECV_COPY] });
 	}
-	if (rseen & FRS_RUN)
-		recv_kstages(f, FS_EPOLL, 2, (const char *[]){ run, EPOLL_RETURN_STAGE },
-			     (uint64_t[]){ f->rk_sum[FR_EPOLL_RUN] });
+	if ((in->rseen & FRS_RUN) && (in->st_mask & (1u << FS_EPOLL)))
+		recv_kstages(&c, FS_EPOLL, 2, (const char *[]){ run, EPOLL_RETURN_STAGE },
+			     (uint64_t[]){ rk[FR_EPOLL_RUN] });
+	return c.n;
+}
+
+static void kstages_name(struct flow *f, uint32_t seen, uint32_t rseen)
+{
+	struct kstage_in in = { f->transport, seen, rseen, f->k_sum, f->rk_sum, f->st_sum, 0,
+				(double)f->messages };
+	int st;
+
+	for (st = 0; st < FS__COUNT; st++)
+		if (f->st_cnt[st])
+			in.st_mask |= 1u << st;
+	f->n_kstages = trace_kstages_cut(&in, f->kstages);
 }
 
 static int by_messages(const void *a, const void *b)

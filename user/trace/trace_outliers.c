@@ -67,6 +67,10 @@ static int take(void *ctx, void *data, size_t size)
 	x->stages = r->stages;
 	x->unseen = r->unseen;
 	memcpy(x->stage_ns, r->stage_ns, sizeof(x->stage_ns));
+	memcpy(x->k, r->k, sizeof(x->k));
+	memcpy(x->rk, r->rk, sizeof(x->rk));
+	x->kseen = run->kstages;
+	x->rkseen = run->rkstages;
 	return 0;
 }
 

@@ -178,15 +178,37 @@ const struct trace_outlier **trace_outliers_slowest(const struct trace_run *run)
 	return v;
 }
 
+static int outlier_kstages(const struct trace_outlier *x, struct flow_kstage *ks)
+{
+	struct kstage_in in = { x->transport, x->kseen, x->rkseen, x->k, x->rk, x->stage_ns,
+				x->stages, 1 };
+
+	return trace_kstages_cut(&in, ks);
+}
+
+/* The message's stages in path order, each cut into its kernel stages where the run cut it. */
 void trace_outlier_stages(const struct trace_outlier *x, const char *sep, FILE *f)
 {
+	struct flow_kstage ks[TR_MAX_KSTAGES];
+	int st, i, n = 0, nk = outlier_kstages(x, ks);
 	char a[32];
-	int st, n = 0;
+	bool cut;
 
-	for (st = 0; st < FS__COUNT; st++)
-		if (x->stages & (1u << st))
+	for (st = 0; st < FS__COUNT; st++) {
+		if (!(x->stages & (1u << st)))
+			continue;
+		cut = false;
+		for (i = 0; i < nk; i++) {
+			if (ks[i].of != st)
+				continue;
+			fprintf(f, "%s%s %s", n++ ? sep : "", ks[i].name,
+				fmt_dur(ks[i].ns_per_msg, false, a, sizeof(a)));
+			cut = true;
+		}
+		if (!cut)
 			fprintf(f, "%s%s %s", n++ ? sep : "", fl_stage_names[st],
 				fmt_dur(x->stage_ns[st], false, a, sizeof(a)));
+	}
 }
 
 static void outliers_text(const struct trace_run *run, FILE *f)
@@ -248,9 +270,10 @@ static void outlier_end_json(struct jw *w, const char *key, const char *comm, ui
 
 void trace_outlier_json(struct jw *w, const struct trace_outlier *x)
 {
+	struct flow_kstage ks[TR_MAX_KSTAGES];
 	char when[40];
 	size_t u;
-	int st;
+	int st, i, nk;
 
 	iso_time(x->time_ns, when, sizeof(when));
 	jw_obj_begin(w, NULL);
@@ -269,6 +292,16 @@ void trace_outlier_json(struct jw *w, const struct trace_outlier *x)
 		jw_obj_begin(w, NULL);
 		jw_str(w, "name", fl_stage_names[st]);
 		jw_u64(w, "ns", x->stage_ns[st]);
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+	jw_arr_begin(w, "kernel_stages");
+	nk = outlier_kstages(x, ks);
+	for (i = 0; i < nk; i++) {
+		jw_obj_begin(w, NULL);
+		jw_str(w, "name", ks[i].name);
+		jw_str(w, "of", fl_stage_names[ks[i].of]);
+		jw_u64(w, "ns", (uint64_t)ks[i].ns_per_msg);
 		jw_obj_end(w);
 	}
 	jw_arr_end(w);
