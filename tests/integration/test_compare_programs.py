@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from explain_checker import check_programs
+from svgcheck import assert_picture
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="--compare of programs traces: needs root")
 
@@ -61,7 +62,8 @@ def test_redis_both_transports_match_commandstats(udsprobe, tmp_path):
     n = 20000
     res, doc = compare(udsprobe, tmp_path, "--server", REDIS_SERVER,
                        "--client-unix", redis_client("-s {unix}", n),
-                       "--client-tcp", redis_client("-p {port}", n))
+                       "--client-tcp", redis_client("-p {port}", n),
+                       "--out", str(tmp_path / "report"))
     assert res.returncode == 0, res.stderr
     assert doc["action"] == "compare-programs" and doc["attach_mode"] == "tracepoint"
     by = {r["transport"]: r for r in doc["results"]}
@@ -95,6 +97,24 @@ def test_redis_both_transports_match_commandstats(udsprobe, tmp_path):
         assert r["cpu_ns"]["client_user"] + r["cpu_ns"]["client_system"] > 0, r["cpu_ns"]
     assert any(c["kind"] == "cpu" for c in doc["explanation"])
     assert "client system CPU/msg" in res.stdout and "server system CPU/msg" in res.stdout
+    # kernel stages (--compare of programs runs --detail full): under each stage in the text,
+    # TCP's network path only on TCP; the busiest pair drawn for both runs on one scale
+    assert re.search(r"\n {8}rx_softirq;ip_tcp_in +- +\d", res.stdout), res.stdout
+    assert re.search(r"\n {8}recv;copy +\d+\S* \S+ +\d", res.stdout), res.stdout
+    assert any(c["kind"] == "tcp_only" for c in doc["explanation"]), doc["explanation"]
+    rep = tmp_path / "report"
+    widths = set()
+    for t in ("unix", "tcp"):
+        svg = (rep / f"flow-{t}.svg").read_text()
+        widths.add(re.search(r"the full width is ([^<]+)<", svg).group(1))
+        assert ("rx_softirq;ip_tcp_in:" in svg) == (t == "tcp")
+        assert "recv;copy:" in svg or "sched;wait_cpu:" in svg
+        assert_picture(rep / f"flow-{t}.svg", tmp_path)
+        frames = [l.rsplit(" ", 1)[0] for l in (rep / f"flow-{t}.folded").read_text().splitlines()]
+        assert ("send;dev_xmit" in frames) == (t == "tcp") and "send;call" not in frames
+    assert len(widths) == 1, widths
+    md = (rep / "report.md").read_text()
+    assert "![unix](flow-unix.svg)" in md and "![tcp](flow-tcp.svg)" in md
     # the private directory and its socket are gone, and so is the server
     sock = by["unix"]["endpoint"]
     assert re.match(r"^/tmp/udsprobe-compare\.[A-Za-z0-9]{6}/server\.sock$", sock)

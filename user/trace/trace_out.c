@@ -42,7 +42,7 @@ static void folded_line(const char *name, double ns, FILE *f)
 
 /* Folded stacks of one flow: "phase;stage <ns per message, rounded>"; a stage as its kernel
  * stages where the run cut it (the frames --compare's flames have). */
-static void flow_folded(const struct flow *fl, FILE *f)
+void trace_flow_folded(const struct flow *fl, FILE *f)
 {
 	int st, i;
 
@@ -195,7 +195,7 @@ static int trace_file_write(FILE *f, const void *ctx, int arg)
 		trace_svg_write(c->run, &c->run->flows[arg], c->scale, f);
 		break;
 	case TF_FOLDED:
-		flow_folded(&c->run->flows[arg], f);
+		trace_flow_folded(&c->run->flows[arg], f);
 		break;
 	}
 	return 0;

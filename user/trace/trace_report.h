@@ -41,8 +41,13 @@ int trace_out_at(const struct trace_run *run, struct outdir *od);
 /* A flow's flame graph (trace_svg.c), drawn at px_per_ns (one scale for every flow). */
 void trace_svg_write(const struct trace_run *run, const struct flow *fl, double px_per_ns,
 		     FILE *f);
-/* The px/ns that fits the slowest of the first n flows' mean latency in the plot. */
+/* The px/ns that fits the slowest of the first n flows' mean latency in the plot; that fits
+ * max_ns. */
 double trace_svg_scale(const struct trace_run *run, int n);
+double trace_svg_scale_of(double max_ns);
+/* A flow's folded stacks: "phase;stage <ns per message>", a stage as its kernel stages where
+ * the run cut it. */
+void trace_flow_folded(const struct flow *fl, FILE *f);
 
 /* The whole --trace action in mode attach (--attach): run, then the reports (text, --json
  * PATH, --out DIR); returns the exit status 0/1/2. */

@@ -2,7 +2,8 @@
 /*
  * --trace --out: one flame graph (icicle: root on top) per flow. Row 1 is the mean latency
  * of a message, row 2 its phases (send, wait, recv), row 3 the stages of docs/TRACE.md,
- * each as wide as its mean time per message. Every flow of a run is drawn at ONE px/ns
+ * row 4 (--detail full) the kernel stages each is cut into, as --compare names them; each
+ * frame as wide as its mean time per message. Every flow of a run is drawn at ONE px/ns
  * scale (trace_svg_scale), with the same axis, so widths compare across the files. Colours
  * and text come from svg_draw.c, as in --compare's pictures; hovering shows the numbers.
  */
@@ -27,6 +28,11 @@ static const struct { const char *name; int first, last; } phases[] = {
 	{ "recv", FS_RECV_BLOCKED, FS_RECV },
 };
 
+double trace_svg_scale_of(double max_ns)
+{
+	return max_ns > 0 ? PW / max_ns : 0;
+}
+
 double trace_svg_scale(const struct trace_run *run, int n)
 {
 	double max = 0;
@@ -34,12 +40,13 @@ double trace_svg_scale(const struct trace_run *run, int n)
 
 	for (i = 0; i < run->n_flows && i < n; i++)
 		max = MAX(max, run->flows[i].mean);
-	return max > 0 ? PW / max : 0;
+	return trace_svg_scale_of(max);
 }
 
-/* One frame: a bar with its hover title, its label inside when it fits, else after it. */
-static void frame(FILE *f, double x, double y, double w, const char *fill, const char *ink,
-		  const char *label, const char *title)
+/* One frame: a bar with its hover title, its label inside when it fits, else after it
+ * (beside: there is room after it on its row). */
+static void frame_at(FILE *f, double x, double y, double w, const char *fill, const char *ink,
+		     const char *label, const char *title, bool beside)
 {
 	char fitted[160];
 
@@ -52,7 +59,7 @@ static void frame(FILE *f, double x, double y, double w, const char *fill, const
 	if (fitted[0])
 		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"%d\" fill=\"%s\">", x + 6,
 			y + ROW / 2.0 + FS * 0.32, FS, ink);
-	else if (x + w + 16 + utf8_len(label) * FS * CHAR_W < W)	/* narrow: beside it */
+	else if (beside && x + w + 16 + utf8_len(label) * FS * CHAR_W < W)	/* narrow: beside it */
 		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"%d\" fill=\"#000\">", x + w + 6,
 			y + ROW / 2.0 + FS * 0.32, FS);
 	else {	/* the title has it */
@@ -61,6 +68,12 @@ static void frame(FILE *f, double x, double y, double w, const char *fill, const
 	}
 	esc(f, fitted[0] ? fitted : label);
 	fputs("</text></g>\n", f);
+}
+
+static void frame(FILE *f, double x, double y, double w, const char *fill, const char *ink,
+		  const char *label, const char *title)
+{
+	frame_at(f, x, y, w, fill, ink, label, title, true);
 }
 
 static void stage_title(const struct flow *fl, const char *path, double ns, const char *what,
@@ -73,14 +86,39 @@ static void stage_title(const struct flow *fl, const char *path, double ns, cons
 		 fmt_dur(fl->mean, true, b, sizeof(b)), what);
 }
 
+/* Row 4: the kernel stages stage st is cut into, from x. */
+static void kstage_frames(const struct flow *fl, int st, double x, double y, double scale, FILE *f)
+{
+	char a[32], lab[200], title[400], fill[8];
+	int i;
+
+	for (i = 0; i < fl->n_kstages; i++) {
+		const struct flow_kstage *k = &fl->kstages[i];
+
+		if (k->of != st)
+			continue;
+		if (k->ns_per_msg * scale >= 0.5) {
+			snprintf(lab, sizeof(lab), "%s %s", strchr(k->name, ';') + 1,
+				 fmt_dur(k->ns_per_msg, true, a, sizeof(a)));
+			stage_title(fl, k->name, k->ns_per_msg, "\na kernel stage (docs/STAGES.md)",
+				    title, sizeof(title));
+			/* many narrow neighbours: a label inside or none (the title has it) */
+			frame_at(f, x, y, k->ns_per_msg * scale, css(phase_color(k->name, 3), fill),
+				 "#000", lab, title, false);
+		}
+		x += k->ns_per_msg * scale;
+	}
+}
+
 void trace_svg_write(const struct trace_run *run, const struct flow *fl, double scale, FILE *f)
 {
 	char a[32], b[32], c[32], lab[400], title[400], fill[8], sub[400];
 	double max = scale > 0 ? PW / scale : 0, step = nice_step(max), v, x, y = 150, h;
+	int rows = fl->n_kstages ? 4 : 3;
 	size_t p;
 	int st;
 
-	h = y + 40 + 3 * ROW + 150;
+	h = y + 40 + rows * ROW + 150;
 	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%.0f\" "
 		"viewBox=\"0 0 %d %.0f\" font-family=\"%s\">\n", W, h, W, h, FONTS);
@@ -96,7 +134,7 @@ void trace_svg_write(const struct trace_run *run, const struct flow *fl, double 
 		 fmt_dur(fl->mean, true, c, sizeof(c)));
 	text(f, 24, 80, 20, NULL, "fill=\"#333\"", lab);
 	snprintf(sub, sizeof(sub), "udsprobe %s --trace \u00b7 Linux %s \u00b7 attach: %s \u00b7 "
-		 "one scale for every flow-*.svg of this run: the full width is %s", UDSPROBE_VERSION,
+		 "one scale for every flow-*.svg of this report: the full width is %s", UDSPROBE_VERSION,
 		 kernel_release(), run->attach_mode, fmt_dur(max, true, a, sizeof(a)));
 	text(f, 24, 108, 17, NULL, "fill=\"#555\"", sub);
 	/* the axis, the same in every flow's picture */
@@ -105,7 +143,7 @@ void trace_svg_write(const struct trace_run *run, const struct flow *fl, double 
 		text(f, x, y, 17, v == 0 ? "start" : "middle", "fill=\"#444\"",
 		     fmt_dur(v, true, a, sizeof(a)));
 		fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#c8c8c8\" "
-			"stroke-width=\"1.5\"/>\n", x, y + 8, x, y + 14 + 3 * ROW);
+			"stroke-width=\"1.5\"/>\n", x, y + 8, x, y + 14 + rows * ROW);
 	}
 	y += 14;
 	snprintf(lab, sizeof(lab), "message %s (mean)", fmt_dur(fl->mean, true, a, sizeof(a)));
@@ -138,16 +176,19 @@ void trace_svg_write(const struct trace_run *run, const struct flow *fl, double 
 			stage_title(fl, g->name, g->ns_per_msg, what, title, sizeof(title));
 			frame(f, sx, y + 2 * ROW, g->ns_per_msg * scale,
 			      css(phase_color(g->name, 2), fill), "#000", lab, title);
+			kstage_frames(fl, st, sx, y + 3 * ROW, scale, f);
 			sx += g->ns_per_msg * scale;
 		}
 		x += pw * scale;
 	}
-	y += 3 * ROW + 40;
+	y += rows * ROW + 40;
 	text(f, 24, y, 18, NULL, "fill=\"#333\"",
 	     "send: the sender's send() until the data is handed over \u00b7 wait: the receiver in "
 	     "epoll/poll/select, or busy elsewhere \u00b7 recv: its recv() until the last byte");
 	text(f, 24, y + 30, 18, NULL, "fill=\"#555\"",
-	     "widths are mean ns per message (the stages add up to the mean latency) \u00b7 hover "
-	     "for p50/p99 \u00b7 stages: docs/TRACE.md");
+	     fl->n_kstages ? "widths are mean ns per message (the stages add up to the mean latency; "
+	     "the last row: the kernel stages they are cut into) \u00b7 hover for the numbers \u00b7 "
+	     "stages: docs/TRACE.md" : "widths are mean ns per message (the stages add up to the "
+	     "mean latency) \u00b7 hover for p50/p99 \u00b7 stages: docs/TRACE.md");
 	fputs("</svg>\n", f);
 }
