@@ -10,8 +10,8 @@ added, so the documentation and what CI runs cannot drift apart
 
 prints, per recipe, the client run times of both transports and TCP/unix over N runs:
 the median and the range; with --stages, the stage table of the run with the median ratio
-(markdown, the two busiest directions, each stage with the kernel stages it is cut into: the
-tables of docs/RECIPES.md).
+(markdown, the two busiest directions, each stage with the kernel stages it is cut into,
+stages under 10 ns per message on both transports left out: the tables of docs/RECIPES.md).
 """
 import argparse
 import json
@@ -54,31 +54,32 @@ def fmt_ns(ns):
 
 
 def stage_rows(flow):
-    """[(name, ns per message, is a kernel stage)] in the order of the report."""
+    """[(parent, name, ns per message, is a kernel stage)] in the order of the report."""
     rows = []
     for s in flow["stages"]:
         if not s["count"]:
             continue
-        rows.append((s["name"], s["ns_per_msg"], False))
-        rows += [(k["name"], k["ns_per_msg"], True) for k in flow["kernel_stages"]
+        rows.append((s["name"], s["name"], s["ns_per_msg"], False))
+        rows += [(s["name"], k["name"], k["ns_per_msg"], True) for k in flow["kernel_stages"]
                  if k["of"] == s["name"]]
     return rows
 
 
-def merged_names(a, b):
-    """The row keys of both transports, in path order (TCP has more kernel stages)."""
-    out = []
-    parent = None
-    for rows in (a, b):
-        for name, _, kernel in rows:
-            parent = parent if kernel else name
-            key = (parent, name, kernel)
-            if key not in out:
-                at = next((i + 1 for i, k in enumerate(out) if k[0] == parent), len(out))
-                while kernel and at < len(out) and out[at][2] and out[at][0] == parent:
-                    at += 1
-                out.insert(at if kernel else len(out), key)
+def merged_keys(tcp, unix):
+    """The row keys of both transports in path order: TCP's (it has more kernel stages), a
+    UDS-only one before the first TCP row that follows it on UDS's path."""
+    out = [(p, n, k) for p, n, _, k in tcp]
+    at = 0
+    for p, n, _, k in unix:
+        if (p, n, k) in out:
+            at = out.index((p, n, k)) + 1
+        else:
+            out.insert(at, (p, n, k))
+            at += 1
     return out
+
+
+SMALL_NS = 10   # a stage under this on both transports (and its parts) is left out of a table
 
 
 def stage_table(doc):
@@ -94,20 +95,17 @@ def stage_table(doc):
             continue
         seen.add(id(tcp))
         u_rows, t_rows = stage_rows(f), stage_rows(tcp)
+        vals = {t: {(p, n, k): ns for p, n, ns, k in rows}
+                for t, rows in (("unix", u_rows), ("tcp", t_rows))}
         lines += [f"{pair[0]} → {pair[1]} ({f['messages']} / {tcp['messages']} messages)", "",
                   "| stage | unix | TCP |", "|---|---|---|"]
-        for parent, name, kernel in merged_names(u_rows, t_rows):
-            vals = []
-            for rows in (u_rows, t_rows):
-                p = None
-                v = None
-                for n, ns, k in rows:
-                    p = p if k else n
-                    if (p, n, k) == (parent, name, kernel):
-                        v = ns
-                vals.append(fmt_ns(v) if v is not None else "—")
-            label = f"&nbsp;&nbsp;{name}" if kernel else name
-            lines.append(f"| {label} | {vals[0]} | {vals[1]} |")
+        for key in merged_keys(t_rows, u_rows):
+            parent = (key[0], key[0], False)
+            if all(vals[t].get(parent, 0) < SMALL_NS for t in vals):
+                continue
+            cells = [fmt_ns(vals[t][key]) if key in vals[t] else "—" for t in ("unix", "tcp")]
+            label = f"&nbsp;&nbsp;{key[1]}" if key[2] else key[1]
+            lines.append(f"| {label} | {cells[0]} | {cells[1]} |")
         lines.append(f"| mean latency | {fmt_ns(f['latency_ns']['mean'])} | "
                      f"{fmt_ns(tcp['latency_ns']['mean'])} |")
         lines.append("")

@@ -2,7 +2,7 @@
 extracts the ```sh blocks; `sudo ./udsprobe` becomes the binary under test with --json): both
 transports ran and exited 0, the busiest flow counted the messages the command asked for (within
 2 % over unix; over TCP too, counting the ones --trace reports as socket_unknown), stages and the
-explanation are there. Bounded loads: the
+explanation are there, and the kernel stages: TCP's network path on every TCP flow, none on UDS. Bounded loads: the
 whole file takes about 1.5 minutes here (2 vCPUs). The Go recipe needs Go (not installed by
 scripts/install-deps.sh): skipped, with the reason, when it is absent."""
 import os
@@ -72,6 +72,19 @@ def test_recipe(udsprobe, tmp_path, name, monkeypatch):
         stages = {s["name"]: s for s in f["stages"]}
         assert stages["send;call"]["count"] == f["messages"]
         assert f["coverage"] == pytest.approx(1.0, abs=0.02)
+        # the kernel stages (--compare of programs runs --detail full, issue 29): on TCP the
+        # TCP/IP output, the loopback device and the receive softirq each non-zero; on UDS
+        # none of them; no stage below zero
+        send = {k["name"]: k["ns_per_msg"] for k in f["kernel_stages"] if k["of"] == "send;call"}
+        net = {n: v for n, v in send.items() if "tcp_ip_out" in n or "dev_xmit" in n or
+               n.startswith("rx_softirq")}
+        if t == "tcp":
+            assert {"send;dev_xmit", "rx_softirq;backlog"} <= set(net), (t, send)
+            assert any("tcp_ip_out" in n for n in net) and all(v > 0 for v in net.values()), send
+        else:
+            assert not net and send, (t, send)
+        assert all(s["ns_per_msg"] >= 0 for s in f["stages"]) and \
+            all(k["ns_per_msg"] >= 0 for k in f["kernel_stages"]), f
     # unix matches every message in these setups
     unix_flow = [f for f in by["unix"]["flows"] if (f["sender"]["comm"], f["receiver"]["comm"]) ==
                  (sender, receiver)][0]
