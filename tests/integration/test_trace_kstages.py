@@ -4,6 +4,7 @@ ends, named as --compare names its stages. Real programs under -- COMMAND on
 loopback: a Python echo pair over each transport, and udsprobe's own --compare workload
 traced as a foreign program beside its built-in tracer."""
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -79,13 +80,32 @@ def test_same_stages_as_compare(trace, tmp_path):
     """udsprobe --compare's own 64 B ping-pong on one CPU, traced by --trace as a foreign
     program while --compare's tracer traces it too: for each run both traced, every stage
     both report agrees within 10 % or 150 ns (issue 29). send;return is not compared: --trace's
-    ends at the handover (sock_send_length), --compare's at the send syscall's exit."""
-    cj = tmp_path / "compare.json"
-    cmd = [trace[0], "--compare", "--mode", "pingpong", "--size", "64", "--cpu", "same",
-           "--duration", "1", "--json", str(cj)]
-    res, doc = run_trace(trace + ["--detail", "full"], tmp_path, ["--"] + cmd, timeout=300)
+    ends at the handover (sock_send_length), --compare's at the send syscall's exit.
+    In tracepoint mode AF_UNIX's deliver;enqueue_wakeup ends at sock_send_length in both
+    tracers: --trace attached first, so its handler runs first there and its time falls in
+    --compare's stage; that handler's mean time per run, from the kernel's BPF run-time
+    statistics (kernel.bpf_stats_enabled) read before --trace detaches, is taken off
+    --compare's figure (measured: 124-127 ns of difference, the handler 194 ns a run)."""
+    cj, stats = tmp_path / "compare.json", tmp_path / "stats.json"
+    compare = [trace[0], "--compare", "--mode", "pingpong", "--size", "64", "--cpu", "same",
+               "--duration", "1", "--json", str(cj)]
+    # the handler's statistics while it is still loaded: the command's last step
+    cmd = ["sh", "-c", " ".join(map(shlex.quote, compare)) +
+           f" && bpftool prog show name tp_sock_send_length --json > {shlex.quote(str(stats))}"]
+    was = Path("/proc/sys/kernel/bpf_stats_enabled").read_text().strip()
+    Path("/proc/sys/kernel/bpf_stats_enabled").write_text("1")
+    try:
+        res, doc = run_trace(trace + ["--detail", "full"], tmp_path, ["--"] + cmd, timeout=300)
+    finally:
+        Path("/proc/sys/kernel/bpf_stats_enabled").write_text(was)
     assert res.returncode == 0, res.stderr
     cdoc = json.loads(cj.read_text())
+    handler = 0.0
+    if doc["attach_mode"] == "tracepoint":
+        progs = json.loads(stats.read_text())
+        progs = progs if isinstance(progs, list) else [progs]
+        assert len(progs) == 1 and progs[0]["run_cnt"] > 0, progs
+        handler = progs[0]["run_time_ns"] / progs[0]["run_cnt"]
     compared = 0
     for r in cdoc["results"]:
         built_in = {s["name"]: s["ns_per_msg"] for s in r["stages"]}
@@ -104,8 +124,11 @@ def test_same_stages_as_compare(trace, tmp_path):
                         "deliver;enqueue_wakeup"}}[t]
         assert both == want, (t, k, built_in)
         for name in both:
-            assert abs(k[name] - built_in[name]) <= max(0.10 * built_in[name], 150), \
-                (t, name, k[name], built_in[name])
+            want = built_in[name]
+            if t == "unix" and name == "deliver;enqueue_wakeup":
+                want -= handler
+            assert abs(k[name] - want) <= max(0.10 * want, 150), \
+                (t, name, k[name], built_in[name], handler)
             compared += 1
         # the receiver's copy: recv;copy wherever recv() found the data (blocked in it or not)
         copy = kstages(f, "recv;blocked").get("recv;copy", 0) + \

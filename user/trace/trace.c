@@ -57,9 +57,10 @@ static const struct argp_option tr_options[] = {
 	  "stage timeline: in the text report, in --json's \"outliers\" and in --out DIR's "
 	  "slow.jsonl" },
 	{ "detail", OPT_DETAIL, "LEVEL", 0,
-	  "syscall (default): the five syscall-level stages; full: send;call also cut into "
-	  "--compare's kernel stages (TCP/IP output, device, receive softirq, wakeup), six more "
-	  "tracepoints, ~5 % more CPU (docs/BENCHMARKS.md)" },
+	  "syscall (default): the five syscall-level stages; full: they are also cut into "
+	  "--compare's kernel stages (the send's TCP/IP output, device, receive softirq, wakeup; "
+	  "the receiver's wait for a CPU, copy, return), nine more tracepoints, ~5 % more CPU "
+	  "(docs/BENCHMARKS.md)" },
 	{},
 };
 
