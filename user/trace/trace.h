@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <linux/types.h>
 
@@ -188,5 +189,14 @@ char **trace_command(void);
 uint64_t trace_slower_than(void);
 /* --detail full (default syscall): send;call cut into kernel stages. */
 bool trace_kernel_stages(void);
+
+/* A flow's pictures, for --trace --out and --compare of programs' --out: its flame graph
+ * (trace_svg.c) drawn at px_per_ns, one scale for every flow of a report (trace_svg_scale_of:
+ * the px/ns that fits max_ns); its folded stacks, "phase;stage <ns per message>", a stage as
+ * its kernel stages where the run cut it (trace_out.c). */
+void trace_svg_write(const struct trace_run *run, const struct flow *fl, double px_per_ns,
+		     FILE *f);
+double trace_svg_scale_of(double max_ns);
+void trace_flow_folded(const struct flow *fl, FILE *f);
 
 #endif

@@ -38,16 +38,8 @@ void trace_outliers_lost(const struct trace_run *run, const char *lead, const ch
 /* --out DIR (trace_out.c): report.md, trace.json, per-flow flame SVGs on one scale and
  * folded stacks, slow.jsonl; through report_out.c's manifest. 0 or -errno. */
 int trace_out_at(const struct trace_run *run, struct outdir *od);
-/* A flow's flame graph (trace_svg.c), drawn at px_per_ns (one scale for every flow). */
-void trace_svg_write(const struct trace_run *run, const struct flow *fl, double px_per_ns,
-		     FILE *f);
-/* The px/ns that fits the slowest of the first n flows' mean latency in the plot; that fits
- * max_ns. */
+/* The px/ns that fits the slowest of the first n flows' mean latency in the plot. */
 double trace_svg_scale(const struct trace_run *run, int n);
-double trace_svg_scale_of(double max_ns);
-/* A flow's folded stacks: "phase;stage <ns per message>", a stage as its kernel stages where
- * the run cut it. */
-void trace_flow_folded(const struct flow *fl, FILE *f);
 
 /* The whole --trace action in mode attach (--attach): run, then the reports (text, --json
  * PATH, --out DIR); returns the exit status 0/1/2. */
