@@ -135,20 +135,17 @@ static void tcp_only(const struct flow *u, const struct flow *t, struct claims *
 /* The stage of the busiest flow pair that holds most of the per-message difference. */
 static void busiest_flow(const struct program_compare *pc, struct claims *cl)
 {
-	struct flow_pair pairs[PG_MAX_PAIRS];
-	int n = programs_pairs(pc, pairs, PG_MAX_PAIRS), i, st, top = -1;
-	const struct flow *u = NULL, *t = NULL;
+	struct flow_pair bp;
+	const struct flow *u, *t;
+	int st, top = -1;
 	double diff, best = 0;
 	char a[32], b[32], c[32], d[32];
 	struct claim *cm;
 
-	for (i = 0; i < n && !u; i++)
-		if (pairs[i].f[PG_UNIX] && pairs[i].f[PG_TCP]) {
-			u = pairs[i].f[PG_UNIX];
-			t = pairs[i].f[PG_TCP];
-		}
-	if (!u)
+	if (!programs_busiest_pair(pc, &bp))
 		return;
+	u = bp.f[PG_UNIX];
+	t = bp.f[PG_TCP];
 	diff = t->mean - u->mean;
 	for (st = 0; st < FS__COUNT; st++) {
 		double dst = t->stages[st].ns_per_msg - u->stages[st].ns_per_msg;

@@ -397,24 +397,22 @@ void programs_json_write(const struct program_compare *pc, FILE *f)
 
 /* ------------------------------------------------------------------ report.md */
 
-/* The busiest flow pair both runs have (the one the explanation is about), or 0. */
-static int busiest_pair(const struct program_compare *pc, const struct flow *f[PG__COUNT])
+bool programs_busiest_pair(const struct program_compare *pc, struct flow_pair *p)
 {
 	struct flow_pair pairs[PG_MAX_PAIRS];
 	int n = programs_pairs(pc, pairs, PG_MAX_PAIRS), i;
 
 	for (i = 0; i < n; i++)
 		if (pairs[i].f[PG_UNIX] && pairs[i].f[PG_TCP]) {
-			f[PG_UNIX] = pairs[i].f[PG_UNIX];
-			f[PG_TCP] = pairs[i].f[PG_TCP];
-			return 1;
+			*p = pairs[i];
+			return true;
 		}
-	return 0;
+	return false;
 }
 
 void programs_md(const struct program_compare *pc, FILE *f)
 {
-	const struct flow *fl[PG__COUNT];
+	struct flow_pair bp;
 	int s;
 
 	fprintf(f, "# udsprobe --compare of programs\n\n");
@@ -423,10 +421,10 @@ void programs_md(const struct program_compare *pc, FILE *f)
 	fprintf(f, "## Side by side\n\n```\n");
 	programs_text(pc, f);
 	fprintf(f, "```\n");
-	if (busiest_pair(pc, fl))
+	if (programs_busiest_pair(pc, &bp))
 		fprintf(f, "\n## %s \u2192 %s, both runs on one scale\n\n![unix](flow-unix.svg)\n\n"
 			"![tcp](flow-tcp.svg)\n\nFolded stacks (ns per message): `flow-unix.folded`, "
-			"`flow-tcp.folded`.\n", fl[PG_UNIX]->sender.comm, fl[PG_UNIX]->receiver.comm);
+			"`flow-tcp.folded`.\n", bp.f[PG_UNIX]->sender.comm, bp.f[PG_UNIX]->receiver.comm);
 	for (s = 0; s < PG__COUNT; s++) {
 		if (!pc->side[s].ran)
 			continue;
@@ -446,7 +444,8 @@ enum pg_file { PG_FILE_MD, PG_FILE_JSON, PG_FILE_CLIENT, PG_FILE_SVG = PG_FILE_C
 static int pg_file_write(FILE *f, const void *ctx, int what)
 {
 	const struct program_compare *pc = ctx;
-	const struct flow *fl[PG__COUNT];
+	struct flow_pair bp;
+	const struct flow *const *fl = bp.f;
 
 	if (what == PG_FILE_MD) {
 		programs_md(pc, f);
@@ -455,11 +454,11 @@ static int pg_file_write(FILE *f, const void *ctx, int what)
 	} else if (what < PG_FILE_SVG) {
 		fwrite(pc->side[what - PG_FILE_CLIENT].output, 1,
 		       pc->side[what - PG_FILE_CLIENT].output_len, f);
-	} else if (busiest_pair(pc, fl) && what < PG_FILE_FOLDED) {
+	} else if (programs_busiest_pair(pc, &bp) && what < PG_FILE_FOLDED) {
 		/* the two runs on one scale, as --compare draws UDS and TCP */
 		trace_svg_write(&pc->side[what - PG_FILE_SVG].run, fl[what - PG_FILE_SVG],
 				trace_svg_scale_of(MAX(fl[PG_UNIX]->mean, fl[PG_TCP]->mean)), f);
-	} else if (busiest_pair(pc, fl)) {
+	} else if (programs_busiest_pair(pc, &bp)) {
 		trace_flow_folded(fl[what - PG_FILE_FOLDED], f);
 	}
 	return 0;
@@ -470,7 +469,7 @@ static int pg_file_write(FILE *f, const void *ctx, int what)
 static int write_out(const struct program_compare *pc, struct outdir *od)
 {
 	struct out_set *set = out_set_begin(od);
-	const struct flow *fl[PG__COUNT];
+	struct flow_pair bp;
 	char name[32];
 	int err, e, s;
 
@@ -483,7 +482,7 @@ static int write_out(const struct program_compare *pc, struct outdir *od)
 		if (pc->side[s].ran)
 			err = out_set_write(set, s == PG_UNIX ? "client-unix.out" : "client-tcp.out",
 					    pg_file_write, pc, PG_FILE_CLIENT + s);
-	for (s = 0; s < PG__COUNT && !err && busiest_pair(pc, fl); s++) {
+	for (s = 0; s < PG__COUNT && !err && programs_busiest_pair(pc, &bp); s++) {
 		snprintf(name, sizeof(name), "flow-%s.svg", side_name[s]);
 		err = out_set_write(set, name, pg_file_write, pc, PG_FILE_SVG + s);
 		snprintf(name, sizeof(name), "flow-%s.folded", side_name[s]);

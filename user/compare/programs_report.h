@@ -16,6 +16,9 @@ struct flow_pair {
 
 /* The flows of both runs paired by (sender comm, receiver comm), busiest unix flow first. */
 int programs_pairs(const struct program_compare *pc, struct flow_pair *out, int max);
+/* The busiest pair both runs have, into p (the one the explanation is about and --out draws);
+ * false when none. */
+bool programs_busiest_pair(const struct program_compare *pc, struct flow_pair *p);
 /* Sum over a run's flows of mean latency x messages: the time messages were in flight. */
 double programs_socket_ns(const struct program_side *sd);
 uint64_t programs_messages(const struct program_side *sd);
