@@ -354,3 +354,7 @@ def pytest_configure(config):
     # tests/vm/run-matrix.sh deselects these in the guests UDSPROBE_VM_CORE names (-m "not deep")
     config.addinivalue_line("markers", "deep: size-, placement- and signal-dependent checks the VM "
                             "matrix runs in one mode per arm64 kernel, every mode elsewhere")
+    # tests/vm/guest-suite.sh deselects these in every guest (-m "not userspace")
+    config.addinivalue_line("markers", "userspace: udsprobe's own user-space behaviour (usage "
+                            "errors, output streams, the metrics HTTP server, unit files) that "
+                            "depends on neither kernel nor attach mode: the host run checks it")

@@ -571,6 +571,7 @@ def test_nginx_php_fpm_tcp_attributed_to_listener(udsprobe, attach_mode, procs, 
 
 # ---- CLI and lifecycle -------------------------------------------------------------------
 
+@pytest.mark.userspace
 @pytest.mark.parametrize("args,msg", [
     (["--backlog", "--port", "0"], "--port: '0' is not a port number"),
     (["--backlog", "--port", "http"], "--port: 'http' is not a port number"),
@@ -591,6 +592,7 @@ def test_usage_errors(udsprobe, args, msg):
     assert msg in r.stderr
 
 
+@pytest.mark.userspace
 @pytest.mark.parametrize("json_out", [False, True], ids=["text", "json-stdout"])
 def test_closed_stdout_stops_the_watch(udsprobe, json_out):
     """`--backlog | head`: once the reader is gone (SIGPIPE is ignored), the watch says so and
@@ -615,6 +617,7 @@ def test_closed_stdout_stops_the_watch(udsprobe, json_out):
     assert err.count("standard output") == 1, err     # said once
 
 
+@pytest.mark.userspace
 def test_json_to_stdout_has_every_interval(udsprobe):
     r = subprocess.run([udsprobe, "--backlog", "--interval", "0.2", "--duration", "1.1",
                         "--json", "-"], capture_output=True, text=True, timeout=60)

@@ -181,6 +181,7 @@ def test_prometheus_scrapes_overflow_count_during_storm(udsprobe, attach_mode, p
           f"{summary[0]['overflows']}; Prometheus {sel} = {got['value'][1]}")
 
 
+@pytest.mark.userspace
 def test_metrics_http_paths_and_bounds(udsprobe, procs, bins, tmp_path):
     """404 elsewhere, 405 for POST, 431 for an oversized head; a silent client blocks nothing."""
     sock = tmp_path / "l.sock"
@@ -236,6 +237,7 @@ def raw_request(port, data, timeout=15):
             out += chunk
 
 
+@pytest.mark.userspace
 def test_metrics_http_answers_bad_requests_at_once(udsprobe, procs, tmp_path):
     """Binary bytes (a TLS hello) or a NUL in the path: 400, not silence until the 5 s idle
     timeout; a long query string is ignored, as Prometheus' own exporters do (issue 36.11)."""
@@ -250,6 +252,7 @@ def test_metrics_http_answers_bad_requests_at_once(udsprobe, procs, tmp_path):
     stop_udsprobe(u, jl)
 
 
+@pytest.mark.userspace
 def test_metrics_http_serves_every_concurrent_scrape(udsprobe, procs, tmp_path):
     """200 scrapes at once: each gets a whole 200 (a new connection replaced one whose complete
     request was still waiting: 31-138 resets or empty replies per run; issue 36.6)."""
@@ -280,6 +283,7 @@ def test_metrics_http_serves_every_concurrent_scrape(udsprobe, procs, tmp_path):
     stop_udsprobe(u, jl)
 
 
+@pytest.mark.userspace
 def test_metrics_usage_and_bind_errors(udsprobe, procs, tmp_path):
     """Bad ADDR:PORT is exit 2; a port in use is exit 1 with the reason."""
     for bad in ("9464", "localhost:9464", "127.0.0.1:0", "127.0.0.1:70000", "[::1:9464"):
@@ -304,6 +308,7 @@ def test_metrics_usage_and_bind_errors(udsprobe, procs, tmp_path):
 
 # ---- running it as a service ------------------------------------------------------------
 
+@pytest.mark.userspace
 def test_alert_rules_pass_promtool():
     """docs/backlog-alerts.yml is valid, and each alert fires exactly as its unit test says."""
     chk = subprocess.run([PROMTOOL, "check", "rules", str(REPO / "docs" / "backlog-alerts.yml")],
@@ -322,6 +327,7 @@ def unit_caps():
     return [c.lower().removeprefix("cap_") for c in line.split("=", 1)[1].split()]
 
 
+@pytest.mark.userspace
 def test_service_unit_verifies(udsprobe, tmp_path):
     """systemd-analyze verify accepts the unit (ExecStart pointed at this build)."""
     text = UNIT.read_text().replace("/usr/local/bin/udsprobe", udsprobe)

@@ -208,6 +208,7 @@ def test_filters_exclude_everything_else(udsprobe, attach_mode, procs, world_dir
     assert "(no listener matched the filters)" in out
 
 
+@pytest.mark.userspace
 @pytest.mark.parametrize("args,msg", [
     (["--backlog", "--netns", "/nonexistent"], "--netns: '/nonexistent': No such file"),
     (["--backlog", "--netns", "/proc/self/ns/mnt"], "not a network namespace"),

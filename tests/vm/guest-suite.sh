@@ -48,10 +48,11 @@ for mode in fentry kprobe tracepoint; do
 		esac
 	done
 	printf '%s\n' "${files[@]}" >"$res/$mode.files"
-	select=()
-	case " ${UDSPROBE_VM_CORE_MODES:-} " in *" $mode "*) select=(-m "not deep") ;; esac
+	# user-space checks (kernel- and mode-independent) run on the host only
+	select=(-m "not userspace")
+	case " ${UDSPROBE_VM_CORE_MODES:-} " in *" $mode "*) select=(-m "not deep and not userspace") ;; esac
 	echo
-	echo "== $(uname -r): UDSPROBE_ATTACH=$mode: ${files[*]##*/}${select:+ (core set: -m \"not deep\")} =="
+	echo "== $(uname -r): UDSPROBE_ATTACH=$mode: ${files[*]##*/} (${select[1]}) =="
 	t0=$(uptime_s)
 	# SIGINT at the bound: pytest stops and still writes its junit XML (the tests done count)
 	UDSPROBE_ATTACH=$mode timeout -s INT -k 30 $((${PYTEST_TIMEOUT_PER_FILE:-240} * ${#files[@]})) \
