@@ -153,7 +153,7 @@ struct msg_ent {
 	__u32 bytes;
 	__u32 match;		/* the sender counts for the process filters */
 	__u32 tid;
-	__u32 pad;
+	__u32 cpu;		/* the sender's CPU at the handover */
 	char comm[FL_COMM_LEN];
 	__u32 k[FK__COUNT];	/* enum fl_kstage: its send;call cut (they add up to t1 - t0) */
 };
@@ -162,7 +162,7 @@ struct rcv_info {
 	__u64 ret_ts, entry_ts, poll_entry, poll_exit;
 	__u64 run_ts, poll_run, copy_ts;	/* rkstages: switched in, copy done (0: unseen) */
 	__u32 tgid, match;	/* match: the receiver counts for the process filters */
-	__u32 tid, pad;
+	__u32 tid, cpu;		/* cpu: where the recv() returned */
 	char comm[FL_COMM_LEN];
 };
 
@@ -780,6 +780,7 @@ static __always_inline void record(struct dir_st *d, const struct msg_ent *e,
 	s->bytes += e->bytes;
 	s->lat_sum += o->latency_ns;
 	s->misses += dropped;
+	s->cross_cpu += e->cpu != r->cpu;
 	hist_add(s->lat_hist, o->latency_ns);
 	for (st = 0; st < FS__COUNT; st++)
 		if (o->stages & (1 << st))
@@ -1155,6 +1156,7 @@ static __always_inline int on_send(struct sock *sk, int ret, int direct)
 	e = &d->ents[tail & (FL_FIFO - 1)];
 	e->t0 = t0;
 	e->t1 = now;
+	e->cpu = bpf_get_smp_processor_id();
 	e->end = end;
 	e->bytes = ret;
 	e->tgid = tgid;
@@ -1233,6 +1235,7 @@ static __always_inline int on_recv(struct sock *sk, int ret, int flags, int dire
 		return 0;
 	}
 	r->ret_ts = now;
+	r->cpu = bpf_get_smp_processor_id();
 	task = bpf_get_current_task_btf();
 	t = task_find(task);
 	r->match = fill_task(r->comm, &r->tgid, &r->tid, t, task);

@@ -16,6 +16,7 @@
 #include "attach.h"
 #include "backlog.h"
 #include "capability.h"
+#include "predict.h"
 #include "programs.h"
 #include "trace.h"
 #include "util.h"
@@ -217,6 +218,7 @@ static void parse_name_list(const char *opt, char *arg, const char *const *names
 static const struct argp_child argp_children[] = {
 	{ &backlog_argp, 0, NULL, 0 },
 	{ &trace_argp, 0, NULL, 0 },
+	{ &predict_argp, 0, NULL, 0 },
 	{ &programs_argp, 0, NULL, 0 },
 	{},
 };
@@ -553,6 +555,12 @@ int options_parse(int argc, char **argv, struct options *o)
 	}
 	if ((err = check_scoped(&ps)))
 		return err;
+	if (predict_requested() && o->action != ACT_TRACE &&
+	    !(o->action == ACT_COMPARE && programs_requested())) {
+		fprintf(stderr, "udsprobe: --if-unix needs --trace or --compare of programs "
+			"(--client-tcp)\nTry 'udsprobe --help' for more information.\n");
+		return -EINVAL;
+	}
 	if (o->action == ACT_COMPARE && programs_requested())
 		return 0;	/* no workload to set up */
 	return o->action == ACT_COMPARE ? compare_validate(o, ps.sweep) : 0;

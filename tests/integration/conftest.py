@@ -358,3 +358,18 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "userspace: udsprobe's own user-space behaviour (usage "
                             "errors, output streams, the metrics HTTP server, unit files) that "
                             "depends on neither kernel nor attach mode: the host run checks it")
+    # --trace's prediction over a unix socket (docs/PREDICT.md): off unless a test asks for it
+    # (--if-unix), and its calibration cached in a directory of this session, never in the
+    # machine's /var/cache
+    os.environ.setdefault("UDSPROBE_IF_UNIX", "off")
+    if "UDSPROBE_CACHE_DIR" not in os.environ:
+        _session_cache.append(tempfile.mkdtemp(prefix="udsprobe-cache-"))
+        os.environ["UDSPROBE_CACHE_DIR"] = _session_cache[0]
+
+
+_session_cache = []
+
+
+def pytest_unconfigure(config):
+    for d in _session_cache:
+        shutil.rmtree(d, ignore_errors=True)

@@ -41,27 +41,6 @@ uint64_t default_warmup(enum wl_mode mode, uint64_t count)
 	return count ? MIN(w, MAX(count / 10, 1)) : w;
 }
 
-static void read_cpu_model(char *buf, size_t len)
-{
-	char line[256];
-	FILE *f = fopen("/proc/cpuinfo", "r");
-
-	snprintf(buf, len, "unknown");
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		char *colon = strchr(line, ':');
-
-		if (strncmp(line, "model name", 10) || !colon)
-			continue;
-		colon += 2;
-		colon[strcspn(colon, "\n")] = 0;
-		snprintf(buf, len, "%s", colon);
-		break;
-	}
-	fclose(f);
-}
-
 struct traced_run {
 	struct tracer *tr;
 	const struct wl_config *cfg;
@@ -267,7 +246,7 @@ int compare_run(const struct compare_opts *opts, struct comparison *cmp)
 	memset(cmp, 0, sizeof(*cmp));
 	cmp->think = opts->n_thinks > 0;
 	cmp->n_cpus = allowed_cpu_count();
-	read_cpu_model(cmp->cpu_model, sizeof(cmp->cpu_model));
+	cpu_model(cmp->cpu_model, sizeof(cmp->cpu_model));
 	for (m = 0; m < WL__COUNT; m++)
 		for (p = 0; p < CPU__COUNT; p++)
 			total += opts->modes[m] && opts->places[p] ? opts->n_sizes * mode_thinks(opts, m) : 0;

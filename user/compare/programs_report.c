@@ -12,6 +12,7 @@
 
 #include "json_writer.h"
 #include "outfile.h"
+#include "predict.h"
 #include "programs_report.h"
 #include "reports.h"
 #include "trace_report.h"
@@ -153,6 +154,22 @@ static void kstage_rows(const struct flow *u, const struct flow *t, int st, FILE
 	}
 }
 
+/* The unix latency the TCP run alone predicts (docs/PREDICT.md), beside the one measured. */
+static void predicted_row(const struct flow *u, const struct flow *t, FILE *f)
+{
+	const struct flow_if_unix *x = &t->if_unix;
+	char a[32], b[32], c[32], d[32];
+
+	fprintf(f, "  %-*s %s [%s to %s]", LABEL_W, "  predicted from TCP alone",
+		fmt_dur(x->mean, false, a, sizeof(a)), fmt_dur(x->mean_lo, false, b, sizeof(b)),
+		fmt_dur(x->mean_hi, false, c, sizeof(c)));
+	if (u)
+		fprintf(f, ", measured %s: %s", fmt_dur(u->mean, false, d, sizeof(d)),
+			u->mean >= x->mean_lo && u->mean <= x->mean_hi ? "inside the range" :
+			"outside the range");
+	fputc('\n', f);
+}
+
 static void pair_text(const struct flow_pair *p, FILE *f)
 {
 	const struct flow *any = p->f[PG_UNIX] ? p->f[PG_UNIX] : p->f[PG_TCP];
@@ -164,6 +181,8 @@ static void pair_text(const struct flow_pair *p, FILE *f)
 	row_dur("latency p50", u ? (double)u->p50 : -1, t ? (double)t->p50 : -1, u && t, f);
 	row_dur("latency p99", u ? (double)u->p99 : -1, t ? (double)t->p99 : -1, u && t, f);
 	row_dur("latency mean", u ? u->mean : -1, t ? t->mean : -1, u && t, f);
+	if (t && t->if_unix.predicted)
+		predicted_row(u, t, f);
 	fprintf(f, "  %-*s\n", LABEL_W, "per message, by stage:");
 	for (st = 0; st < FS__COUNT; st++) {
 		char label[48];
@@ -355,6 +374,7 @@ static void side_json(struct jw *w, const struct program_compare *pc, int s)
 	for (i = 0; i < sd->run.n_flows; i++)
 		trace_flow_json(w, &sd->run.flows[i]);
 	jw_arr_end(w);
+	predict_basis_json(w, &sd->run.basis);
 	jw_obj_begin(w, "misses");
 	for (i = 0; i < FM__COUNT; i++)
 		jw_u64(w, fl_miss_names[i], sd->run.misses[i]);
@@ -531,6 +551,8 @@ int programs_main(const char *json_path, const char *out_dir, int verbose)
 	if (out_dir && (err = outdir_open(&od, "--out", out_dir)))
 		return err;
 	err = programs_run(&pc, verbose);
+	if (!err)	/* what the TCP run alone says of unix, beside what unix measured */
+		predict_if_unix(&pc.side[PG_TCP].run, ATTACH_AUTO, verbose);
 	/* an interrupted run or a failed client: the report of what ran, statuses included */
 	if (!err || pc.side[PG_UNIX].ran) {
 		if (err)

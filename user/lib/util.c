@@ -283,6 +283,27 @@ int str_unescape(const char *s, void *out, size_t len)
 	return n;
 }
 
+void cpu_model(char *buf, size_t len)
+{
+	char line[256];
+	FILE *f = fopen("/proc/cpuinfo", "r");
+
+	snprintf(buf, len, "unknown");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char *colon = strchr(line, ':');
+
+		if (strncmp(line, "model name", 10) || !colon)
+			continue;
+		colon += 2;
+		colon[strcspn(colon, "\n")] = 0;
+		snprintf(buf, len, "%s", colon);
+		break;
+	}
+	fclose(f);
+}
+
 const char *kernel_release(void)
 {
 	static struct utsname uts;

@@ -72,6 +72,8 @@ char *str_escape(const void *s, size_t n, char *out, size_t len);
 /* The inverse: the byte count written to out, -EINVAL (bad escape) or -E2BIG. */
 int str_unescape(const char *s, void *out, size_t len);
 
+/* The CPU's "model name" from /proc/cpuinfo, "unknown" without one. */
+void cpu_model(char *buf, size_t len);
 /* Kernel release ("6.18.44-..."). */
 const char *kernel_release(void);
 /* Is the running kernel major.minor or newer (by uname's release)? */

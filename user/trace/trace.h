@@ -77,11 +77,29 @@ struct ep_name {
 /* send;call's kernel stages, and three receiver's stages cut in two or three */
 #define TR_MAX_KSTAGES (FK__COUNT + FR__COUNT + 3)
 
+/* What a TCP flow would cost over AF_UNIX on this host (predict/predict.c fills it, docs/PREDICT.md). */
+struct flow_if_unix {
+	bool predicted;		/* else why says why not (a unix flow: not asked, why "") */
+	char why[200];
+	double mean, p50, p99;	/* predicted latency per message, ns */
+	double mean_lo, mean_hi;	/* its range */
+	double saved, saved_lo, saved_hi;	/* per message: measured mean - predicted */
+	double saved_frac;	/* saved / the measured mean */
+	double waits_saved;	/* of saved: the waits for a process that would spend less time */
+	double path_ns;		/* measured: send;call + the receive's copy and return */
+	double path_unix_ns;	/* that path over AF_UNIX, predicted: kernel CPU per message */
+	double noise_ns;	/* run-to-run noise at this latency (the calibration's spread) */
+	uint64_t size_used;	/* the calibration size its ratios come from */
+	bool recv_measured;	/* the copy inside recv;blocked measured (--detail full) */
+	char mostly[120];	/* the largest TCP-only stages, or the send path in words */
+};
+
 struct flow {
 	int transport;		/* enum fl_transport */
 	char endpoint[160];
 	struct flow_end sender, receiver;
 	uint64_t messages, bytes, misses;
+	uint64_t cross_cpu;	/* messages read on another CPU than the sender's at the handover */
 	uint64_t p50, p90, p99;
 	double mean;
 	double coverage;
@@ -95,6 +113,7 @@ struct flow {
 	} kstages[TR_MAX_KSTAGES];
 	int n_kstages;
 	/* merged histograms while aggregating */
+	struct flow_if_unix if_unix;
 	uint64_t lat_sum, st_sum[FS__COUNT], st_cnt[FS__COUNT], k_sum[FK__COUNT];
 	uint64_t rk_sum[FR__COUNT];
 	struct sparse_hist lat_hist, st_hist[FS__COUNT];
@@ -144,6 +163,17 @@ struct trace_run {
 	int n_outliers;
 	uint64_t outliers_dropped;	/* the ring buffer was full */
 	uint64_t outliers_not_kept;	/* beyond TR_MAX_OUTLIERS */
+	/* the AF_UNIX calibration the TCP flows' if_unix rests on (predict/predict.c) */
+	struct if_unix_basis {
+		bool asked;		/* --if-unix not off and a TCP flow to predict */
+		char file[256];		/* its cache file */
+		char date[32];		/* when it ran, UTC */
+		char cpu[128];
+		bool fresh;		/* run during this run (else read from file) */
+		int runs;
+		uint64_t sizes[8];
+		int n_sizes;
+	} basis;
 };
 
 extern const char *const fl_stage_names[FS__COUNT];

@@ -12,6 +12,7 @@
 #include "backlog_table.h"
 #include "json_writer.h"
 #include "outfile.h"
+#include "predict.h"
 #include "trace_report.h"
 #include "util.h"
 
@@ -45,6 +46,7 @@ static void flow_text(const struct flow *fl, FILE *f)
 		fmt_dur(fl->p50, false, a, sizeof(a)), fmt_dur(fl->p90, false, b, sizeof(b)),
 		fmt_dur(fl->p99, false, c, sizeof(c)), fmt_dur(fl->mean, false, d, sizeof(d)));
 	trace_stage_table(fl, false, f);
+	predict_flow_text(fl, f);
 }
 
 /* The kernel stages of stage st, under it: the mean per message and its share of the latency. */
@@ -437,6 +439,7 @@ void trace_flow_json(struct jw *w, const struct flow *fl)
 	jw_latency(w, "latency_ns", fl->p50, fl->p90, fl->p99, fl->mean, false);
 	jw_double(w, "coverage", fl->coverage);
 	jw_u64(w, "misses", fl->misses);
+	jw_u64(w, "cross_cpu", fl->cross_cpu);
 	jw_arr_begin(w, "stages");
 	for (st = 0; st < FS__COUNT; st++) {
 		const struct flow_stage *g = &fl->stages[st];
@@ -460,6 +463,7 @@ void trace_flow_json(struct jw *w, const struct flow *fl)
 		jw_obj_end(w);
 	}
 	jw_arr_end(w);
+	predict_flow_json(w, &fl->if_unix);
 	jw_obj_end(w);
 }
 
@@ -480,6 +484,7 @@ void trace_json_write(const struct trace_run *run, FILE *f)
 	for (i = 0; i < run->n_flows; i++)
 		trace_flow_json(&w, &run->flows[i]);
 	jw_arr_end(&w);
+	predict_basis_json(&w, &run->basis);
 	jw_obj_begin(&w, "misses");
 	for (i = 0; i < FM__COUNT; i++)
 		jw_u64(&w, fl_miss_names[i], run->misses[i]);
@@ -572,6 +577,7 @@ int trace_main(const char *json_path, const char *out_dir, double duration_s,
 	}
 	if (run.exec_errno)
 		status = 1;	/* the command never ran (said above): a runtime failure */
+	predict_if_unix(&run, attach, verbose);
 	if (!json_path || strcmp(json_path, "-"))
 		trace_report_text(&run, &o, stdout);
 	if (json_path && trace_report_json(&run, json_path))

@@ -1,0 +1,198 @@
+"""--if-unix (docs/PREDICT.md): a TCP flow's prediction over AF_UNIX from a calibration of this
+host, its numbers in text and JSON, the cache, and why a flow has none. Real programs on
+loopback: the asyncio echo pair, redis-benchmark against redis-server, and a recipe of
+docs/RECIPES.md under --compare of programs (prediction and the measured switch side by side).
+How close the prediction comes is a benchmark (scripts/bench.sh predict, docs/RECIPES.md), not a
+timed test: one run pair on a 2-vCPU VM differs by ±25 % from the next."""
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from test_trace import run_trace, flows_at, trace, redis, ECHO  # noqa: F401 (fixtures)
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "scripts" / "recipes"))
+import recipes as recipes_mod  # noqa: E402
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="--trace loads BPF: needs root")
+POINTS = 3 * 2 * 2 * 4      # runs x stage kinds x placements x sizes
+
+
+@pytest.fixture(scope="module")
+def calibrated(udsprobe, tmp_path_factory):
+    """One calibration for the module, in a cache of its own: --if-unix fresh calibrates even
+    when the trace saw no TCP flow."""
+    cache = tmp_path_factory.mktemp("cache")
+    env = dict(os.environ, UDSPROBE_CACHE_DIR=str(cache))
+    r = subprocess.run([udsprobe, "--trace", "--if-unix", "fresh", "--duration", "0.1"],
+                       capture_output=True, text=True, timeout=600, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "calibrating AF_UNIX and TCP on this host" in r.stderr
+    files = list(cache.glob("if-unix-*.tsv"))
+    assert len(files) == 1, files
+    return cache, files[0]
+
+
+def test_calibration_file(calibrated):
+    """Its header names this kernel and CPU; every point of the model is there once."""
+    _, path = calibrated
+    text = path.read_text()
+    head = dict(l.split("\t", 1) for l in text.splitlines() if l and not l[0].isdigit()
+                and not l.startswith("#"))
+    assert head["kernel"] == os.uname().release
+    cpu = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
+    assert head["cpu"] == cpu
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", head["date"])
+    assert head["attach"] in ("fentry", "kprobe", "tracepoint")
+    rows = [l.split("\t") for l in text.splitlines() if l[:1].isdigit()]
+    keys = {(r[0], r[1], r[2], r[3]) for r in rows}
+    assert len(rows) == len(keys) == POINTS
+    for r in rows:
+        vals = [float(v) for v in r[4:]]
+        assert len(vals) == 8 and all(v >= 0 for v in vals), r
+        # TCP's send() runs TCP/IP output and the receive softirq: longer than AF_UNIX's
+        assert vals[3] > vals[0], r
+        # the part before the wakeup is part of the send()
+        assert vals[1] <= vals[0] and vals[4] <= vals[3], r
+
+
+def check_if_unix(f, basis):
+    """A TCP flow's prediction agrees with itself and with the flow's numbers."""
+    u = f["if_unix"]
+    assert "none" not in u, u
+    near = lambda v: pytest.approx(v, rel=1e-5, abs=1)   # JSON numbers have 6 significant digits
+    lat, rng = u["latency_ns"], u["range"]
+    assert u["saved_ns_per_msg"] == near(f["latency_ns"]["mean"] - lat["mean"])
+    assert u["saved_fraction"] == pytest.approx(u["saved_ns_per_msg"] / f["latency_ns"]["mean"],
+                                                rel=1e-4)
+    assert rng["mean_low_ns"] <= lat["mean"] <= rng["mean_high_ns"], u
+    assert rng["saved_low_ns"] <= u["saved_ns_per_msg"] <= rng["saved_high_ns"], u
+    assert rng["mean_low_ns"] == near(f["latency_ns"]["mean"] - rng["saved_high_ns"])
+    assert lat["p50"] == near(max(f["latency_ns"]["p50"] - u["saved_ns_per_msg"], 0))
+    cpu = u["cpu_ns_per_msg"]
+    assert cpu["saved"] == near(cpu["measured"] - cpu["predicted"])
+    send = next(s["ns_per_msg"] for s in f["stages"] if s["name"] == "send;call")
+    assert cpu["measured"] >= send
+    assert u["calibration_size"] in basis["sizes"]
+    assert 0 <= u["waits_saved_ns"] <= u["saved_ns_per_msg"] + abs(u["saved_ns_per_msg"]) + 1
+    assert 0 <= f["cross_cpu"] <= f["messages"]
+
+
+def test_echo_pair_prediction(trace, tmp_path, calibrated):
+    """2000 x 64 B echoed over TCP (one flow: both ends are python3): predicted, with the
+    run's basis, in JSON and in the text report, the same numbers in both."""
+    cache, path = calibrated
+    env = dict(os.environ, UDSPROBE_CACHE_DIR=str(cache))
+    out = tmp_path / "t.json"
+    res = subprocess.run(trace + ["--if-unix", "cached", "--json", str(out), "--", sys.executable,
+                                  ECHO, "tcp", "2000", "64"],
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(out.read_text())
+    info = next(json.loads(l) for l in res.stdout.splitlines() if '"client_pid"' in l)
+    flows = flows_at(doc, info["endpoint"])
+    assert len(flows) == 1 and flows[0]["messages"] == 4000, flows
+    basis = doc["if_unix_basis"]
+    assert basis["calibration"] == str(path) and basis["fresh"] is False
+    assert basis["sizes"] == [16, 256, 4096, 65536] and basis["runs"] == 3
+    assert basis["kernel"] == os.uname().release
+    lines = [l for l in res.stdout.splitlines() if l.startswith("  over a unix socket:")]
+    assert len(lines) == 1, res.stdout
+    for f in flows:
+        check_if_unix(f, basis)
+    # the text says the JSON's numbers: "X instead of Y per message (-P %, range ...)"
+    for f in flows:
+        u = f["if_unix"]
+        pct = round(100 * abs(u["saved_fraction"]))
+        sign = "-" if u["saved_fraction"] >= 0 else "+"
+        assert any(f"per message ({sign}{pct} %," in l for l in lines), (lines, u)
+
+
+def test_unix_flows_have_no_prediction(trace, tmp_path, calibrated):
+    cache, _ = calibrated
+    env = dict(os.environ, UDSPROBE_CACHE_DIR=str(cache))
+    out = tmp_path / "u.json"
+    res = subprocess.run(trace + ["--if-unix", "cached", "--json", str(out), "--", sys.executable,
+                                  ECHO, "unix", str(tmp_path / "e.sock"), "300", "64"],
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(out.read_text())
+    assert doc["flows"] and all("if_unix" not in f for f in doc["flows"])
+    assert "if_unix_basis" not in doc
+    assert "over a unix socket" not in res.stdout
+
+
+def test_why_no_prediction(trace, tmp_path):
+    """No calibration cached and --if-unix cached: each TCP flow says why, in text and JSON;
+    messages beyond the largest calibrated size (64 KiB) say so."""
+    env = dict(os.environ, UDSPROBE_CACHE_DIR=str(tmp_path / "empty"))
+    out = tmp_path / "n.json"
+    res = subprocess.run(trace + ["--if-unix", "cached", "--json", str(out), "--", sys.executable,
+                                  ECHO, "tcp", "300", "64"],
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(out.read_text())
+    tcp = [f for f in doc["flows"] if f["transport"] == "tcp"]
+    assert tcp
+    why = ("no AF_UNIX calibration is cached for this kernel and CPU and --if-unix cached runs "
+           "none: run --trace --if-unix fresh once")
+    assert all(f["if_unix"] == {"none": why} for f in tcp), tcp
+    assert res.stdout.count(f"over a unix socket: no prediction: {why}") == len(tcp)
+    assert not (tmp_path / "empty").exists()     # nothing written: none was run
+
+
+def test_large_messages_say_why(trace, tmp_path, calibrated):
+    cache, _ = calibrated
+    env = dict(os.environ, UDSPROBE_CACHE_DIR=str(cache))
+    out = tmp_path / "l.json"
+    res = subprocess.run(trace + ["--if-unix", "cached", "--json", str(out), "--", sys.executable,
+                                  ECHO, "tcp", "200", str(100000)],
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(out.read_text())
+    big = [f for f in doc["flows"] if f["transport"] == "tcp" and f["bytes"] / f["messages"] > 65536]
+    assert big
+    for f in big:
+        assert "beyond the calibration's largest (65536 bytes)" in f["if_unix"]["none"], f
+
+
+@pytest.mark.parametrize("args,env,msg", [
+    (["--trace", "--if-unix", "maybe"], {}, "--if-unix: 'maybe' is not a mode: auto, cached, "
+                                            "fresh or off"),
+    (["--compare", "--if-unix", "auto"], {}, "--if-unix needs --trace or --compare of programs"),
+    (["--trace", "--duration", "0.1"], {"UDSPROBE_IF_UNIX": "sometimes"},
+     "UDSPROBE_IF_UNIX: 'sometimes' is not a mode"),
+])
+def test_if_unix_usage(udsprobe, args, env, msg):
+    r = subprocess.run([udsprobe, *args], capture_output=True, text=True, timeout=30,
+                       env=dict(os.environ, **env))
+    assert r.returncode == 2, r.stderr
+    assert msg in r.stderr
+
+
+def test_compare_of_programs_shows_prediction_and_the_switch(udsprobe, tmp_path, calibrated,
+                                                             monkeypatch):
+    """redis INCR -c 1 (docs/RECIPES.md) under --compare of programs: the TCP run's prediction
+    beside the unix run's measured latency, the row's numbers as in the JSON."""
+    cache, _ = calibrated
+    monkeypatch.setenv("UDSPROBE_CACHE_DIR", str(cache))
+    monkeypatch.setenv("UDSPROBE_IF_UNIX", "cached")
+    res, doc = recipes_mod.run(recipes_mod.recipes()["redis-c1"], udsprobe, tmp_path / "r.json")
+    assert res.returncode == 0, res.stderr
+    by = {r["transport"]: r for r in doc["results"]}
+    assert by["tcp"]["if_unix_basis"]["calibration"].startswith(str(cache))
+    assert "if_unix_basis" not in by["unix"]
+    rows = [l for l in res.stdout.splitlines() if "predicted from TCP alone" in l]
+    tcp = {(f["sender"]["comm"], f["receiver"]["comm"]): f for f in by["tcp"]["flows"]}
+    unix = {(f["sender"]["comm"], f["receiver"]["comm"]): f for f in by["unix"]["flows"]}
+    pair = ("redis-benchmark", "redis-server")
+    check_if_unix(tcp[pair], by["tcp"]["if_unix_basis"])
+    u = tcp[pair]["if_unix"]
+    inside = u["range"]["mean_low_ns"] <= unix[pair]["latency_ns"]["mean"] <= u["range"]["mean_high_ns"]
+    assert len(rows) >= 1
+    assert any(("inside the range" if inside else "outside the range") in l for l in rows), rows

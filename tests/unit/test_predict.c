@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: GPL-2.0
+/* --if-unix (predict.c): a TCP flow's prediction over AF_UNIX from a calibration file, worked
+ * out by hand for each case of the model (docs/PREDICT.md). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "predict.h"
+#include "unit.h"
+
+/* Every run, kind and size alike: the differences are exact, the noise 0. Columns: send, wake,
+ * recv per transport (unix, tcp), then the untraced latencies. */
+static int write_calibration(char *path, size_t len)
+{
+	static const char *const pl[] = { "same", "split" }, *const kind[] = { "corrected", "traced" };
+	static const unsigned long sizes[] = { 16, 256, 4096, 65536 };
+	int fd, r, k, p, s;
+	FILE *f;
+
+	snprintf(path, len, "/tmp/udsprobe-predict-XXXXXX");
+	fd = mkstemp(path);
+	if (fd < 0 || !(f = fdopen(fd, "w")))
+		return -1;
+	fprintf(f, "kernel\tk\ncpu\tc\ndate\t2026-11-27T00:00:00Z\nattach\ttracepoint\n");
+	for (r = 1; r <= 3; r++)
+		for (k = 0; k < 2; k++)
+			for (p = 0; p < 2; p++)
+				for (s = 0; s < 4; s++)
+					fprintf(f, "%d\t%s\t%lu\t%s\t%s\n", r, pl[p], sizes[s], kind[k],
+						p ? "2000\t1900\t3000\t7000\t6000\t2000\t6000\t9000" :
+						"1000\t900\t1500\t4000\t3000\t1000\t3000\t5000");
+	return fclose(f);
+}
+
+static struct flow tcp_flow(const char *from, const char *to, uint64_t msgs, uint64_t cross,
+			    uint64_t waited, double send, double busy, double recv, double mean)
+{
+	struct flow fl = { .transport = FL_TCP, .messages = msgs, .bytes = msgs * 41,
+			   .cross_cpu = cross, .mean = mean, .p50 = mean, .p99 = 2 * mean };
+
+	snprintf(fl.sender.comm, sizeof(fl.sender.comm), "%s", from);
+	snprintf(fl.receiver.comm, sizeof(fl.receiver.comm), "%s", to);
+	fl.sender.n_pids = fl.receiver.n_pids = 1;
+	fl.stages[FS_SEND].ns_per_msg = send;
+	fl.stages[FS_EPOLL].count = waited;
+	fl.stages[FS_BUSY].ns_per_msg = busy;
+	fl.stages[FS_RECV].ns_per_msg = recv;
+	fl.stages[FS_RECV].count = msgs;
+	return fl;
+}
+
+TEST(predict_worked_examples)
+{
+	char path[64];
+	struct flow flows[4];
+	struct trace_run run = { .flows = flows, .n_flows = 4, .duration_ns = 1000000000,
+				 .detail = "syscall" };
+
+	CHECK_INT(write_calibration(path, sizeof(path)), 0);
+	/* waiting on another CPU: the send() up to the wakeup (6000 - 1900) and the copy
+	 * (2000 - 3000) */
+	flows[0] = tcp_flow("a", "b", 1000, 1000, 1000, 8000, 0, 1000, 12000);
+	/* read on the sender's CPU: the whole send() (4000 - 1000) and the copy (1000 - 1500) */
+	flows[1] = tcp_flow("c", "d", 1000, 0, 0, 8000, 0, 1000, 12000);
+	/* a receiver (srv) busy with other messages: it saves (100k x 4100 as the sender of the
+	 * flow below + 100k x -500 as this one's receiver) / 1 s = 0.36 of its time */
+	flows[2] = tcp_flow("cli", "srv", 100000, 0, 0, 8000, 50000, 1000, 70000);
+	flows[3] = tcp_flow("srv", "cli", 100000, 100000, 100000, 8000, 0, 1000, 12000);
+	/* a unix flow is not predicted; a too-short one says why */
+	CHECK_INT(predict_from_file(&run, path), 0);
+	unlink(path);
+
+	CHECK(flows[0].if_unix.predicted);
+	CHECK_DBL(flows[0].if_unix.saved, 3100, 1e-6);
+	CHECK_DBL(flows[0].if_unix.mean, 8900, 1e-6);
+	CHECK_DBL(flows[0].if_unix.noise_ns, 0, 1e-9);
+	CHECK_DBL(flows[0].if_unix.mean_lo, 8900, 1e-6);
+	CHECK_DBL(flows[0].if_unix.mean_hi, 8900, 1e-6);
+	/* the kernel's CPU: the whole send() and the copy, split placement: 5000 - 1000 */
+	CHECK_DBL(flows[0].if_unix.path_ns, 9000, 1e-6);
+	CHECK_DBL(flows[0].if_unix.path_unix_ns, 5000, 1e-6);
+	CHECK_DBL(flows[0].if_unix.p99, 24000 - 3100, 1e-6);
+
+	CHECK_DBL(flows[1].if_unix.saved, 2500, 1e-6);
+	CHECK_DBL(flows[1].if_unix.mean, 9500, 1e-6);
+
+	CHECK_DBL(flows[2].if_unix.waits_saved, 50000 * 0.36, 1e-6);
+	CHECK_DBL(flows[2].if_unix.saved, 2500 + 18000, 1e-6);
+	/* the waits' model error: half of them either way */
+	CHECK_DBL(flows[2].if_unix.mean_lo, 70000 - 20500 - 9000, 1e-6);
+	CHECK_DBL(flows[2].if_unix.mean_hi, 70000 - 20500 + 9000, 1e-6);
+	CHECK_DBL(flows[3].if_unix.saved, 3100, 1e-6);
+	CHECK_STR(run.basis.date, "2026-11-27T00:00:00Z");
+	CHECK_INT(run.basis.n_sizes, 4);
+}
+
+TEST(predict_says_why_not)
+{
+	char path[64];
+	struct flow flows[3];
+	struct trace_run run = { .flows = flows, .n_flows = 3, .duration_ns = 1000000000,
+				 .detail = "syscall" };
+
+	CHECK_INT(write_calibration(path, sizeof(path)), 0);
+	flows[0] = tcp_flow("a", "b", 99, 0, 0, 8000, 0, 1000, 12000);
+	flows[1] = tcp_flow("a", "b", 1000, 0, 0, 8000, 0, 1000, 12000);
+	flows[1].bytes = 1000 * 100000ull;
+	flows[2] = tcp_flow("a", "b", 1000, 0, 0, 8000, 0, 1000, 12000);
+	flows[2].transport = FL_UNIX;
+	CHECK_INT(predict_from_file(&run, path), 0);
+	CHECK(!flows[0].if_unix.predicted);
+	CHECK_STR(flows[0].if_unix.why, "99 messages: too few for a mean");
+	CHECK(!flows[1].if_unix.predicted);
+	CHECK(strstr(flows[1].if_unix.why, "beyond the calibration's largest (65536 bytes)"));
+	CHECK(!flows[2].if_unix.predicted && !*flows[2].if_unix.why);
+	/* a file with a point missing is not a calibration */
+	CHECK_INT(truncate(path, 200), 0);
+	CHECK(predict_from_file(&run, path) < 0);
+	unlink(path);
+}

@@ -1,0 +1,685 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * --trace --if-unix: a TCP flow's messages over AF_UNIX, predicted (docs/PREDICT.md).
+ *
+ * What changes with the transport is the kernel's part of a message: the send() (on loopback
+ * TCP runs TCP/IP output, the device and the receive softirq inside it) and the receive's copy
+ * and return; where the receiver waits on another CPU, only the send() up to its wakeup counts
+ * (TCP wakes it inside the softirq, and the rest of the send() overlaps its way to a CPU).
+ * The differences per size come from udsprobe's own ping-pong on this host, both transports,
+ * one CPU and two (a calibration, cached per kernel and CPU model); the flow gives its size,
+ * its share of waiting receivers and of messages read on another CPU, and its latency.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "compare.h"
+#include "json_writer.h"
+#include "outfile.h"
+#include "predict.h"
+#include "stage_table.h"
+#include "util.h"
+
+enum if_unix_mode { IFU_AUTO, IFU_CACHED, IFU_FRESH, IFU_OFF };
+static enum if_unix_mode ifu_mode = IFU_AUTO;
+static bool ifu_given;
+
+enum { OPT_IF_UNIX = 1300 };
+
+static const struct argp_option pr_options[] = {
+	{ "if-unix", OPT_IF_UNIX, "MODE", 0,
+	  "Predict each loopback TCP flow over a unix socket (--trace, --compare of programs): auto (default, or "
+	  "$UDSPROBE_IF_UNIX: the calibration cached for this kernel and CPU, else run one, "
+	  "~30 s), cached (never run one), fresh (run one now, cache it), off (docs/PREDICT.md)",
+	  5 },
+	{},
+};
+
+static enum if_unix_mode mode_of(const char *what, const char *arg)
+{
+	static const char *const names[] = { "auto", "cached", "fresh", "off" };
+	unsigned i;
+
+	for (i = 0; i < ARRAY_SIZE(names) && strcmp(arg, names[i]); i++)
+		;
+	if (i == ARRAY_SIZE(names)) {
+		fprintf(stderr, "udsprobe: %s: '%s' is not a mode: auto, cached, fresh or off\n"
+			"Try 'udsprobe --help' for more information.\n", what, arg);
+		exit(2);
+	}
+	return i;
+}
+
+static error_t pr_parse(int key, char *arg, struct argp_state *state)
+{
+	static uint64_t given;
+	const char *env;
+
+	(void)state;
+	switch (key) {
+	case ARGP_KEY_INIT:
+		/* the default for scripts and test suites that do not ask for a prediction */
+		env = getenv("UDSPROBE_IF_UNIX");
+		if (env && *env)
+			ifu_mode = mode_of("UDSPROBE_IF_UNIX", env);
+		break;
+	case OPT_IF_UNIX:
+		option_once(pr_options, key, &given);
+		ifu_mode = mode_of("--if-unix", arg);
+		ifu_given = true;
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+const struct argp predict_argp = { .options = pr_options, .parser = pr_parse };
+
+bool predict_requested(void)
+{
+	return ifu_given;
+}
+
+/* ------------------------------------------------------------------ calibration */
+
+/* Message sizes calibrated: a flow's mean size is interpolated between them (log scale). */
+static const uint64_t cal_sizes[] = { 16, 256, 4096, 65536 };
+#define N_SIZES (int)ARRAY_SIZE(cal_sizes)
+enum { CAL_RUNS = 3, CAL_COUNT = 10000 };
+
+/* One size, placement and run: per transport, ns per message. */
+struct cal_point {
+	double send[TR__COUNT];		/* the send() and what runs inside it */
+	double wake[TR__COUNT];		/* of that, up to the receiver's wakeup (no send;return) */
+	double recv[TR__COUNT];		/* the receiver's copy and return */
+	double latency[TR__COUNT];	/* untraced mean one-way latency */
+};
+
+enum { PL_SAME, PL_SPLIT, PL__COUNT };	/* --cpu same, split */
+static const char *const pl_names[PL__COUNT] = { "same", "split" };
+/* The stages with the calibrated probe cost taken off, and as traced: --trace --detail full
+ * hits the same boundaries as --compare's tracer (one stage table), more of them on TCP, so a
+ * flow traced in full carries that difference too; --detail syscall's hits are the same on
+ * both transports. */
+enum { K_CORRECTED, K_TRACED, K__COUNT };
+static const char *const k_names[K__COUNT] = { "corrected", "traced" };
+
+struct calibration {
+	char kernel[128], cpu[128], date[32], attach[16];
+	struct cal_point p[CAL_RUNS][K__COUNT][PL__COUNT][N_SIZES];
+};
+
+/* Where a --compare stage belongs: 1 the send path, 2 the receive copy, 0 neither (waiting for
+ * a CPU, the application's gap, per-connection stages). */
+static int path_part(const struct stage_stat *s)
+{
+	if (s->extra || strstr(s->name, "wait_cpu") || !strncmp(s->name, "app;", 4) ||
+	    !strncmp(s->name, "sched;", 6))
+		return 0;
+	if (!strcmp(s->name, "recv;copy") || !strcmp(s->name, "recv;return") ||
+	    !strcmp(s->name, "bulk;recv_copy"))
+		return 2;
+	return 1;
+}
+
+static const char *cache_dir(void)
+{
+	const char *d = getenv("UDSPROBE_CACHE_DIR");
+
+	return d && *d ? d : "/var/cache/udsprobe";
+}
+
+static void cache_path(char *buf, size_t len, const char *cpu)
+{
+	uint32_t h = 2166136261u;	/* FNV-1a of the CPU model */
+	const char *c;
+
+	for (c = cpu; *c; c++)
+		h = (h ^ (unsigned char)*c) * 16777619u;
+	snprintf(buf, len, "%s/if-unix-%s-%08x.tsv", cache_dir(), kernel_release(), h);
+}
+
+static int cal_load(const char *path, struct calibration *cal)
+{
+	char line[512], key[32], val[256], place[16], kind[16];
+	bool seen[CAL_RUNS][K__COUNT][PL__COUNT][N_SIZES] = {};
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), r, s, pl, k, n = 0;
+	FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+
+	if (!f) {
+		if (fd >= 0)
+			close(fd);
+		return -ENOENT;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		struct cal_point p;
+		uint64_t size;
+
+		if (line[0] == '#')
+			continue;
+		if (sscanf(line, "%d %15s %lu %15s %lf %lf %lf %lf %lf %lf %lf %lf", &r, place,
+			   &size, kind, &p.send[TR_UNIX], &p.wake[TR_UNIX], &p.recv[TR_UNIX],
+			   &p.send[TR_TCP], &p.wake[TR_TCP], &p.recv[TR_TCP], &p.latency[TR_UNIX],
+			   &p.latency[TR_TCP]) == 12) {
+			for (s = 0; s < N_SIZES && cal_sizes[s] != size; s++)
+				;
+			for (pl = 0; pl < PL__COUNT && strcmp(place, pl_names[pl]); pl++)
+				;
+			for (k = 0; k < K__COUNT && strcmp(kind, k_names[k]); k++)
+				;
+			if (r < 1 || r > CAL_RUNS || s == N_SIZES || pl == PL__COUNT || k == K__COUNT ||
+			    seen[r - 1][k][pl][s] || p.send[TR_TCP] <= 0 || p.latency[TR_TCP] <= 0)
+				continue;
+			cal->p[r - 1][k][pl][s] = p;
+			seen[r - 1][k][pl][s] = true;
+			n++;
+		} else if (sscanf(line, "%31[^\t]\t%255[^\n]", key, val) == 2) {
+			if (!strcmp(key, "kernel"))
+				snprintf(cal->kernel, sizeof(cal->kernel), "%.*s", (int)sizeof(cal->kernel) - 1, val);
+			else if (!strcmp(key, "cpu"))
+				snprintf(cal->cpu, sizeof(cal->cpu), "%.*s", (int)sizeof(cal->cpu) - 1, val);
+			else if (!strcmp(key, "date"))
+				snprintf(cal->date, sizeof(cal->date), "%.*s", (int)sizeof(cal->date) - 1, val);
+			else if (!strcmp(key, "attach"))
+				snprintf(cal->attach, sizeof(cal->attach), "%.*s", (int)sizeof(cal->attach) - 1, val);
+		}
+	}
+	fclose(f);
+	return n == CAL_RUNS * K__COUNT * PL__COUNT * N_SIZES ? 0 : -EINVAL;
+}
+
+static int cal_save(const char *path, const struct calibration *cal)
+{
+	struct outfile of;
+	int r, s, pl, k, err;
+
+	if (mkdir(cache_dir(), 0755) && errno != EEXIST)
+		return -errno;
+	err = outfile_begin(&of, "--if-unix", path);
+	if (err)
+		return err;
+	fprintf(of.f, "# udsprobe --trace --if-unix calibration (docs/PREDICT.md)\n"
+		"kernel\t%s\ncpu\t%s\ndate\t%s\nattach\t%s\n"
+		"# run\tcpu\tsize\tstages\tunix_send_ns\tunix_wake_ns\tunix_recv_ns\ttcp_send_ns\t"
+		"tcp_wake_ns\ttcp_recv_ns\tunix_latency_ns\ttcp_latency_ns\n", cal->kernel, cal->cpu, cal->date, cal->attach);
+	for (r = 0; r < CAL_RUNS; r++)
+		for (k = 0; k < K__COUNT; k++)
+			for (pl = 0; pl < PL__COUNT; pl++)
+				for (s = 0; s < N_SIZES; s++) {
+					const struct cal_point *p = &cal->p[r][k][pl][s];
+
+					fprintf(of.f, "%d\t%s\t%lu\t%s\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t"
+						"%.1f\t%.1f\t%.1f\n", r + 1, pl_names[pl],
+						(unsigned long)cal_sizes[s], k_names[k],
+						p->send[TR_UNIX], p->wake[TR_UNIX], p->recv[TR_UNIX],
+						p->send[TR_TCP], p->wake[TR_TCP], p->recv[TR_TCP],
+						p->latency[TR_UNIX], p->latency[TR_TCP]);
+				}
+	return outfile_commit(&of, 0);
+}
+
+/* One pair of a calibration run into its point, its stages taken as kind says. */
+static int cal_point_of(const struct pair_result *pr, int kind, struct cal_point *p)
+{
+	int t, k;
+
+	for (t = 0; t < TR__COUNT; t++) {
+		const struct transport_result *x = &pr->tr[t];
+
+		if (!x->trace.valid || !x->trace.messages || !x->untraced.has_latency)
+			return -EPROTO;
+		p->send[t] = p->wake[t] = p->recv[t] = 0;
+		for (k = 0; k < x->trace.n_stages; k++) {
+			const struct stage_stat *st = &x->trace.stages[k];
+			double ns = MAX(kind == K_TRACED ? st->ns_per_msg : st->corrected_ns_per_msg, 0.0);
+
+			if (path_part(st) == 1) {
+				p->send[t] += ns;
+				if (strcmp(st->name, "send;return"))
+					p->wake[t] += ns;
+			} else if (path_part(st) == 2) {
+				p->recv[t] += ns;
+			}
+		}
+		p->latency[t] = x->untraced.latency.mean;
+	}
+	return 0;
+}
+
+/* CAL_RUNS runs of udsprobe's own ping-pong, both transports, one CPU and two, traced. */
+static int cal_run(struct calibration *cal, enum attach_mode attach, int verbose)
+{
+	struct compare_opts co = {
+		.count = CAL_COUNT, .trace = true, .attach = attach, .quiet = true,
+		.verbose = verbose, .n_sizes = N_SIZES,
+	};
+	time_t now = time(NULL);
+	int r, i, s, pl, k, err;
+
+	co.modes[WL_PINGPONG] = true;
+	co.places[CPU_SAME] = co.places[CPU_SPLIT] = true;
+	for (i = 0; i < N_SIZES; i++)
+		co.sizes[i] = cal_sizes[i];
+	for (r = 0; r < CAL_RUNS; r++) {
+		struct comparison cmp = {};
+
+		err = compare_run(&co, &cmp);
+		if (!err && cmp.n_pairs != N_SIZES * PL__COUNT)
+			err = -EPROTO;
+		for (i = 0; !err && i < cmp.n_pairs; i++) {
+			const struct pair_result *pr = &cmp.pairs[i];
+
+			for (s = 0; s < N_SIZES && cal_sizes[s] != pr->msg_size; s++)
+				;
+			pl = pr->place == CPU_SAME ? PL_SAME : PL_SPLIT;
+			for (k = 0; k < K__COUNT && !err; k++)
+				err = s == N_SIZES ? -EPROTO : cal_point_of(pr, k, &cal->p[r][k][pl][s]);
+		}
+		if (!err && !r) {
+			snprintf(cal->attach, sizeof(cal->attach), "%s", cmp.attach_mode ?: "none");
+			snprintf(cal->cpu, sizeof(cal->cpu), "%s", cmp.cpu_model);
+		}
+		comparison_free(&cmp);
+		if (err)
+			return err;
+		fprintf(stderr, "udsprobe: --if-unix: calibration run %d of %d done\n", r + 1, CAL_RUNS);
+	}
+	snprintf(cal->kernel, sizeof(cal->kernel), "%s", kernel_release());
+	strftime(cal->date, sizeof(cal->date), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+	return 0;
+}
+
+/* ------------------------------------------------------------------ the prediction */
+
+static double median3(double a, double b, double c)
+{
+	return MAX(MIN(a, b), MIN(MAX(a, b), c));
+}
+
+/* TCP minus AF_UNIX at a flow's mean size in run r, placements weighted (split: the share
+ * read on another CPU), interpolated in log2(size) between the neighbouring sizes: the send()
+ * (send), the send() up to the receiver's wakeup (wake), the receive's copy and return (copy).
+ * *nearest: the closest size. */
+struct cal_diff {
+	double send, wake, copy;
+};
+
+static struct cal_diff diff_at(const struct calibration *cal, int r, int kind, double size,
+			       double split, int *nearest)
+{
+	struct cal_diff d = {};
+	double w = 0;
+	int s = 0, pl, k;
+
+	if (size > cal_sizes[0]) {
+		while (s < N_SIZES - 2 && size > cal_sizes[s + 1])
+			s++;
+		w = (log2(size) - log2(cal_sizes[s])) / (log2(cal_sizes[s + 1]) - log2(cal_sizes[s]));
+		w = MIN(MAX(w, 0.0), 1.0);
+	}
+	for (pl = 0; pl < PL__COUNT; pl++)
+		for (k = 0; k < 2; k++) {
+			const struct cal_point *p = &cal->p[r][kind][pl][MIN(s + k, N_SIZES - 1)];
+			double f = (pl == PL_SPLIT ? split : 1 - split) * (k ? w : 1 - w);
+
+			d.send += f * (p->send[TR_TCP] - p->send[TR_UNIX]);
+			d.wake += f * (p->wake[TR_TCP] - p->wake[TR_UNIX]);
+			d.copy += f * (p->recv[TR_TCP] - p->recv[TR_UNIX]);
+		}
+	*nearest = w > 0.5 ? MIN(s + 1, N_SIZES - 1) : s;
+	return d;
+}
+
+/* Run-to-run spread of the calibration's untraced latency at size index s, placement pl: half
+ * the range over the runs, as a fraction of their median, the larger of the two transports'. */
+static double noise_at(const struct calibration *cal, int pl, int s)
+{
+	double worst = 0;
+	int t;
+
+	for (t = 0; t < TR__COUNT; t++) {
+		double a = cal->p[0][K_TRACED][pl][s].latency[t];
+		double b = cal->p[1][K_TRACED][pl][s].latency[t];
+		double c = cal->p[2][K_TRACED][pl][s].latency[t], m = median3(a, b, c);
+
+		if (m > 0)
+			worst = MAX(worst, (MAX(a, MAX(b, c)) - MIN(a, MIN(b, c))) / 2 / m);
+	}
+	return worst;
+}
+
+/* The two largest TCP-only kernel stages of the flow, in words for the sentence. */
+static void mostly(const struct flow *fl, char *buf, size_t len)
+{
+	int i, a = -1, b = -1;
+
+	for (i = 0; i < fl->n_kstages; i++) {
+		if (!stage_tcp_only(fl->kstages[i].name) || fl->kstages[i].ns_per_msg <= 0)
+			continue;
+		if (a < 0 || fl->kstages[i].ns_per_msg > fl->kstages[a].ns_per_msg) {
+			b = a;
+			a = i;
+		} else if (b < 0 || fl->kstages[i].ns_per_msg > fl->kstages[b].ns_per_msg) {
+			b = i;
+		}
+	}
+	if (a < 0)
+		snprintf(buf, len, "the send() path (TCP/IP output, the loopback device and the "
+			 "receive softirq run inside it; --detail full names them)");
+	else if (b < 0)
+		snprintf(buf, len, "%s", fl->kstages[a].name);
+	else
+		snprintf(buf, len, "%s and %s", fl->kstages[a].name, fl->kstages[b].name);
+}
+
+/* A flow's kernel path saving per message, per calibration run: its send() and its copy. */
+struct path_saving {
+	bool ok;
+	int nearest;		/* the calibration size closest to its messages */
+	double split;		/* share read on another CPU */
+	double send[CAL_RUNS], copy[CAL_RUNS];
+	double cpu[CAL_RUNS];	/* the whole send() and the copy: the kernel's CPU per message */
+};
+
+static bool path_saving(struct flow *fl, const struct calibration *cal, int kind,
+			struct path_saving *ps)
+{
+	struct flow_if_unix *u = &fl->if_unix;
+	double n = fl->messages, size = n ? fl->bytes / n : 0, waited;
+	int r;
+
+	if (fl->messages < 100) {
+		snprintf(u->why, sizeof(u->why), "%llu messages: too few for a mean",
+			 (unsigned long long)fl->messages);
+		return false;
+	}
+	if (size > cal_sizes[N_SIZES - 1]) {
+		snprintf(u->why, sizeof(u->why), "messages of %.0f bytes on average, beyond the "
+			 "calibration's largest (%lu bytes)", size,
+			 (unsigned long)cal_sizes[N_SIZES - 1]);
+		return false;
+	}
+	/* A receiver waiting on another CPU runs from its wakeup on, while the send() ends:
+	 * what the message saves there is the send() up to the wakeup. Anywhere else (read
+	 * later, or on the sender's CPU) it waits for the whole send(). */
+	waited = MIN((fl->stages[FS_RECV_BLOCKED].count + fl->stages[FS_EPOLL].count) / n, 1.0);
+	ps->split = MIN(fl->cross_cpu / n, 1.0);
+	for (r = 0; r < CAL_RUNS; r++) {
+		struct cal_diff d = diff_at(cal, r, kind, size, ps->split, &ps->nearest);
+
+		ps->send[r] = waited * ps->split * d.wake + (1 - waited * ps->split) * d.send;
+		ps->copy[r] = d.copy;
+		ps->cpu[r] = d.send + d.copy;
+	}
+	ps->ok = true;
+	return true;
+}
+
+/* The share of its time a process (by comm) would save, run r: what its messages save in the
+ * TCP flows it sends and reads, over the run's duration per process of that name; at most
+ * 0.9. A message whose receiver was busy with other messages (wait;busy) waits that much less:
+ * those messages' kernel work shrinks too (redis-benchmark -c 20: 90 -> 65 us). */
+static double time_share(const struct trace_run *run, const struct path_saving *ps,
+			 const char *comm, int r)
+{
+	double saved = 0;
+	int i, procs = 1;
+
+	for (i = 0; i < run->n_flows; i++) {
+		const struct flow *g = &run->flows[i];
+
+		if (!ps[i].ok)
+			continue;
+		if (!strcmp(g->sender.comm, comm)) {
+			saved += g->messages * ps[i].send[r];
+			procs = MAX(procs, g->sender.n_pids);
+		}
+		if (!strcmp(g->receiver.comm, comm)) {
+			saved += g->messages * ps[i].copy[r];
+			procs = MAX(procs, g->receiver.n_pids);
+		}
+	}
+	if (!run->duration_ns)
+		return 0;
+	return MIN(MAX(saved / ((double)run->duration_ns * procs), 0.0), 0.9);
+}
+
+static void predict_flow(const struct trace_run *run, int at, const struct path_saving *ps,
+			 const struct calibration *cal, int kind)
+{
+	struct flow *fl = &run->flows[at];
+	struct flow_if_unix *u = &fl->if_unix;
+	const struct path_saving *p = &ps[at];
+	double n = fl->messages, saved[CAL_RUNS], cpu[CAL_RUNS], waits[CAL_RUNS], copy;
+	double busy = fl->stages[FS_BUSY].ns_per_msg;
+	int r;
+
+	for (r = 0; r < CAL_RUNS; r++) {
+		waits[r] = busy * time_share(run, ps, fl->receiver.comm, r);
+		saved[r] = p->send[r] + p->copy[r] + waits[r];
+		cpu[r] = p->cpu[r];
+	}
+	/* the kernel's message path as measured: send() and the receive's copy and return
+	 * (inside recv;blocked: its measured parts with --detail full, else the calibration's) */
+	copy = fl->stages[FS_RECV].ns_per_msg;
+	for (r = 0; r < fl->n_kstages; r++)
+		if (fl->kstages[r].of == FS_RECV_BLOCKED &&
+		    (!strcmp(fl->kstages[r].name, "recv;copy") ||
+		     !strcmp(fl->kstages[r].name, "recv;return"))) {
+			copy += fl->kstages[r].ns_per_msg;
+			u->recv_measured = true;
+		}
+	if (!u->recv_measured && fl->stages[FS_RECV_BLOCKED].count)
+		copy += MIN(cal->p[0][kind][p->split > 0.5][p->nearest].recv[TR_TCP] *
+			    fl->stages[FS_RECV_BLOCKED].count / n, fl->stages[FS_RECV_BLOCKED].ns_per_msg);
+	u->path_ns = fl->stages[FS_SEND].ns_per_msg + copy;
+	u->path_unix_ns = MAX(u->path_ns - median3(cpu[0], cpu[1], cpu[2]), 0.0);
+	u->waits_saved = median3(waits[0], waits[1], waits[2]);
+	u->saved = median3(saved[0], saved[1], saved[2]);
+	/* the noise of a run at this latency, and the waits' share as a model error: half of it
+	 * either way (the time per message of a process is estimated from the run's duration) */
+	u->noise_ns = noise_at(cal, p->split > 0.5 ? PL_SPLIT : PL_SAME, p->nearest) * fl->mean;
+	u->saved_lo = MIN(saved[0], MIN(saved[1], saved[2])) - u->noise_ns - u->waits_saved / 2;
+	u->saved_hi = MAX(saved[0], MAX(saved[1], saved[2])) + u->noise_ns + u->waits_saved / 2;
+	u->mean = fl->mean - u->saved;
+	u->mean_lo = fl->mean - u->saved_hi;
+	u->mean_hi = fl->mean - u->saved_lo;
+	/* the difference is about the same for every message: the percentiles move by it */
+	u->p50 = MAX((double)fl->p50 - u->saved, 0.0);
+	u->p99 = MAX((double)fl->p99 - u->saved, 0.0);
+	u->saved_frac = fl->mean > 0 ? u->saved / fl->mean : 0;
+	u->size_used = cal_sizes[p->nearest];
+	mostly(fl, u->mostly, sizeof(u->mostly));
+	u->predicted = true;
+}
+
+static void predict_flows(struct trace_run *run, const struct calibration *cal)
+{
+	int kind = run->detail && !strcmp(run->detail, "full") ? K_TRACED : K_CORRECTED, i;
+	struct path_saving *ps = calloc(run->n_flows, sizeof(*ps));
+
+	if (!ps) {
+		for (i = 0; i < run->n_flows; i++)
+			if (run->flows[i].transport == FL_TCP)
+				snprintf(run->flows[i].if_unix.why, sizeof(run->flows[i].if_unix.why),
+					 "out of memory");
+		return;
+	}
+	for (i = 0; i < run->n_flows; i++)
+		if (run->flows[i].transport == FL_TCP)
+			path_saving(&run->flows[i], cal, kind, &ps[i]);
+	for (i = 0; i < run->n_flows; i++)
+		if (ps[i].ok)
+			predict_flow(run, i, ps, cal, kind);
+	free(ps);
+}
+
+/* The run's basis from cal, and every TCP flow's prediction. */
+static void predict_with(struct trace_run *run, const struct calibration *cal)
+{
+	struct if_unix_basis *b = &run->basis;
+	int i;
+
+	snprintf(b->date, sizeof(b->date), "%s", cal->date);
+	snprintf(b->cpu, sizeof(b->cpu), "%s", cal->cpu);
+	b->runs = CAL_RUNS;
+	for (i = 0; i < N_SIZES; i++)
+		b->sizes[i] = cal_sizes[i];
+	b->n_sizes = N_SIZES;
+	predict_flows(run, cal);
+}
+
+void predict_if_unix(struct trace_run *run, enum attach_mode attach, int verbose)
+{
+	struct if_unix_basis *b = &run->basis;
+	struct calibration cal = {};
+	char cpu[128], why[200] = "";
+	int i, err, n_tcp = 0;
+
+	for (i = 0; i < run->n_flows; i++)
+		n_tcp += run->flows[i].transport == FL_TCP;
+	if (ifu_mode == IFU_OFF || (!n_tcp && ifu_mode != IFU_FRESH))
+		return;
+	b->asked = true;
+	cpu_model(cpu, sizeof(cpu));
+	cache_path(b->file, sizeof(b->file), cpu);
+	err = ifu_mode == IFU_FRESH ? -ENOENT : cal_load(b->file, &cal);
+	if (!err && (strcmp(cal.kernel, kernel_release()) || strcmp(cal.cpu, cpu)))
+		err = -ESTALE;
+	if (err && ifu_mode == IFU_CACHED) {
+		snprintf(why, sizeof(why), "no AF_UNIX calibration is cached for this kernel and "
+			 "CPU and --if-unix cached runs none: run --trace --if-unix fresh once");
+	} else if (err) {
+		memset(&cal, 0, sizeof(cal));
+		fprintf(stderr, "udsprobe: --if-unix: calibrating AF_UNIX and TCP on this host for "
+			"the prediction: udsprobe's ping-pong at %d sizes on one CPU and two, %d runs "
+			"(cached in %s)...\n", N_SIZES, CAL_RUNS, b->file);
+		err = cal_run(&cal, attach, verbose);
+		if (err) {
+			snprintf(why, sizeof(why), "the AF_UNIX calibration failed (%s)",
+				 err == -EINTR ? "interrupted" : strerror(-err));
+		} else {
+			b->fresh = true;
+			if (cal_save(b->file, &cal))
+				fprintf(stderr, "udsprobe: --if-unix: the calibration is used but not "
+					"cached (%s not written)\n", b->file);
+		}
+	}
+	if (*why) {
+		for (i = 0; i < run->n_flows; i++)
+			if (run->flows[i].transport == FL_TCP)
+				snprintf(run->flows[i].if_unix.why, sizeof(run->flows[i].if_unix.why),
+					 "%s", why);
+		return;
+	}
+	predict_with(run, &cal);
+}
+
+int predict_from_file(struct trace_run *run, const char *path)
+{
+	struct calibration cal = {};
+	int err = cal_load(path, &cal);
+
+	if (err)
+		return err;
+	run->basis.asked = true;
+	snprintf(run->basis.file, sizeof(run->basis.file), "%s", path);
+	predict_with(run, &cal);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ reports */
+
+/* A TCP flow's prediction over AF_UNIX, in words from its numbers (docs/PREDICT.md). */
+void predict_flow_text(const struct flow *fl, FILE *f)
+{
+	const struct flow_if_unix *u = &fl->if_unix;
+	char a[32], b[32], c[32], d[32], e[32];
+	double pct = 100 * u->saved_frac;
+
+	if (!u->predicted) {
+		if (*u->why)
+			fprintf(f, "  over a unix socket: no prediction: %s\n", u->why);
+		return;
+	}
+	fprintf(f, "  over a unix socket: %s instead of %s per message (%s%.0f %%, range %+.0f to "
+		"%+.0f %%)%s%s; the kernel's message path %s -> %s of CPU\n",
+		fmt_dur(u->mean, false, a, sizeof(a)), fmt_dur(fl->mean, false, b, sizeof(b)),
+		pct >= 0 ? "-" : "+", fabs(pct), -100 * u->saved_hi / fl->mean,
+		-100 * u->saved_lo / fl->mean, u->saved > 0 ? ", mostly " : "",
+		u->saved > 0 ? u->mostly : "", fmt_dur(u->path_ns, false, c, sizeof(c)),
+		fmt_dur(u->path_unix_ns, false, d, sizeof(d)));
+	if (u->saved <= u->noise_ns)
+		fprintf(f, "  that difference (%s) is within this host's run-to-run noise (%s): too "
+			"small to matter\n", fmt_dur(fabs(u->saved), false, a, sizeof(a)),
+			fmt_dur(u->noise_ns, false, e, sizeof(e)));
+	if (fl->mean > 0 && u->path_ns < 0.25 * fl->mean)
+		fprintf(f, "  the kernel's message path is %.0f %% of the message time: the rest "
+			"(the event loop, waiting for a CPU, the application) does not change with the "
+			"transport\n", 100 * u->path_ns / fl->mean);
+}
+
+/* A TCP flow's prediction over AF_UNIX (docs/PREDICT.md); nothing for a flow not asked about. */
+void predict_flow_json(struct jw *w, const struct flow_if_unix *u)
+{
+	if (!u->predicted && !*u->why)
+		return;
+	jw_obj_begin(w, "if_unix");
+	if (!u->predicted) {
+		jw_str(w, "none", u->why);
+		jw_obj_end(w);
+		return;
+	}
+	jw_obj_begin(w, "latency_ns");
+	jw_double(w, "mean", u->mean);
+	jw_double(w, "p50", u->p50);
+	jw_double(w, "p99", u->p99);
+	jw_obj_end(w);
+	jw_double(w, "saved_ns_per_msg", u->saved);
+	jw_double(w, "saved_fraction", u->saved_frac);
+	jw_double(w, "waits_saved_ns", u->waits_saved);
+	jw_obj_begin(w, "cpu_ns_per_msg");
+	jw_double(w, "measured", u->path_ns);
+	jw_double(w, "predicted", u->path_unix_ns);
+	jw_double(w, "saved", u->path_ns - u->path_unix_ns);
+	jw_obj_end(w);
+	jw_obj_begin(w, "range");
+	jw_double(w, "mean_low_ns", u->mean_lo);
+	jw_double(w, "mean_high_ns", u->mean_hi);
+	jw_double(w, "saved_low_ns", u->saved_lo);
+	jw_double(w, "saved_high_ns", u->saved_hi);
+	jw_double(w, "noise_ns", u->noise_ns);
+	jw_obj_end(w);
+	jw_u64(w, "calibration_size", u->size_used);
+	jw_str(w, "recv_blocked_copy", u->recv_measured ? "measured" : "calibration");
+	jw_str(w, "mostly", u->mostly);
+	jw_obj_end(w);
+}
+
+void predict_basis_json(struct jw *w, const struct if_unix_basis *b)
+{
+	int i;
+
+	if (!b->asked || !b->runs)
+		return;
+	jw_obj_begin(w, "if_unix_basis");
+	jw_str(w, "calibration", b->file);
+	jw_str(w, "date", b->date);
+	jw_str(w, "cpu_model", b->cpu);
+	jw_str(w, "kernel", kernel_release());
+	jw_bool(w, "fresh", b->fresh);
+	jw_i64(w, "runs", b->runs);
+	jw_arr_begin(w, "sizes");
+	for (i = 0; i < b->n_sizes; i++)
+		jw_u64(w, NULL, b->sizes[i]);
+	jw_arr_end(w);
+	jw_obj_end(w);
+}
