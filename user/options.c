@@ -555,6 +555,12 @@ int options_parse(int argc, char **argv, struct options *o)
 	}
 	if ((err = check_scoped(&ps)))
 		return err;
+	if (trace_detail_given() && o->action != ACT_TRACE &&
+	    !(o->action == ACT_COMPARE && programs_requested())) {
+		fprintf(stderr, "udsprobe: --detail needs --trace or --compare of programs\n"
+			"Try 'udsprobe --help' for more information.\n");
+		return -EINVAL;
+	}
 	if (predict_requested() && o->action != ACT_TRACE &&
 	    !(o->action == ACT_COMPARE && programs_requested())) {
 		fprintf(stderr, "udsprobe: --if-unix needs --trace or --compare of programs "

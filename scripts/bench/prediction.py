@@ -2,7 +2,8 @@
 """Prediction from TCP alone, against the switch (docs/PREDICT.md, issue 30's criterion).
 
 Every recipe of docs/RECIPES.md, BENCH_REPS times (default 5) as written there: --compare of
-programs runs the unix client, then the TCP client, each traced; the TCP run's --if-unix
+programs runs the unix client, then the TCP client, each traced (--detail BENCH_DETAIL, default
+syscall: --trace's default); the TCP run's --if-unix
 prediction of each busy direction is set beside the latency the unix run measured. One fresh
 calibration first, in a cache of this run (never /var/cache). Per direction: the medians over
 the runs of the TCP latency, the predicted unix latency and its range, and the measured unix
@@ -27,6 +28,8 @@ import recipes as recipes_mod  # noqa: E402
 
 UDSPROBE = os.environ.get("UDSPROBE", str(REPO / "udsprobe"))
 REPS = int(os.environ.get("BENCH_REPS", "2" if os.environ.get("BENCH_QUICK") else "5"))
+# --trace's default: as many probe hits per message on TCP as on UDS (docs/PREDICT.md)
+DETAIL = os.environ.get("BENCH_DETAIL", "syscall")
 GO = shutil.which("go") or ("/usr/local/go/bin/go" if os.access("/usr/local/go/bin/go", os.X_OK)
                             else None)
 # the two directions of each recipe's busiest pair
@@ -61,7 +64,8 @@ def main():
             for i in range(REPS):
                 log(f"prediction: {name} run {i + 1}/{REPS}")
                 with tempfile.TemporaryDirectory() as d:
-                    res, doc = recipes_mod.run(text, UDSPROBE, Path(d) / "r.json", timeout=600)
+                    res, doc = recipes_mod.run(text, f"{UDSPROBE} --detail {DETAIL}",
+                                               Path(d) / "r.json", timeout=600)
                 if res.returncode or not doc:
                     log(res.stderr)
                     return 1
@@ -83,7 +87,7 @@ def main():
     print("## Prediction from TCP alone\n")
     print(f"`scripts/bench.sh prediction` on {cpu_name()}, load {min(loads):.1f}–{max(loads):.1f}: "
           f"every recipe of docs/RECIPES.md run {REPS} times as written (unix client, then TCP, "
-          "each traced, `--detail full`); the TCP run's `--if-unix` prediction (docs/PREDICT.md) "
+          f"each traced, `--detail {DETAIL}`); the TCP run's `--if-unix` prediction (docs/PREDICT.md) "
           "beside the latency the unix run measured, per direction of the busiest pair. Medians "
           "over the runs [min–max], µs per message; the error is the median prediction against "
           "the median measured; **ok** when it is within 25 % and the measured median lies "

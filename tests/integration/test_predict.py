@@ -196,3 +196,29 @@ def test_compare_of_programs_shows_prediction_and_the_switch(udsprobe, tmp_path,
     inside = u["range"]["mean_low_ns"] <= unix[pair]["latency_ns"]["mean"] <= u["range"]["mean_high_ns"]
     assert len(rows) >= 1
     assert any(("inside the range" if inside else "outside the range") in l for l in rows), rows
+
+
+def test_out_draws_the_prediction(trace, tmp_path, calibrated):
+    """--out: a TCP flow's picture has the predicted message and its stages on the flow's own
+    scale, the saving marked where it goes; report.md has the sentence."""
+    from svgcheck import assert_picture, need_raster_tools
+    need_raster_tools()
+    cache, _ = calibrated
+    env = dict(os.environ, UDSPROBE_CACHE_DIR=str(cache))
+    out = tmp_path / "out"
+    res = subprocess.run(trace + ["--if-unix", "cached", "--out", str(out), "--", sys.executable,
+                                  ECHO, "tcp", "1000", "64"],
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert res.returncode == 0, res.stderr
+    doc = json.loads((out / "trace.json").read_text())
+    [f] = [f for f in doc["flows"] if f["transport"] == "tcp"]
+    u = f["if_unix"]
+    # the predicted stages add up to the predicted mean
+    assert sum(u["stages_ns"].values()) == pytest.approx(u["latency_ns"]["mean"], rel=1e-4, abs=2)
+    [svg] = list(out.glob("flow-1-*.svg"))
+    text = svg.read_text()
+    assert "over a unix socket, predicted from this trace:" in text
+    assert "stroke-dasharray" in text       # the saving, where it goes
+    assert_picture(svg, tmp_path)
+    md = (out / "report.md").read_text()
+    assert "over a unix socket:" in md and "instead of" in md

@@ -282,6 +282,9 @@ def test_out_svgs_rasterise(out_run, tmp_path):
     (["--trace", "--slower-than", "0ms"], "--slower-than: '0ms' is not a duration"),
     (["--slower-than", "5ms", "--backlog"], "--slower-than needs --trace"),
     (["--slower-than", "5ms"], "--slower-than needs --trace"),
+    (["--detail", "full", "--backlog"], "--detail needs --trace or --compare of programs"),
+    (["--detail", "syscall", "--compare"], "--detail needs --trace or --compare of programs"),
+    (["--trace", "--detail", "some"], "--detail: 'some' is not a detail level: full or syscall"),
 ])
 def test_bad_usage(udsprobe, args, said):
     res = subprocess.run([udsprobe] + args, capture_output=True, text=True, timeout=30)

@@ -235,7 +235,8 @@ static int run_client(struct program_compare *pc, int s, const int *pids, int n_
 	struct trace_opts o = {
 		.pids = pids, .n_pids = n_pids, .verbose = verbose, .argv = argv,
 		.guard = &pc->dir,	/* its own process group, which dies with udsprobe */
-		.kernel_stages = true,	/* a comparison, not production: the full stages */
+		/* a comparison, not production: the full stages unless --detail syscall */
+		.kernel_stages = trace_kernel_stages(true),
 	};
 	int err;
 

@@ -484,6 +484,24 @@ static void predict_flow(const struct trace_run *run, int at, const struct path_
 	u->path_unix_ns = MAX(u->path_ns - median3(cpu[0], cpu[1], cpu[2]), 0.0);
 	u->waits_saved = median3(waits[0], waits[1], waits[2]);
 	u->saved = median3(saved[0], saved[1], saved[2]);
+	/* the stages of the run whose saving is the median: they add up to the predicted mean
+	 * (the copy's saving split between recv;copy+return and recv;blocked by their messages) */
+	for (r = 0; r < CAL_RUNS && saved[r] != u->saved; r++)
+		;
+	r = MIN(r, CAL_RUNS - 1);
+	{
+		double in_recv = fl->stages[FS_RECV].count, in_blocked = fl->stages[FS_RECV_BLOCKED].count;
+		double share = in_recv + in_blocked > 0 ? in_recv / (in_recv + in_blocked) : 1;
+		int st;
+
+		for (st = 0; st < FS__COUNT; st++)
+			u->stage_ns[st] = fl->stages[st].ns_per_msg;
+		u->stage_ns[FS_SEND] -= p->send[r];
+		u->stage_ns[FS_RECV] -= p->copy[r] * share;
+		u->stage_ns[FS_RECV_BLOCKED] -= p->copy[r] * (1 - share);
+		u->stage_ns[FS_BUSY] -= waits[r];
+		u->saved = saved[r];
+	}
 	/* the noise of a run at this latency, and the waits' share as a model error: half of it
 	 * either way (the time per message of a process is estimated from the run's duration) */
 	u->noise_ns = noise_at(cal, p->split > 0.5 ? PL_SPLIT : PL_SAME, p->nearest) * fl->mean;
@@ -630,6 +648,8 @@ void predict_flow_text(const struct flow *fl, FILE *f)
 /* A TCP flow's prediction over AF_UNIX (docs/PREDICT.md); nothing for a flow not asked about. */
 void predict_flow_json(struct jw *w, const struct flow_if_unix *u)
 {
+	int i;
+
 	if (!u->predicted && !*u->why)
 		return;
 	jw_obj_begin(w, "if_unix");
@@ -657,6 +677,10 @@ void predict_flow_json(struct jw *w, const struct flow_if_unix *u)
 	jw_double(w, "saved_low_ns", u->saved_lo);
 	jw_double(w, "saved_high_ns", u->saved_hi);
 	jw_double(w, "noise_ns", u->noise_ns);
+	jw_obj_end(w);
+	jw_obj_begin(w, "stages_ns");
+	for (i = 0; i < FS__COUNT; i++)
+		jw_double(w, fl_stage_names[i], u->stage_ns[i]);
 	jw_obj_end(w);
 	jw_u64(w, "calibration_size", u->size_used);
 	jw_str(w, "recv_blocked_copy", u->recv_measured ? "measured" : "calibration");

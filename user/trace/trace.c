@@ -57,7 +57,8 @@ static const struct argp_option tr_options[] = {
 	  "stage timeline: in the text report, in --json's \"outliers\" and in --out DIR's "
 	  "slow.jsonl" },
 	{ "detail", OPT_DETAIL, "LEVEL", 0,
-	  "syscall (default): the five syscall-level stages; full: they are also cut into "
+	  "syscall (--trace's default): the five syscall-level stages; full (--compare of "
+	  "programs' default): they are also cut into "
 	  "--compare's kernel stages (the send's TCP/IP output, device, receive softirq, wakeup; "
 	  "the receiver's wait for a CPU, copy, return), nine more tracepoints, ~5 % more CPU "
 	  "(docs/BENCHMARKS.md)" },
@@ -122,11 +123,11 @@ static error_t tr_parse(int key, char *arg, struct argp_state *state)
 				"Try 'udsprobe --help' for more information.\n");
 			exit(2);
 		}
-		if (!topts.enabled && (topts.n_comms || topts.slower_than_ns || topts.detail_given)) {
+		/* --detail: also --compare of programs (options.c checks) */
+		if (!topts.enabled && (topts.n_comms || topts.slower_than_ns)) {
 			fprintf(stderr, "udsprobe: %s needs --trace\n"
 				"Try 'udsprobe --help' for more information.\n",
-				topts.n_comms ? "--comm" : topts.slower_than_ns ? "--slower-than" :
-				"--detail");
+				topts.n_comms ? "--comm" : "--slower-than");
 			exit(2);
 		}
 		break;
@@ -162,9 +163,14 @@ uint64_t trace_slower_than(void)
 	return topts.slower_than_ns;
 }
 
-bool trace_kernel_stages(void)
+bool trace_kernel_stages(bool dflt)
 {
-	return topts.full_detail;
+	return topts.detail_given ? topts.full_detail : dflt;
+}
+
+bool trace_detail_given(void)
+{
+	return topts.detail_given;
 }
 
 /* ------------------------------------------------------------------ run */

@@ -86,6 +86,7 @@ struct flow_if_unix {
 	double saved, saved_lo, saved_hi;	/* per message: measured mean - predicted */
 	double saved_frac;	/* saved / the measured mean */
 	double waits_saved;	/* of saved: the waits for a process that would spend less time */
+	double stage_ns[FS__COUNT];	/* the stages over AF_UNIX, per message: they add up to mean */
 	double path_ns;		/* measured: send;call + the receive's copy and return */
 	double path_unix_ns;	/* that path over AF_UNIX, predicted: kernel CPU per message */
 	double noise_ns;	/* run-to-run noise at this latency (the calibration's spread) */
@@ -217,8 +218,10 @@ int trace_comms(const char **out, int max);
 char **trace_command(void);
 /* --slower-than in ns, 0 when not given. */
 uint64_t trace_slower_than(void);
-/* --detail full (default syscall): send;call cut into kernel stages. */
-bool trace_kernel_stages(void);
+/* --detail full: send;call cut into kernel stages; dflt when --detail was not given (--trace:
+ * syscall, --compare of programs: full). */
+bool trace_kernel_stages(bool dflt);
+bool trace_detail_given(void);
 
 /* A flow's pictures, for --trace --out and --compare of programs' --out: its flame graph
  * (trace_svg.c) drawn at px_per_ns, one scale for every flow of a report (trace_svg_scale_of:

@@ -14,6 +14,7 @@
 
 #include "outfile.h"
 #include "reports.h"
+#include "predict.h"
 #include "trace_report.h"
 #include "util.h"
 
@@ -86,6 +87,10 @@ static void md_flow(const struct trace_run *run, int i, FILE *f)
 		fmt_dur(fl->p90, true, b, sizeof(b)), fmt_dur(fl->p99, true, c, sizeof(c)),
 		fmt_dur(fl->mean, true, d, sizeof(d)));
 	trace_stage_table(fl, true, f);
+	if (fl->if_unix.predicted || *fl->if_unix.why) {
+		fputc('\n', f);
+		predict_flow_text(fl, f);
+	}
 	if (i < TR_OUT_FLOWS) {
 		flow_file(i, fl, "svg", name, sizeof(name));
 		fprintf(f, "\n![flow %d](%s)\n\n", i + 1, name);

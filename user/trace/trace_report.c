@@ -537,7 +537,7 @@ int trace_main(const char *json_path, const char *out_dir, double duration_s,
 		.unix_paths = f->unix_paths, .n_unix = f->n_unix,
 		.cgroup = f->cgroup,
 		.duration_s = duration_s, .slower_than_ns = trace_slower_than(),
-		.kernel_stages = trace_kernel_stages(),
+		.kernel_stages = trace_kernel_stages(false),
 		.attach = attach, .argv = trace_command(),
 		.verbose = verbose,
 	};

@@ -38,8 +38,11 @@ double trace_svg_scale(const struct trace_run *run, int n)
 	double max = 0;
 	int i;
 
-	for (i = 0; i < run->n_flows && i < n; i++)
+	for (i = 0; i < run->n_flows && i < n; i++) {
 		max = MAX(max, run->flows[i].mean);
+		if (run->flows[i].if_unix.predicted)	/* slower over AF_UNIX: drawn too */
+			max = MAX(max, run->flows[i].if_unix.mean);
+	}
 	return trace_svg_scale_of(max);
 }
 
@@ -110,6 +113,53 @@ static void kstage_frames(const struct flow *fl, int st, double x, double y, dou
 	}
 }
 
+/* A TCP flow's prediction over AF_UNIX (docs/PREDICT.md) under its measured rows, on the same
+ * scale: the predicted message and its stages, the saving beside them. Returns the next y. */
+#define PRED_H (3 * ROW + 50)
+static double predicted_rows(const struct flow *fl, double scale, double y, FILE *f)
+{
+	const struct flow_if_unix *u = &fl->if_unix;
+	char a[32], b[32], c[32], lab[300], title[400], fill[8];
+	double x = ML, w;
+	int st;
+
+	snprintf(lab, sizeof(lab), "over a unix socket, predicted from this trace: %s instead of "
+		 "%s (range %s to %s; docs/PREDICT.md)", fmt_dur(u->mean, true, a, sizeof(a)),
+		 fmt_dur(fl->mean, true, b, sizeof(b)), fmt_dur(u->mean_lo, true, c, sizeof(c)),
+		 fmt_dur(u->mean_hi, true, title, sizeof(title)));
+	text(f, 24, y, 19, NULL, "font-weight=\"bold\" fill=\"#333\"", lab);
+	y += 14;
+	snprintf(lab, sizeof(lab), "unix, predicted %s", fmt_dur(u->mean, true, a, sizeof(a)));
+	snprintf(title, sizeof(title), "predicted over AF_UNIX: mean %s, p50 %s, p99 %s",
+		 fmt_dur(u->mean, true, a, sizeof(a)), fmt_dur(u->p50, true, b, sizeof(b)),
+		 fmt_dur(u->p99, true, c, sizeof(c)));
+	frame(f, ML, y, MAX(u->mean, 0.0) * scale, "#6b6b6b", "#fff", lab, title);
+	for (st = 0; st < FS__COUNT; st++) {
+		w = MAX(u->stage_ns[st], 0.0) * scale;
+		if (w < 0.5)
+			continue;
+		snprintf(lab, sizeof(lab), "%s %s", strchr(fl_stage_names[st], ';') + 1,
+			 fmt_dur(u->stage_ns[st], true, a, sizeof(a)));
+		snprintf(title, sizeof(title), "%s over AF_UNIX, predicted: %s per message (TCP: %s)",
+			 fl_stage_names[st], fmt_dur(u->stage_ns[st], true, a, sizeof(a)),
+			 fmt_dur(fl->stages[st].ns_per_msg, true, b, sizeof(b)));
+		frame(f, x, y + ROW, w, css(phase_color(fl_stage_names[st], 2), fill), "#000", lab, title);
+		x += w;
+	}
+	/* what goes: drawn after the predicted message, as wide as the saving */
+	if (u->saved * scale >= 0.5) {
+		snprintf(lab, sizeof(lab), "saved %s", fmt_dur(u->saved, true, a, sizeof(a)));
+		snprintf(title, sizeof(title), "saved over AF_UNIX: %s per message, mostly %s",
+			 fmt_dur(u->saved, true, a, sizeof(a)), u->mostly);
+		fprintf(f, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" rx=\"3\" "
+			"fill=\"none\" stroke=\"#b00\" stroke-dasharray=\"6 4\" stroke-width=\"2\"/>\n",
+			ML + u->mean * scale, y, u->saved * scale, 2 * ROW - 3);
+		frame_at(f, ML + u->mean * scale, y + 2 * ROW, u->saved * scale, "#fff", "#b00", lab,
+			 title, true);
+	}
+	return y + 3 * ROW + 36;
+}
+
 void trace_svg_write(const struct trace_run *run, const struct flow *fl, double scale, FILE *f)
 {
 	char a[32], b[32], c[32], lab[400], title[400], fill[8], sub[400];
@@ -118,7 +168,7 @@ void trace_svg_write(const struct trace_run *run, const struct flow *fl, double 
 	size_t p;
 	int st;
 
-	h = y + 40 + rows * ROW + 150;
+	h = y + 40 + rows * ROW + 150 + (fl->if_unix.predicted ? PRED_H : 0);
 	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%.0f\" "
 		"viewBox=\"0 0 %d %.0f\" font-family=\"%s\">\n", W, h, W, h, FONTS);
@@ -182,6 +232,8 @@ void trace_svg_write(const struct trace_run *run, const struct flow *fl, double 
 		x += pw * scale;
 	}
 	y += rows * ROW + 40;
+	if (fl->if_unix.predicted)
+		y = predicted_rows(fl, scale, y, f);
 	text(f, 24, y, 18, NULL, "fill=\"#333\"",
 	     "send: the sender's send() until the data is handed over \u00b7 wait: the receiver in "
 	     "epoll/poll/select, or busy elsewhere \u00b7 recv: its recv() until the last byte");
