@@ -22,7 +22,8 @@ static int write_calibration(char *path, size_t len)
 	fd = mkstemp(path);
 	if (fd < 0 || !(f = fdopen(fd, "w")))
 		return -1;
-	fprintf(f, "kernel\tk\ncpu\tc\ndate\t2026-11-27T00:00:00Z\nattach\ttracepoint\n");
+	fprintf(f, "kernel\tk\ncpu\tc\ndate\t2026-11-27T00:00:00Z\nattach\ttracepoint\n"
+		"probe_ns\t50\n");
 	for (r = 1; r <= 3; r++)
 		for (k = 0; k < 2; k++)
 			for (p = 0; p < 2; p++)
@@ -117,5 +118,34 @@ TEST(predict_says_why_not)
 	/* a file with a point missing is not a calibration */
 	CHECK_INT(truncate(path, 200), 0);
 	CHECK(predict_from_file(&run, path) < 0);
+	unlink(path);
+}
+
+/* --detail full: the TCP-only kernel-stage programs' cost per hit (measured during the trace)
+ * and the probe around each (probe_ns) go with the switch: TCP/IP output, the device queue,
+ * the softirq's entry, netif_receive_skb before the receiver's wakeup, the softirq's exit after
+ * it; sk_data_ready is on both paths. */
+TEST(predict_full_detail_probes)
+{
+	char path[64];
+	struct flow flows[2];
+	struct trace_run run = { .flows = flows, .n_flows = 2, .duration_ns = 1000000000,
+				 .detail = "full", .kstages = (1u << FK__COUNT) - 1 };
+	int k;
+
+	for (k = 0; k < FK__COUNT; k++)
+		run.kstage_hit_ns[k] = 100;
+	CHECK_INT(write_calibration(path, sizeof(path)), 0);
+	flows[0] = tcp_flow("a", "b", 1000, 1000, 1000, 8000, 0, 1000, 12000);
+	flows[1] = tcp_flow("c", "d", 1000, 0, 0, 8000, 0, 1000, 12000);
+	CHECK_INT(predict_from_file(&run, path), 0);
+	CHECK_DBL(flows[0].if_unix.saved, 3100 + 4 * 150, 1e-6);
+	CHECK_DBL(flows[1].if_unix.saved, 2500 + 5 * 150, 1e-6);
+	/* the kernel's CPU: every such hit */
+	CHECK_DBL(flows[0].if_unix.path_unix_ns, 9000 - 4000 - 5 * 150, 1e-6);
+	/* a run time not measured: the traced stages stand in (the same numbers here) */
+	run.kstage_hit_ns[FK_DEV_QUEUE] = 0;
+	CHECK_INT(predict_from_file(&run, path), 0);
+	CHECK_DBL(flows[1].if_unix.saved, 2500, 1e-6);
 	unlink(path);
 }

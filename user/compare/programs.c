@@ -22,6 +22,7 @@
 
 #include "interrupt.h"
 #include "program_server.h"
+#include "predict.h"
 #include "programs.h"
 #include "tmpdir.h"
 #include "util.h"
@@ -237,6 +238,7 @@ static int run_client(struct program_compare *pc, int s, const int *pids, int n_
 		.guard = &pc->dir,	/* its own process group, which dies with udsprobe */
 		/* a comparison, not production: the full stages unless --detail syscall */
 		.kernel_stages = trace_kernel_stages(true),
+		.hit_costs = predict_wanted(),	/* the prediction from the TCP run (docs/PREDICT.md) */
 	};
 	int err;
 

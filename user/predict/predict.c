@@ -88,6 +88,11 @@ bool predict_requested(void)
 	return ifu_given;
 }
 
+bool predict_wanted(void)
+{
+	return ifu_mode != IFU_OFF;
+}
+
 /* ------------------------------------------------------------------ calibration */
 
 /* Message sizes calibrated: a flow's mean size is interpolated between them (log scale). */
@@ -114,6 +119,7 @@ static const char *const k_names[K__COUNT] = { "corrected", "traced" };
 
 struct calibration {
 	char kernel[128], cpu[128], date[32], attach[16];
+	double probe_ns;	/* --compare's calibrated cost of one probe hit (median of the runs) */
 	struct cal_point p[CAL_RUNS][K__COUNT][PL__COUNT][N_SIZES];
 };
 
@@ -190,10 +196,12 @@ static int cal_load(const char *path, struct calibration *cal)
 				snprintf(cal->date, sizeof(cal->date), "%.*s", (int)sizeof(cal->date) - 1, val);
 			else if (!strcmp(key, "attach"))
 				snprintf(cal->attach, sizeof(cal->attach), "%.*s", (int)sizeof(cal->attach) - 1, val);
+			else if (!strcmp(key, "probe_ns"))
+				cal->probe_ns = atof(val);
 		}
 	}
 	fclose(f);
-	return n == CAL_RUNS * K__COUNT * PL__COUNT * N_SIZES ? 0 : -EINVAL;
+	return n == CAL_RUNS * K__COUNT * PL__COUNT * N_SIZES && cal->probe_ns > 0 ? 0 : -EINVAL;
 }
 
 static int cal_save(const char *path, const struct calibration *cal)
@@ -207,9 +215,10 @@ static int cal_save(const char *path, const struct calibration *cal)
 	if (err)
 		return err;
 	fprintf(of.f, "# udsprobe --trace --if-unix calibration (docs/PREDICT.md)\n"
-		"kernel\t%s\ncpu\t%s\ndate\t%s\nattach\t%s\n"
+		"kernel\t%s\ncpu\t%s\ndate\t%s\nattach\t%s\nprobe_ns\t%.1f\n"
 		"# run\tcpu\tsize\tstages\tunix_send_ns\tunix_wake_ns\tunix_recv_ns\ttcp_send_ns\t"
-		"tcp_wake_ns\ttcp_recv_ns\tunix_latency_ns\ttcp_latency_ns\n", cal->kernel, cal->cpu, cal->date, cal->attach);
+		"tcp_wake_ns\ttcp_recv_ns\tunix_latency_ns\ttcp_latency_ns\n", cal->kernel, cal->cpu, cal->date, cal->attach,
+		cal->probe_ns);
 	for (r = 0; r < CAL_RUNS; r++)
 		for (k = 0; k < K__COUNT; k++)
 			for (pl = 0; pl < PL__COUNT; pl++)
@@ -254,6 +263,11 @@ static int cal_point_of(const struct pair_result *pr, int kind, struct cal_point
 	return 0;
 }
 
+static double median3(double a, double b, double c)
+{
+	return MAX(MIN(a, b), MIN(MAX(a, b), c));
+}
+
 /* CAL_RUNS runs of udsprobe's own ping-pong, both transports, one CPU and two, traced. */
 static int cal_run(struct calibration *cal, enum attach_mode attach, int verbose)
 {
@@ -262,6 +276,7 @@ static int cal_run(struct calibration *cal, enum attach_mode attach, int verbose
 		.verbose = verbose, .n_sizes = N_SIZES,
 	};
 	time_t now = time(NULL);
+	double probe[CAL_RUNS];
 	int r, i, s, pl, k, err;
 
 	co.modes[WL_PINGPONG] = true;
@@ -287,22 +302,21 @@ static int cal_run(struct calibration *cal, enum attach_mode attach, int verbose
 			snprintf(cal->attach, sizeof(cal->attach), "%s", cmp.attach_mode ?: "none");
 			snprintf(cal->cpu, sizeof(cal->cpu), "%s", cmp.cpu_model);
 		}
+		probe[r] = cmp.probe_cost_ns;
 		comparison_free(&cmp);
 		if (err)
 			return err;
 		fprintf(stderr, "udsprobe: --if-unix: calibration run %d of %d done\n", r + 1, CAL_RUNS);
 	}
+	cal->probe_ns = median3(probe[0], probe[1], probe[2]);
+	if (cal->probe_ns <= 0)
+		return -EPROTO;
 	snprintf(cal->kernel, sizeof(cal->kernel), "%s", kernel_release());
 	strftime(cal->date, sizeof(cal->date), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
 	return 0;
 }
 
 /* ------------------------------------------------------------------ the prediction */
-
-static double median3(double a, double b, double c)
-{
-	return MAX(MIN(a, b), MIN(MAX(a, b), c));
-}
 
 /* TCP minus AF_UNIX at a flow's mean size in run r, placements weighted (split: the share
  * read on another CPU), interpolated in log2(size) between the neighbouring sizes: the send()
@@ -389,8 +403,14 @@ struct path_saving {
 	double cpu[CAL_RUNS];	/* the whole send() and the copy: the kernel's CPU per message */
 };
 
+/* --detail full's own probes on TCP's path that AF_UNIX's lacks, per message: all of them
+ * (all) and those before the receiver's wakeup (wake); 0 when their cost is unknown. */
+struct probe_extra {
+	double all, wake;
+};
+
 static bool path_saving(struct flow *fl, const struct calibration *cal, int kind,
-			struct path_saving *ps)
+			const struct probe_extra *pe, struct path_saving *ps)
 {
 	struct flow_if_unix *u = &fl->if_unix;
 	double n = fl->messages, size = n ? fl->bytes / n : 0, waited;
@@ -415,9 +435,10 @@ static bool path_saving(struct flow *fl, const struct calibration *cal, int kind
 	for (r = 0; r < CAL_RUNS; r++) {
 		struct cal_diff d = diff_at(cal, r, kind, size, ps->split, &ps->nearest);
 
-		ps->send[r] = waited * ps->split * d.wake + (1 - waited * ps->split) * d.send;
+		ps->send[r] = waited * ps->split * (d.wake + pe->wake) +
+			      (1 - waited * ps->split) * (d.send + pe->all);
 		ps->copy[r] = d.copy;
-		ps->cpu[r] = d.send + d.copy;
+		ps->cpu[r] = d.send + pe->all + d.copy;
 	}
 	ps->ok = true;
 	return true;
@@ -519,10 +540,44 @@ static void predict_flow(const struct trace_run *run, int at, const struct path_
 	u->predicted = true;
 }
 
+/* What --detail full's probes add to a TCP message and not to an AF_UNIX one: each TCP-only
+ * kernel-stage program's run time per hit (measured during the trace) plus the calibrated
+ * cost of a hit around it. 0 (and false) when the run times are unknown. */
+static bool probe_extra_of(const struct trace_run *run, const struct calibration *cal,
+			   struct probe_extra *pe)
+{
+	bool wake = true;
+	int k;
+
+	memset(pe, 0, sizeof(*pe));
+	for (k = 0; k < FK__COUNT; k++) {
+		bool tcp_only = !stage_marker(kstage_boundary[k], TR_UNIX, true);
+
+		if (!(run->kstages & (1u << k)) || !tcp_only)
+			goto next;
+		if (run->kstage_hit_ns[k] <= 0) {
+			memset(pe, 0, sizeof(*pe));
+			return false;
+		}
+		pe->all += run->kstage_hit_ns[k] + cal->probe_ns;
+		if (wake)
+			pe->wake += run->kstage_hit_ns[k] + cal->probe_ns;
+next:
+		if (k == FK_DATA_READY)
+			wake = false;	/* the receiver runs from here on */
+	}
+	return true;
+}
+
 static void predict_flows(struct trace_run *run, const struct calibration *cal)
 {
-	int kind = run->detail && !strcmp(run->detail, "full") ? K_TRACED : K_CORRECTED, i;
+	bool full = run->detail && !strcmp(run->detail, "full");
 	struct path_saving *ps = calloc(run->n_flows, sizeof(*ps));
+	struct probe_extra pe = {};
+	/* --detail full: the measured probes, else --compare's traced stages stand in for them */
+	int kind = !full || probe_extra_of(run, cal, &pe) ? K_CORRECTED : K_TRACED, i;
+
+	run->basis.tcp_probes_ns = pe.all;
 
 	if (!ps) {
 		for (i = 0; i < run->n_flows; i++)
@@ -533,7 +588,7 @@ static void predict_flows(struct trace_run *run, const struct calibration *cal)
 	}
 	for (i = 0; i < run->n_flows; i++)
 		if (run->flows[i].transport == FL_TCP)
-			path_saving(&run->flows[i], cal, kind, &ps[i]);
+			path_saving(&run->flows[i], cal, kind, &pe, &ps[i]);
 	for (i = 0; i < run->n_flows; i++)
 		if (ps[i].ok)
 			predict_flow(run, i, ps, cal, kind);
@@ -705,5 +760,6 @@ void predict_basis_json(struct jw *w, const struct if_unix_basis *b)
 	for (i = 0; i < b->n_sizes; i++)
 		jw_u64(w, NULL, b->sizes[i]);
 	jw_arr_end(w);
+	jw_double(w, "tcp_probes_ns", b->tcp_probes_ns);
 	jw_obj_end(w);
 }

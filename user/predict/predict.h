@@ -12,6 +12,8 @@
 extern const struct argp predict_argp;
 /* --if-unix was given (options.c checks the action takes it). */
 bool predict_requested(void);
+/* --if-unix is not off: a run should keep what the prediction reads (trace_opts.hit_costs). */
+bool predict_wanted(void);
 
 /*
  * Fill run->flows[].if_unix for the TCP flows and run->basis: from the AF_UNIX calibration

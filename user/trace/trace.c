@@ -17,6 +17,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
 #include "backlog.h"
@@ -437,7 +438,7 @@ int trace_run(const struct trace_opts *o, struct trace_run *run)
 	struct trace_outliers *ol = NULL;
 	enum attach_mode mode;
 	pid_t child = 0;
-	int i, err, go = -1, exec_err = -1, tty = -1;
+	int i, err, go = -1, exec_err = -1, tty = -1, stats = -1;
 
 	memset(run, 0, sizeof(*run));
 	run->argv = o->argv;
@@ -490,8 +491,15 @@ int trace_run(const struct trace_opts *o, struct trace_run *run)
 		fprintf(stderr, "udsprobe: tracing%s; Ctrl-C to stop\n",
 			o->duration_s ? " for --duration" : "");
 	}
+	if (o->kernel_stages && o->hit_costs)
+		stats = bpf_enable_stats(BPF_STATS_RUN_TIME);	/* on while the fd is open */
 	err = wait_loop(skel, o, child, tty, ol, run);
 	child = 0;
+	if (stats >= 0) {
+		trace_bpf_hit_ns(skel, run->kstage_hit_ns);
+		close(stats);
+		stats = -1;
+	}
 	trace_outliers_close(ol);
 	ol = NULL;
 	if (!err)
@@ -510,6 +518,8 @@ out:
 		close(tty);
 	}
 	trace_outliers_close(ol);
+	if (stats >= 0)
+		close(stats);
 	flows_bpf__destroy(skel);
 	return err;
 }

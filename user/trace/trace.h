@@ -34,6 +34,9 @@ struct trace_opts {
 	double duration_s;
 	uint64_t slower_than_ns;	/* --slower-than (0: no outliers) */
 	bool kernel_stages;	/* --detail full: send;call cut into kernel stages */
+	/* with kernel_stages: BPF run-time statistics on while tracing, each kernel-stage
+	 * program's time per hit kept (trace_run.kstage_hit_ns; --if-unix wants them) */
+	bool hit_costs;
 	enum attach_mode attach;	/* --attach (ATTACH_AUTO: the best that works) */
 	char **argv;		/* -- COMMAND [ARG...], NULL-terminated, or NULL */
 	/* The command runs in its own process group, stopped whole at the end (a shell's
@@ -153,6 +156,7 @@ struct trace_run {
 	const char *attach_mode;
 	uint32_t kstages;	/* bit per enum fl_kstage whose boundary was attached */
 	uint32_t rkstages;	/* enum fl_rkstage_seen bits: the receiver's boundaries attached */
+	double kstage_hit_ns[FK__COUNT];	/* run time per hit of each kstage program (0: unknown) */
 	const char *detail;	/* "full" or "syscall" (--detail) */
 	char **argv;		/* the command, or NULL */
 	pid_t pid;		/* the command's process (its process group too with a guard), or 0 */
@@ -174,6 +178,9 @@ struct trace_run {
 		int runs;
 		uint64_t sizes[8];
 		int n_sizes;
+		/* --detail full: what its TCP-only probes cost a message (0: not full, or the
+		 * run times unknown and the traced stages stood in) */
+		double tcp_probes_ns;
 	} basis;
 };
 

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
 #include "capability.h"
@@ -105,6 +106,21 @@ static void kstages_select(struct flows_bpf *skel)
 		if (rseen & rkstage_progs[i].bit)
 			bpf_program__set_autoload(skel_prog(skel, rkstage_progs[i].prog), true);
 	skel->rodata->rkstages = rseen;
+}
+
+void trace_bpf_hit_ns(struct flows_bpf *skel, double hit_ns[FK__COUNT])
+{
+	size_t i;
+
+	for (i = 0; i < FK__COUNT; i++) {
+		struct bpf_prog_info info;
+		__u32 len = sizeof(info);
+		int fd = kstage_progs[i] ? bpf_program__fd(skel_prog(skel, kstage_progs[i])) : -1;
+
+		memset(&info, 0, sizeof(info));
+		hit_ns[i] = fd >= 0 && !bpf_obj_get_info_by_fd(fd, &info, &len) && info.run_cnt ?
+			    (double)info.run_time_ns / info.run_cnt : 0;
+	}
 }
 
 /* Are mode's targets on this kernel? 0, or -EOPNOTSUPP with the reason in why. */

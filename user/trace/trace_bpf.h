@@ -27,4 +27,8 @@ int trace_bpf_select(struct flows_bpf *skel, const struct trace_opts *o, enum at
  */
 int trace_bpf_open(const struct trace_opts *o, struct flows_bpf **out, enum attach_mode *mode);
 
+/* Each kernel-stage program's run time per hit so far (BPF run-time statistics: 0 for a
+ * program not loaded, not run, or while the statistics were off). */
+void trace_bpf_hit_ns(struct flows_bpf *skel, double hit_ns[FK__COUNT]);
+
 #endif

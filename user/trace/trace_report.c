@@ -538,6 +538,7 @@ int trace_main(const char *json_path, const char *out_dir, double duration_s,
 		.cgroup = f->cgroup,
 		.duration_s = duration_s, .slower_than_ns = trace_slower_than(),
 		.kernel_stages = trace_kernel_stages(false),
+		.hit_costs = predict_wanted(),
 		.attach = attach, .argv = trace_command(),
 		.verbose = verbose,
 	};
