@@ -294,7 +294,12 @@ def test_second_signal_leaves_no_private_dir(udsprobe, tmp_path):
 
 @pytest.mark.parametrize("args,msg", [
     (["--client-unix", "true", "--client-tcp", "true"], "need --compare"),
-    (["--compare", "--client-unix", "true"], "needs both --client-unix and --client-tcp"),
+    (["--compare", "--client-unix", "true"], "--compare of programs needs --client-tcp, and "
+                                             "--client-unix to measure the switch"),
+    (["--compare", "--if-unix", "off", "--client-tcp", "true"],
+     "with --client-tcp alone predicts the unix side, which --if-unix off"),
+    (["--compare", "--server", "nc -lU {unix}", "--client-tcp", "true"],
+     "with --client-tcp alone, --server must listen on {port}"),
     (["--compare", "--mode", "pingpong", "--client-unix", "true", "--client-tcp", "true"],
      "--mode is an option of the built-in workload"),
     (["--compare", "--client-unix", "true", "--client-tcp", "true", "--ready-timeout", "0"],

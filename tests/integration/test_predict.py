@@ -222,3 +222,27 @@ def test_out_draws_the_prediction(trace, tmp_path, calibrated):
     assert_picture(svg, tmp_path)
     md = (out / "report.md").read_text()
     assert "over a unix socket:" in md and "instead of" in md
+
+
+def test_compare_of_programs_with_the_tcp_client_alone(udsprobe, tmp_path, calibrated):
+    """--client-tcp without --client-unix: the TCP run is traced and the unix side predicted;
+    the report says the unix client did not run, JSON has it not run, no measured claims."""
+    cache, _ = calibrated
+    env = dict(os.environ, UDSPROBE_CACHE_DIR=str(cache), UDSPROBE_IF_UNIX="cached")
+    out = tmp_path / "p.json"
+    r = subprocess.run([udsprobe, "--compare", "--server",
+                        f"redis-server --port {{port}} --save '' --appendonly no --dir {tmp_path}",
+                        "--client-tcp", "redis-benchmark -p {port} -n 3000 -c 1 -t incr -q",
+                        "--json", str(out)], capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "unix:   not run (no --client-unix): predicted from the TCP run" in r.stdout
+    assert "What this means:" not in r.stdout      # nothing measured to compare
+    doc = json.loads(out.read_text())
+    by = {x["transport"]: x for x in doc["results"]}
+    assert by["unix"]["ran"] is False and by["unix"]["command"] is None and not by["unix"]["flows"]
+    flows = {(f["sender"]["comm"], f["receiver"]["comm"]): f for f in by["tcp"]["flows"]}
+    f = flows[("redis-benchmark", "redis-server")]
+    assert f["messages"] == 3001 or f["messages"] + by["tcp"]["misses"]["socket_unknown"] >= 3000
+    check_if_unix(f, by["tcp"]["if_unix_basis"])
+    rows = [l for l in r.stdout.splitlines() if "predicted from TCP alone" in l]
+    assert len(rows) == 2 and not any("measured" in l for l in rows), rows

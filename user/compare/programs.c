@@ -45,7 +45,8 @@ static const struct argp_option pg_options[] = {
 	{ "server", OPT_SERVER, "CMD", 0,
 	  "Start CMD first, in the foreground, and wait until it accepts on {unix}, {port} and "
 	  "{port2} (those it names); stopped at the end" },
-	{ "client-unix", OPT_CLIENT_UNIX, "CMD", 0, "The client over the unix socket; traced" },
+	{ "client-unix", OPT_CLIENT_UNIX, "CMD", 0,
+	  "The client over the unix socket; traced (without it: predicted from the TCP run)" },
 	{ "client-tcp", OPT_CLIENT_TCP, "CMD", 0, "The same client over TCP loopback; traced" },
 	{ "ready-timeout", OPT_READY_TIMEOUT, "S", 0,
 	  "How long --server may take to accept connections (default 10)" },
@@ -94,9 +95,22 @@ bool programs_requested(void)
 
 int programs_check(void)
 {
-	if (!popts.client[PG_UNIX] || !popts.client[PG_TCP]) {
-		fprintf(stderr, "udsprobe: --compare of programs needs both --client-unix and "
-			"--client-tcp (the same client, once per transport)\n"
+	if (!popts.client[PG_TCP]) {
+		fprintf(stderr, "udsprobe: --compare of programs needs --client-tcp, and --client-unix "
+			"to measure the switch (the same client, once per transport); with --client-tcp "
+			"alone the unix side is predicted (docs/PREDICT.md)\n"
+			"Try 'udsprobe --help' for more information.\n");
+		return -EINVAL;
+	}
+	if (!popts.client[PG_UNIX] && popts.server && !strstr(popts.server, "{port}")) {
+		fprintf(stderr, "udsprobe: with --client-tcp alone, --server must listen on {port}\n"
+			"Try 'udsprobe --help' for more information.\n");
+		return -EINVAL;
+	}
+	if (!popts.client[PG_UNIX] && !predict_wanted()) {
+		fprintf(stderr, "udsprobe: --compare of programs with --client-tcp alone predicts the "
+			"unix side, which --if-unix off (or UDSPROBE_IF_UNIX=off) turns off: give "
+			"--client-unix too, or --trace for a trace alone\n"
 			"Try 'udsprobe --help' for more information.\n");
 		return -EINVAL;
 	}
@@ -203,8 +217,8 @@ static int setup(struct program_compare *pc)
 	snprintf(pc->endpoint[PG_TCP], sizeof(pc->endpoint[PG_TCP]), "127.0.0.1:%u", pc->port);
 	if (popts.server && !(pc->server_cmd = fill(popts.server, pc)))
 		return -ENOMEM;
-	for (s = 0; s < PG__COUNT; s++)
-		if (!(pc->side[s].cmd = fill(popts.client[s], pc)))
+	for (s = 0; s < PG__COUNT; s++)	/* no --client-unix: that side is predicted */
+		if (popts.client[s] && !(pc->side[s].cmd = fill(popts.client[s], pc)))
 			return -ENOMEM;
 	return 0;
 }
@@ -337,6 +351,8 @@ static int run_clients(struct program_compare *pc, struct program_server *srv, i
 	for (s = 0; s < PG__COUNT; s++) {
 		struct program_side *sd = &pc->side[s];
 
+		if (!sd->cmd)
+			continue;
 		if (srv->pid > 0)	/* its workers forked so far; later ones are followed */
 			n_pids = server_group_pids(srv, pids, MAX_SERVER_PIDS);
 		getrusage(RUSAGE_CHILDREN, &r0);

@@ -280,17 +280,23 @@ void programs_text(const struct program_compare *pc, FILE *f)
 	if (pc->server_cmd)
 		fprintf(f, "server: %s\n", pc->server_cmd);
 	for (s = 0; s < PG__COUNT; s++)
-		fprintf(f, "%-7s %s\n", s == PG_UNIX ? "unix:" : "tcp:", pc->side[s].cmd);
+		fprintf(f, "%-7s %s\n", s == PG_UNIX ? "unix:" : "tcp:", pc->side[s].cmd ? pc->side[s].cmd :
+			"not run (no --client-unix): predicted from the TCP run (docs/PREDICT.md)");
 	fprintf(f, "\n  %-*s %*s %*s %*s\n", LABEL_W, "", COL_W, pc->endpoint[PG_UNIX][0] ? "unix" : "",
 		COL_W, "tcp", COL_W, "tcp/unix");
-	fprintf(f, "  %-*s %*d %*d\n", LABEL_W, "client exit status", COL_W,
-		pc->side[PG_UNIX].exit_status, COL_W, pc->side[PG_TCP].exit_status);
+	if (pc->side[PG_UNIX].cmd)
+		fprintf(f, "  %-*s %*d %*d\n", LABEL_W, "client exit status", COL_W,
+			pc->side[PG_UNIX].exit_status, COL_W, pc->side[PG_TCP].exit_status);
+	else
+		fprintf(f, "  %-*s %*s %*d\n", LABEL_W, "client exit status", COL_W, "-", COL_W,
+			pc->side[PG_TCP].exit_status);
 	row_dur("client run time", pc->side[PG_UNIX].ran ? u_wall : -1,
 		pc->side[PG_TCP].ran ? t_wall : -1, true, f);
 	fprintf(f, "  %-*s %*llu %*llu\n", LABEL_W, "messages on the endpoint", COL_W,
 		(unsigned long long)programs_messages(&pc->side[PG_UNIX]), COL_W,
 		(unsigned long long)programs_messages(&pc->side[PG_TCP]));
-	row_dur("time messages were in flight", programs_socket_ns(&pc->side[PG_UNIX]),
+	row_dur("time messages were in flight", pc->side[PG_UNIX].ran ?
+		programs_socket_ns(&pc->side[PG_UNIX]) : -1,
 		programs_socket_ns(&pc->side[PG_TCP]), true, f);
 	cpu_rows(pc, f);
 	for (i = 0; i < n; i++)
@@ -554,7 +560,7 @@ int programs_main(const char *json_path, const char *out_dir, int verbose)
 	if (!err)	/* what the TCP run alone says of unix, beside what unix measured */
 		predict_if_unix(&pc.side[PG_TCP].run, ATTACH_AUTO, verbose);
 	/* an interrupted run or a failed client: the report of what ran, statuses included */
-	if (!err || pc.side[PG_UNIX].ran) {
+	if (!err || pc.side[PG_UNIX].ran || pc.side[PG_TCP].ran) {
 		if (err)
 			fprintf(stderr, "udsprobe: %s; the report of what ran follows\n",
 				err == -EINTR ? "interrupted" : "the run failed (above)");

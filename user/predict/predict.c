@@ -98,7 +98,10 @@ bool predict_wanted(void)
 /* Message sizes calibrated: a flow's mean size is interpolated between them (log scale). */
 static const uint64_t cal_sizes[] = { 16, 256, 4096, 65536 };
 #define N_SIZES (int)ARRAY_SIZE(cal_sizes)
-enum { CAL_RUNS = 3, CAL_COUNT = 10000 };
+enum { CAL_RUNS = 3 };
+/* Each transport's run of each (size, placement) lasts this long, not a count: ~20,000 round
+ * trips of 16 B here; under qemu TCG a count of 10,000 took over 10 minutes in all. */
+#define CAL_RUN_S 0.25
 
 /* One size, placement and run: per transport, ns per message. */
 struct cal_point {
@@ -272,7 +275,7 @@ static double median3(double a, double b, double c)
 static int cal_run(struct calibration *cal, enum attach_mode attach, int verbose)
 {
 	struct compare_opts co = {
-		.count = CAL_COUNT, .trace = true, .attach = attach, .quiet = true,
+		.duration_s = CAL_RUN_S, .trace = true, .attach = attach, .quiet = true,
 		.verbose = verbose, .n_sizes = N_SIZES,
 	};
 	time_t now = time(NULL);
