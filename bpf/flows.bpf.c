@@ -185,6 +185,7 @@ struct dir_st {
 	__u64 ep_id;
 	__u8 s_match, r_match;	/* enum end_match of the last send, the last receive */
 	__u8 ep_out;		/* the endpoint filters exclude the direction */
+	__u8 counted;		/* a message of this connection was recorded (fl_stats.conns) */
 	__u64 unknown;		/* made by a receive counted as socket_unknown (64 bits:
 				 * taken back by one cmpxchg) */
 	__u64 born;		/* the direction's first traced send boundary, */
@@ -781,6 +782,10 @@ static __always_inline void record(struct dir_st *d, const struct msg_ent *e,
 	s->lat_sum += o->latency_ns;
 	s->misses += dropped;
 	s->cross_cpu += e->cpu != r->cpu;
+	if (!d->counted) {	/* the connection's first message of this direction */
+		d->counted = 1;
+		s->conns++;
+	}
 	hist_add(s->lat_hist, o->latency_ns);
 	for (st = 0; st < FS__COUNT; st++)
 		if (o->stages & (1 << st))
@@ -944,6 +949,7 @@ static __always_inline bool unix_new_pair(struct dir_st *d, struct sock *sk,
 	endpoint_of(sk, k, d);
 	d->ep_out = endpoint_out(d);
 	d->r_match = END_UNKNOWN;
+	d->counted = 0;		/* another connection */
 	return false;
 }
 
@@ -1131,6 +1137,7 @@ static __always_inline int on_send(struct sock *sk, int ret, int direct)
 			goto position_only;
 		d->sender_ino = ino;
 		d->r_match = END_UNKNOWN;
+		d->counted = 0;
 	}
 	if (!t0)
 		t0 = send_t0(now, t, task, match);

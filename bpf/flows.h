@@ -95,6 +95,7 @@ struct fl_stats {
 	__u64 lat_sum;
 	__u64 misses;		/* this direction's sends lost before they completed */
 	__u64 cross_cpu;	/* messages read on another CPU than the one that handed them over */
+	__u64 conns;		/* connections (direction states) that carried its messages */
 	__u64 st_sum[FS__COUNT];
 	__u64 st_cnt[FS__COUNT];
 	__u64 k_sum[FK__COUNT];	/* enum fl_kstage: they add up to st_sum[FS_SEND] */

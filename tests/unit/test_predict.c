@@ -31,6 +31,8 @@ static int write_calibration(char *path, size_t len)
 					fprintf(f, "%d\t%s\t%lu\t%s\t%s\n", r, pl[p], sizes[s], kind[k],
 						p ? "2000\t1900\t3000\t7000\t6000\t2000\t6000\t9000" :
 						"1000\t900\t1500\t4000\t3000\t1000\t3000\t5000");
+	for (r = 1; r <= 3; r++)
+		fprintf(f, "%d\tsame\tconnect\t10000\t20000\n%d\tsplit\tconnect\t20000\t40000\n", r, r);
 	return fclose(f);
 }
 
@@ -38,7 +40,7 @@ static struct flow tcp_flow(const char *from, const char *to, uint64_t msgs, uin
 			    uint64_t waited, double send, double busy, double recv, double mean)
 {
 	struct flow fl = { .transport = FL_TCP, .messages = msgs, .bytes = msgs * 41,
-			   .cross_cpu = cross, .mean = mean, .p50 = mean, .p99 = 2 * mean };
+			   .cross_cpu = cross, .conns = msgs, .mean = mean, .p50 = mean, .p99 = 2 * mean };
 
 	snprintf(fl.sender.comm, sizeof(fl.sender.comm), "%s", from);
 	snprintf(fl.receiver.comm, sizeof(fl.receiver.comm), "%s", to);
@@ -92,6 +94,10 @@ TEST(predict_worked_examples)
 	CHECK_DBL(flows[2].if_unix.mean_lo, 70000 - 20500 - 9000, 1e-6);
 	CHECK_DBL(flows[2].if_unix.mean_hi, 70000 - 20500 + 9000, 1e-6);
 	CHECK_DBL(flows[3].if_unix.saved, 3100, 1e-6);
+	/* a connection beyond its two messages: 40000 - 20000 - 2 x (9000 - 6000) on two CPUs,
+	 * 20000 - 10000 - 2 x (5000 - 3000) on one */
+	CHECK_DBL(flows[0].if_unix.conn_saved, 14000, 1e-6);
+	CHECK_DBL(flows[1].if_unix.conn_saved, 6000, 1e-6);
 	CHECK_STR(run.basis.date, "2026-11-27T00:00:00Z");
 	CHECK_INT(run.basis.n_sizes, 4);
 }

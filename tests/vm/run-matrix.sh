@@ -36,6 +36,10 @@
 #                             or "all" or "none" (default "debian-6.1=kprobe debian-6.12=fentry";
 #                             kernels not named: none; 5.10 lacks bpf_task_pt_regs and BPF cmpxchg, which --trace
 #                             needs). ~3 min per mode under TCG (the BPF load takes most of it).
+#   UDSPROBE_VM_PREDICT       where test_predict.py (--if-unix: its calibration, BPF run-time
+#                             statistics, --compare of programs' TCP run alone) runs: "SPEC=MODE
+#                             ..." or "all" or "none" (default "debian-6.12=fentry"; kernels not
+#                             named: none). ~5 min under TCG, the calibration ~2.5 of them
 #   UDSPROBE_VM_SINGLE_TCG    which modes boot with single-threaded TCG: "all" (default), "none", or
 #                             "SPEC=MODE[,MODE] ..." (those in a second boot). Multi-threaded TCG
 #                             (qemu 7.2) hangs the guest now and then while udsprobe attaches and
@@ -113,6 +117,7 @@ TRACE=${UDSPROBE_VM_TRACE:-debian-6.1=kprobe debian-6.12=fentry}
 CORE=${UDSPROBE_VM_CORE:-debian-5.10=kprobe debian-6.1=fentry debian-6.12=kprobe debian-6.12-arm64=kprobe,tracepoint debian-5.10-arm64=tracepoint}
 SPLIT=${UDSPROBE_VM_SPLIT:-debian-6.12=fentry/kprobe,tracepoint debian-6.12-arm64=fentry/kprobe,tracepoint}
 ONCE=${UDSPROBE_VM_ONCE_MODE-tracepoint}
+PREDICT=${UDSPROBE_VM_PREDICT:-debian-6.12=fentry}
 TRACE_TEST=$IT/test_trace.py::test_redis_both_transports[1]
 # the kernel stages per mode and kernel (names merged where a tracepoint is missing); their
 # timings against --compare's only on the host (TCG times are not representative)
@@ -159,6 +164,7 @@ modes_for() {	# modes_for "SPEC=MODE,.. ..." SPEC DEFAULT -> modes (space-separa
 backlog_modes() { modes_for "$BACKLOG" "$1" "$ALL_MODES"; }
 backlog_only() { modes_for "$BACKLOG_ONLY" "$1" ""; }	# empty: every test_backlog*.py
 trace_modes() { modes_for "$TRACE" "$1" ""; }
+predict_modes() { modes_for "$PREDICT" "$1" ""; }
 backlog_file_in() {	# backlog_file_in FILE MODE "ONLY ...": ONLY is FILE or FILE@MODE[+MODE]; empty: all
 	local e
 	[ -z "$3" ] && return 0
@@ -204,6 +210,10 @@ done
 for k in "${KERNELS[@]}" "${ARM64[@]}"; do
 	m=$(trace_modes "$k")
 	echo "${TRACE_TEST#"$IT"/} and test_trace_kstages.py's echo pairs on $k: ${m:-not run} (~4 min per mode under TCG; UDSPROBE_VM_TRACE)"
+done
+for k in "${KERNELS[@]}" "${ARM64[@]}"; do
+	m=$(predict_modes "$k")
+	[ -z "$m" ] || echo "test_predict.py on $k: $m (~5 min per mode under TCG; UDSPROBE_VM_PREDICT)"
 done
 [ ${#host_only[@]} -eq 0 ] || echo "not run in the guest: ${host_only[*]}: CLI, untraced workload, cleanup and" \
 	"report rendering do not depend on the attach mode; the host integration run covers them"
@@ -276,6 +286,9 @@ run_kernel() {	# run_kernel N SPEC [MODES]: boot SPEC, run its modes (or MODES, 
 			files+=("$m:$TRACE_TEST")
 			for t in $KSTAGE_TESTS; do files+=("$m:$t"); done
 		done
+	fi
+	if [ -f "$IT/test_predict.py" ]; then
+		for m in $(predict_modes "$spec"); do files+=("$m:$IT/test_predict.py"); done
 	fi
 
 	# one boot for most modes; the UDSPROBE_VM_SINGLE_TCG ones in a second, single-threaded TCG boot

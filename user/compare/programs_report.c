@@ -168,6 +168,7 @@ static void predicted_row(const struct flow *u, const struct flow *t, FILE *f)
 			u->mean >= x->mean_lo && u->mean <= x->mean_hi ? "inside the range" :
 			"outside the range");
 	fputc('\n', f);
+	predict_conn_text(t, "    ", f);
 }
 
 static void pair_text(const struct flow_pair *p, FILE *f)

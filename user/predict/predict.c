@@ -98,7 +98,7 @@ bool predict_wanted(void)
 /* Message sizes calibrated: a flow's mean size is interpolated between them (log scale). */
 static const uint64_t cal_sizes[] = { 16, 256, 4096, 65536 };
 #define N_SIZES (int)ARRAY_SIZE(cal_sizes)
-enum { CAL_RUNS = 3 };
+enum { CAL_RUNS = 3, CONN_SIZE = 64 };
 /* Each transport's run of each (size, placement) lasts this long, not a count: ~20,000 round
  * trips of 16 B here; under qemu TCG a count of 10,000 took over 10 minutes in all. */
 #define CAL_RUN_S 0.25
@@ -124,6 +124,9 @@ struct calibration {
 	char kernel[128], cpu[128], date[32], attach[16];
 	double probe_ns;	/* --compare's calibrated cost of one probe hit (median of the runs) */
 	struct cal_point p[CAL_RUNS][K__COUNT][PL__COUNT][N_SIZES];
+	/* a whole connection of CONN_SIZE-byte request and response (--mode connect: connect,
+	 * request, response, close), untraced mean, per run, placement and transport */
+	double conn[CAL_RUNS][PL__COUNT][TR__COUNT];
 };
 
 /* Where a --compare stage belongs: 1 the send path, 2 the receive copy, 0 neither (waiting for
@@ -159,8 +162,9 @@ static void cache_path(char *buf, size_t len, const char *cpu)
 static int cal_load(const char *path, struct calibration *cal)
 {
 	char line[512], key[32], val[256], place[16], kind[16];
-	bool seen[CAL_RUNS][K__COUNT][PL__COUNT][N_SIZES] = {};
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), r, s, pl, k, n = 0;
+	bool seen[CAL_RUNS][K__COUNT][PL__COUNT][N_SIZES] = {}, cseen[CAL_RUNS][PL__COUNT] = {};
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), r, s, pl, k, n = 0, nc = 0;
+	double cu, ct;
 	FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
 
 	if (!f) {
@@ -174,7 +178,17 @@ static int cal_load(const char *path, struct calibration *cal)
 
 		if (line[0] == '#')
 			continue;
-		if (sscanf(line, "%d %15s %lu %15s %lf %lf %lf %lf %lf %lf %lf %lf", &r, place,
+		if (sscanf(line, "%d %15s connect %lf %lf", &r, place, &cu, &ct) == 4) {
+			for (pl = 0; pl < PL__COUNT && strcmp(place, pl_names[pl]); pl++)
+				;
+			if (r < 1 || r > CAL_RUNS || pl == PL__COUNT || cseen[r - 1][pl] || cu <= 0 ||
+			    ct <= 0)
+				continue;
+			cal->conn[r - 1][pl][TR_UNIX] = cu;
+			cal->conn[r - 1][pl][TR_TCP] = ct;
+			cseen[r - 1][pl] = true;
+			nc++;
+		} else if (sscanf(line, "%d %15s %lu %15s %lf %lf %lf %lf %lf %lf %lf %lf", &r, place,
 			   &size, kind, &p.send[TR_UNIX], &p.wake[TR_UNIX], &p.recv[TR_UNIX],
 			   &p.send[TR_TCP], &p.wake[TR_TCP], &p.recv[TR_TCP], &p.latency[TR_UNIX],
 			   &p.latency[TR_TCP]) == 12) {
@@ -204,7 +218,8 @@ static int cal_load(const char *path, struct calibration *cal)
 		}
 	}
 	fclose(f);
-	return n == CAL_RUNS * K__COUNT * PL__COUNT * N_SIZES && cal->probe_ns > 0 ? 0 : -EINVAL;
+	return n == CAL_RUNS * K__COUNT * PL__COUNT * N_SIZES && nc == CAL_RUNS * PL__COUNT &&
+	       cal->probe_ns > 0 ? 0 : -EINVAL;
 }
 
 static int cal_save(const char *path, const struct calibration *cal)
@@ -235,6 +250,12 @@ static int cal_save(const char *path, const struct calibration *cal)
 						p->send[TR_TCP], p->wake[TR_TCP], p->recv[TR_TCP],
 						p->latency[TR_UNIX], p->latency[TR_TCP]);
 				}
+	fprintf(of.f, "# run\tcpu\tconnect\tunix_connection_ns\ttcp_connection_ns (%d B each way)\n",
+		CONN_SIZE);
+	for (r = 0; r < CAL_RUNS; r++)
+		for (pl = 0; pl < PL__COUNT; pl++)
+			fprintf(of.f, "%d\t%s\tconnect\t%.1f\t%.1f\n", r + 1, pl_names[pl],
+				cal->conn[r][pl][TR_UNIX], cal->conn[r][pl][TR_TCP]);
 	return outfile_commit(&of, 0);
 }
 
@@ -269,6 +290,36 @@ static int cal_point_of(const struct pair_result *pr, int kind, struct cal_point
 static double median3(double a, double b, double c)
 {
 	return MAX(MIN(a, b), MIN(MAX(a, b), c));
+}
+
+/* Run r's connections: --mode connect at CONN_SIZE bytes, one CPU and two, untraced. */
+static int cal_connections(struct calibration *cal, int r, int verbose)
+{
+	struct compare_opts co = {
+		.duration_s = CAL_RUN_S, .quiet = true, .verbose = verbose, .n_sizes = 1,
+		.sizes = { CONN_SIZE },
+	};
+	struct comparison cmp = {};
+	int i, t, err;
+
+	co.modes[WL_CONNECT] = true;
+	co.places[CPU_SAME] = co.places[CPU_SPLIT] = true;
+	err = compare_run(&co, &cmp);
+	if (!err && cmp.n_pairs != PL__COUNT)
+		err = -EPROTO;
+	for (i = 0; !err && i < cmp.n_pairs; i++)
+		for (t = 0; t < TR__COUNT; t++) {
+			const struct wl_result *x = &cmp.pairs[i].tr[t].untraced;
+
+			if (!x->has_latency || !x->latency.mean) {
+				err = -EPROTO;
+				break;
+			}
+			cal->conn[r][cmp.pairs[i].place == CPU_SAME ? PL_SAME : PL_SPLIT][t] =
+				x->latency.mean;
+		}
+	comparison_free(&cmp);
+	return err;
 }
 
 /* CAL_RUNS runs of udsprobe's own ping-pong, both transports, one CPU and two, traced. */
@@ -307,6 +358,8 @@ static int cal_run(struct calibration *cal, enum attach_mode attach, int verbose
 		}
 		probe[r] = cmp.probe_cost_ns;
 		comparison_free(&cmp);
+		if (!err)
+			err = cal_connections(cal, r, verbose);
 		if (err)
 			return err;
 		fprintf(stderr, "udsprobe: --if-unix: calibration run %d of %d done\n", r + 1, CAL_RUNS);
@@ -371,6 +424,27 @@ static double noise_at(const struct calibration *cal, int pl, int s)
 			worst = MAX(worst, (MAX(a, MAX(b, c)) - MIN(a, MIN(b, c))) / 2 / m);
 	}
 	return worst;
+}
+
+/* What a connection costs beyond its two messages, TCP minus AF_UNIX, run r, placements
+ * weighted by split: --mode connect's whole connection minus twice the one-way ping-pong
+ * latency at CONN_SIZE (between the 16- and 256-byte points, in log2(size)). */
+static double conn_saving(const struct calibration *cal, int r, double split)
+{
+	double w = (log2(CONN_SIZE) - log2(cal_sizes[0])) / (log2(cal_sizes[1]) - log2(cal_sizes[0]));
+	double d = 0;
+	int pl, t;
+
+	for (pl = 0; pl < PL__COUNT; pl++) {
+		double f = pl == PL_SPLIT ? split : 1 - split, lat[TR__COUNT];
+
+		for (t = 0; t < TR__COUNT; t++)
+			lat[t] = (1 - w) * cal->p[r][K_CORRECTED][pl][0].latency[t] +
+				 w * cal->p[r][K_CORRECTED][pl][1].latency[t];
+		d += f * (cal->conn[r][pl][TR_TCP] - cal->conn[r][pl][TR_UNIX] -
+			  2 * (lat[TR_TCP] - lat[TR_UNIX]));
+	}
+	return d;
 }
 
 /* The two largest TCP-only kernel stages of the flow, in words for the sentence. */
@@ -539,6 +613,15 @@ static void predict_flow(const struct trace_run *run, int at, const struct path_
 	u->p99 = MAX((double)fl->p99 - u->saved, 0.0);
 	u->saved_frac = fl->mean > 0 ? u->saved / fl->mean : 0;
 	u->size_used = cal_sizes[p->nearest];
+	if (fl->conns) {
+		double c[CAL_RUNS];
+
+		for (r = 0; r < CAL_RUNS; r++)
+			c[r] = conn_saving(cal, r, p->split);
+		u->conn_saved = median3(c[0], c[1], c[2]);
+		u->conn_saved_lo = MIN(c[0], MIN(c[1], c[2]));
+		u->conn_saved_hi = MAX(c[0], MAX(c[1], c[2]));
+	}
 	mostly(fl, u->mostly, sizeof(u->mostly));
 	u->predicted = true;
 }
@@ -701,6 +784,23 @@ void predict_flow_text(const struct flow *fl, FILE *f)
 		fprintf(f, "  the kernel's message path is %.0f %% of the message time: the rest "
 			"(the event loop, waiting for a CPU, the application) does not change with the "
 			"transport\n", 100 * u->path_ns / fl->mean);
+	predict_conn_text(fl, "  ", f);
+}
+
+void predict_conn_text(const struct flow *fl, const char *indent, FILE *f)
+{
+	const struct flow_if_unix *u = &fl->if_unix;
+	char a[32], b[32], c[32], d[32];
+
+	/* short-lived connections (one per 10 messages or fewer): their set-up too */
+	if (!u->predicted || !fl->conns || fl->conns * 10 < fl->messages)
+		return;
+	fprintf(f, "%sits %llu connections (one per %.1f messages): each %s less over a unix socket "
+		"beyond its messages (connect, accept, close; range %s to %s), %s over the run\n",
+		indent, (unsigned long long)fl->conns, (double)fl->messages / fl->conns,
+		fmt_dur(u->conn_saved, false, a, sizeof(a)), fmt_dur(u->conn_saved_lo, false, b, sizeof(b)),
+		fmt_dur(u->conn_saved_hi, false, c, sizeof(c)),
+		fmt_dur(u->conn_saved * fl->conns, false, d, sizeof(d)));
 }
 
 /* A TCP flow's prediction over AF_UNIX (docs/PREDICT.md); nothing for a flow not asked about. */
@@ -739,6 +839,11 @@ void predict_flow_json(struct jw *w, const struct flow_if_unix *u)
 	jw_obj_begin(w, "stages_ns");
 	for (i = 0; i < FS__COUNT; i++)
 		jw_double(w, fl_stage_names[i], u->stage_ns[i]);
+	jw_obj_end(w);
+	jw_obj_begin(w, "per_connection");
+	jw_double(w, "saved_ns", u->conn_saved);
+	jw_double(w, "saved_low_ns", u->conn_saved_lo);
+	jw_double(w, "saved_high_ns", u->conn_saved_hi);
 	jw_obj_end(w);
 	jw_u64(w, "calibration_size", u->size_used);
 	jw_str(w, "recv_blocked_copy", u->recv_measured ? "measured" : "calibration");

@@ -30,6 +30,8 @@ struct jw;
 /* A flow's prediction: its sentence under the flow's table (nothing for a flow not asked
  * about), its "if_unix" object; the run's "if_unix_basis" object. */
 void predict_flow_text(const struct flow *fl, FILE *f);
+/* Its connections' line (short-lived ones: one per 10 messages or fewer), after indent. */
+void predict_conn_text(const struct flow *fl, const char *indent, FILE *f);
 void predict_flow_json(struct jw *w, const struct flow_if_unix *u);
 void predict_basis_json(struct jw *w, const struct if_unix_basis *b);
 

@@ -90,6 +90,8 @@ struct flow_if_unix {
 	double saved_frac;	/* saved / the measured mean */
 	double waits_saved;	/* of saved: the waits for a process that would spend less time */
 	double stage_ns[FS__COUNT];	/* the stages over AF_UNIX, per message: they add up to mean */
+	/* per connection, beyond its messages (connect, accept, close): saved, and its range */
+	double conn_saved, conn_saved_lo, conn_saved_hi;
 	double path_ns;		/* measured: send;call + the receive's copy and return */
 	double path_unix_ns;	/* that path over AF_UNIX, predicted: kernel CPU per message */
 	double noise_ns;	/* run-to-run noise at this latency (the calibration's spread) */
@@ -104,6 +106,7 @@ struct flow {
 	struct flow_end sender, receiver;
 	uint64_t messages, bytes, misses;
 	uint64_t cross_cpu;	/* messages read on another CPU than the sender's at the handover */
+	uint64_t conns;		/* connections that carried them (this direction of each) */
 	uint64_t p50, p90, p99;
 	double mean;
 	double coverage;

@@ -440,6 +440,7 @@ void trace_flow_json(struct jw *w, const struct flow *fl)
 	jw_double(w, "coverage", fl->coverage);
 	jw_u64(w, "misses", fl->misses);
 	jw_u64(w, "cross_cpu", fl->cross_cpu);
+	jw_u64(w, "connections", fl->conns);
 	jw_arr_begin(w, "stages");
 	for (st = 0; st < FS__COUNT; st++) {
 		const struct flow_stage *g = &fl->stages[st];
