@@ -37,6 +37,27 @@ PAIRS = {"python-connect": ("python3", "python3"), "go-pingpong": ("gopingpong.t
          "nginx-php-fpm": ("nginx", "php-fpm8.2")}
 
 
+# clients that send one request at a time: their run time is their messages' and connections'
+SERIAL = ("python-connect", "redis-c1", "redis-connect-c1", "go-pingpong")
+
+
+def run_time(by):
+    """(TCP client run, predicted unix run, its low and high, measured unix run), ns: the TCP
+    run minus every TCP flow's messages x saving per message and its connections x saving per
+    connection (once: both directions count the same connections)."""
+    flows = [f for f in by["tcp"]["flows"] if "if_unix" in f and "none" not in f["if_unix"]]
+
+    def saved(msg, conn):
+        return (sum(f["messages"] * msg(f["if_unix"]) for f in flows) +
+                max((f["connections"] * f["if_unix"]["per_connection"][conn] for f in flows),
+                    default=0))
+    t = by["tcp"]["wall_ns"]
+    return (t, t - saved(lambda u: u["saved_ns_per_msg"], "saved_ns"),
+            t - saved(lambda u: u["range"]["saved_high_ns"], "saved_high_ns"),
+            t - saved(lambda u: u["range"]["saved_low_ns"], "saved_low_ns"),
+            by["unix"]["wall_ns"])
+
+
 def us(ns):
     return f"{ns / 1000:.1f}"
 
@@ -54,13 +75,14 @@ def main():
         if r.returncode:
             log(r.stderr)
             return 1
-        rows, loads = [], [load1()]
+        rows, runs, loads = [], [], [load1()]
         for name, text in recipes_mod.recipes().items():
             if recipes_mod.needs_go(text) and not GO:
                 rows.append((name, None, "Go not installed"))
                 continue
             a, b = PAIRS.get(name, ("redis-benchmark", "redis-server"))
             got = {(a, b): [], (b, a): []}
+            walls = []      # (TCP run, predicted unix run, its low, its high, unix run), ns
             for i in range(REPS):
                 log(f"prediction: {name} run {i + 1}/{REPS}")
                 with tempfile.TemporaryDirectory() as d:
@@ -78,9 +100,13 @@ def main():
                         got[key].append((ft[0]["latency_ns"]["mean"], u["latency_ns"]["mean"],
                                          u["range"]["mean_low_ns"], u["range"]["mean_high_ns"],
                                          fu[0]["latency_ns"]["mean"]))
+                if name in SERIAL:
+                    walls.append(run_time(by))
                 loads.append(load1())
             for key, v in got.items():     # one key when both ends have one name
                 rows.append((name, key, v))
+            if walls:
+                runs.append((name, walls))
     finally:
         shutil.rmtree(cache, ignore_errors=True)
 
@@ -111,6 +137,19 @@ def main():
         print(f"| {name} | {key[0]} → {key[1]} | {us(med[0])} | {us(med[1])} [{us(med[2])}–{us(med[3])}] "
               f"| {us(med[4])} [{us(lo_m)}–{us(hi_m)}] | {100 * err:+.0f} % | {'**ok**' if ok else 'missed'} |")
     print(f"\n{n_ok} of {n} directions meet the criterion.")
+    print("\nThe clients that send one request at a time, by their run time (ms): the TCP run "
+          "minus what its flows' predictions save (messages x saving per message, connections x "
+          "saving per connection), against the unix run.\n")
+    print("| recipe | TCP run | unix predicted [range] | unix run | error | |")
+    print("|---|---|---|---|---|---|")
+    for name, w in runs:
+        med = [statistics.median(x[i] for x in w) for i in range(5)]
+        err = (med[1] - med[4]) / med[4]
+        ok = abs(err) <= 0.25 and med[2] <= med[4] <= med[3]
+        ms = lambda v: f"{v / 1e6:.0f}"
+        print(f"| {name} | {ms(med[0])} | {ms(med[1])} [{ms(med[2])}–{ms(med[3])}] | {ms(med[4])} "
+              f"[{ms(min(x[4] for x in w))}–{ms(max(x[4] for x in w))}] | {100 * err:+.0f} % | "
+              f"{'**ok**' if ok else 'missed'} |")
     return 0
 
 
