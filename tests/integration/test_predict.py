@@ -40,6 +40,12 @@ def calibrated(udsprobe, tmp_path_factory):
     return cache, files[0]
 
 
+def traced(trace, cache, args, timeout=120):
+    """--trace with the calibration cached in cache (never run one here)."""
+    return subprocess.run(trace + ["--if-unix", "cached"] + args, capture_output=True, text=True,
+                          timeout=timeout, env=dict(os.environ, UDSPROBE_CACHE_DIR=str(cache)))
+
+
 def test_calibration_file(calibrated):
     """Its header names this kernel and CPU; every point of the model is there once."""
     _, path = calibrated
@@ -99,11 +105,8 @@ def test_echo_pair_prediction(trace, tmp_path, calibrated):
     """2000 x 64 B echoed over TCP (one flow: both ends are python3): predicted, with the
     run's basis, in JSON and in the text report, the same numbers in both."""
     cache, path = calibrated
-    env = dict(os.environ, UDSPROBE_CACHE_DIR=str(cache))
     out = tmp_path / "t.json"
-    res = subprocess.run(trace + ["--if-unix", "cached", "--json", str(out), "--", sys.executable,
-                                  ECHO, "tcp", "2000", "64"],
-                         capture_output=True, text=True, timeout=120, env=env)
+    res = traced(trace, cache, ["--json", str(out), "--", sys.executable, ECHO, "tcp", "2000", "64"])
     assert res.returncode == 0, res.stderr
     doc = json.loads(out.read_text())
     info = next(json.loads(l) for l in res.stdout.splitlines() if '"client_pid"' in l)
@@ -126,12 +129,9 @@ def test_echo_pair_prediction(trace, tmp_path, calibrated):
 
 
 def test_unix_flows_have_no_prediction(trace, tmp_path, calibrated):
-    cache, _ = calibrated
-    env = dict(os.environ, UDSPROBE_CACHE_DIR=str(cache))
     out = tmp_path / "u.json"
-    res = subprocess.run(trace + ["--if-unix", "cached", "--json", str(out), "--", sys.executable,
-                                  ECHO, "unix", str(tmp_path / "e.sock"), "300", "64"],
-                         capture_output=True, text=True, timeout=120, env=env)
+    res = traced(trace, calibrated[0], ["--json", str(out), "--", sys.executable, ECHO, "unix",
+                                        str(tmp_path / "e.sock"), "300", "64"])
     assert res.returncode == 0, res.stderr
     doc = json.loads(out.read_text())
     assert doc["flows"] and all("if_unix" not in f for f in doc["flows"])
@@ -142,11 +142,9 @@ def test_unix_flows_have_no_prediction(trace, tmp_path, calibrated):
 def test_why_no_prediction(trace, tmp_path):
     """No calibration cached and --if-unix cached: each TCP flow says why, in text and JSON;
     messages beyond the largest calibrated size (64 KiB) say so."""
-    env = dict(os.environ, UDSPROBE_CACHE_DIR=str(tmp_path / "empty"))
     out = tmp_path / "n.json"
-    res = subprocess.run(trace + ["--if-unix", "cached", "--json", str(out), "--", sys.executable,
-                                  ECHO, "tcp", "300", "64"],
-                         capture_output=True, text=True, timeout=120, env=env)
+    res = traced(trace, tmp_path / "empty", ["--json", str(out), "--", sys.executable, ECHO, "tcp",
+                                             "300", "64"])
     assert res.returncode == 0, res.stderr
     doc = json.loads(out.read_text())
     tcp = [f for f in doc["flows"] if f["transport"] == "tcp"]
@@ -159,12 +157,9 @@ def test_why_no_prediction(trace, tmp_path):
 
 
 def test_large_messages_say_why(trace, tmp_path, calibrated):
-    cache, _ = calibrated
-    env = dict(os.environ, UDSPROBE_CACHE_DIR=str(cache))
     out = tmp_path / "l.json"
-    res = subprocess.run(trace + ["--if-unix", "cached", "--json", str(out), "--", sys.executable,
-                                  ECHO, "tcp", "200", str(100000)],
-                         capture_output=True, text=True, timeout=120, env=env)
+    res = traced(trace, calibrated[0], ["--json", str(out), "--", sys.executable, ECHO, "tcp", "200",
+                                        str(100000)])
     assert res.returncode == 0, res.stderr
     doc = json.loads(out.read_text())
     big = [f for f in doc["flows"] if f["transport"] == "tcp" and f["bytes"] / f["messages"] > 65536]
@@ -215,12 +210,9 @@ def test_out_draws_the_prediction(trace, tmp_path, calibrated):
     scale, the saving marked where it goes; report.md has the sentence."""
     from svgcheck import assert_picture, need_raster_tools
     need_raster_tools()
-    cache, _ = calibrated
-    env = dict(os.environ, UDSPROBE_CACHE_DIR=str(cache))
     out = tmp_path / "out"
-    res = subprocess.run(trace + ["--if-unix", "cached", "--out", str(out), "--", sys.executable,
-                                  ECHO, "tcp", "1000", "64"],
-                         capture_output=True, text=True, timeout=120, env=env)
+    res = traced(trace, calibrated[0], ["--out", str(out), "--", sys.executable, ECHO, "tcp",
+                                        "1000", "64"])
     assert res.returncode == 0, res.stderr
     doc = json.loads((out / "trace.json").read_text())
     [f] = [f for f in doc["flows"] if f["transport"] == "tcp"]
