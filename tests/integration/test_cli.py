@@ -108,10 +108,10 @@ def test_bad_usage_exits_2(run, args, word):
 QUICK = ["--compare", "--no-trace", "--mode", "pingpong", "--count", "10"]
 PROGS = ["--compare", "--client-unix", "true", "--client-tcp", "true", "--ready-timeout", "1"]
 NAMED = [
-    (["--trace", "--metrics", "127.0.0.1:9464", "--duration", "1"],
-     "--trace does not take --metrics (an option of --backlog only)"),
+    (["--trace", "--prom", "x.prom", "--duration", "1"],
+     "--trace does not take --prom (an option of --backlog only)"),
     (["--trace", "--netns", "/proc/self/ns/net"], "--trace does not take --netns"),
-    (["--metrics", "127.0.0.1:9464"], "--metrics needs --backlog"),
+    (["--metrics", "127.0.0.1:9464"], "--metrics needs --backlog or --trace"),
     (["--unix", "/tmp/x.sock"], "--unix needs --backlog or --trace"),
     (["--trace", "--server", "x {unix}", "--duration", "1"], "need --compare"),
     (["--trace", "--ready-timeout", "3", "--duration", "1"], "need --compare"),
@@ -137,7 +137,7 @@ NAMED = [
 
 @pytest.mark.parametrize("args,reason", NAMED, ids=[" ".join(a) for a, _ in NAMED])
 def test_usage_error_names_what_is_wrong(udsprobe, tmp_path, args, reason):
-    """--trace --metrics blamed --unix, --port, --pid, --cgroup (which --trace takes);
+    """--trace --prom blamed --unix, --port, --pid, --cgroup (which --trace takes);
     --trace --server asked for the client options; --trace -- ran until Ctrl-C; a repeated
     option kept its last value; --size 1,,2 was read as 1,2."""
     try:

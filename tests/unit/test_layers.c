@@ -38,7 +38,7 @@ static const char *const known[] = {
 	"cycle compare/programs_explain compare/programs_report",
 	"cycle compare/tracer compare/tracer_calibrate",
 	"cycle compare/workload compare/workload_loops",
-	"cycle trace/trace_out trace/trace_report trace/trace_svg",
+	"cycle trace/trace_out trace/trace_report",
 	"call lib/interrupt -> compare/workload: workload_interrupt",
 	"call trace/trace_collect -> backlog/backlog_table: fmt_unix_addr",
 	"call trace/trace_out -> compare/report_out: out_set_begin",

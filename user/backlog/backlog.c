@@ -84,7 +84,8 @@ static const struct argp_option bl_options[] = {
 	{ "prom", OPT_PROM, "PATH", 0, "Write Prometheus text to PATH every interval, atomically "
 	  "(for node_exporter's textfile collector)" },
 	{ "metrics", OPT_METRICS, "ADDR:PORT", 0, "Serve the Prometheus metrics over HTTP at "
-	  "http://ADDR:PORT/metrics while running (e.g. 127.0.0.1:9464; :9464 = all addresses)" },
+	  "http://ADDR:PORT/metrics while running (e.g. 127.0.0.1:9464; :9464 = all addresses; "
+	  "--trace too: its flows so far)" },
 	{ "backlog-attach", OPT_BL_ATTACH, "MODE", 0,
 	  "auto (default), fentry, kprobe or tracepoint" },
 	{ "backlog-source", OPT_SOURCE, "SRC", 0,
@@ -108,15 +109,15 @@ static int bad_usage(const char *fmt, const char *arg)
 static const char *watch_option_given(void)
 {
 	return opts.f.netns ? "--netns" : opts.interval_s ? "--interval" : opts.prom_path ?
-	       "--prom" : opts.metrics_addr ? "--metrics" : opts.attach ? "--backlog-attach" :
+	       "--prom" : opts.attach ? "--backlog-attach" :
 	       opts.source_given ? "--backlog-source" : opts.quiet ? "--quiet" : NULL;
 }
 
-/* A filter --trace shares given (the first, by name), or NULL. */
+/* A filter --trace shares, or --metrics, given (the first, by name), or NULL. */
 static const char *filter_option_given(void)
 {
 	return opts.f.n_unix ? "--unix" : opts.f.n_ports ? "--port" : opts.f.n_pids ? "--pid" :
-	       opts.f.cgroup ? "--cgroup" : NULL;
+	       opts.f.cgroup ? "--cgroup" : opts.metrics_addr ? "--metrics" : NULL;
 }
 
 static error_t bl_parse(int key, char *arg, struct argp_state *state)
@@ -227,6 +228,11 @@ const struct argp backlog_argp = { .options = bl_options, .parser = bl_parse };
 bool backlog_requested(void)
 {
 	return opts.enabled;
+}
+
+const char *backlog_metrics_addr(void)
+{
+	return opts.metrics_addr;
 }
 
 const struct bl_filters *backlog_filters(void)

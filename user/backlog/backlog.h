@@ -16,6 +16,8 @@ bool backlog_requested(void);
 /* --unix, --port and --pid as parsed (--trace uses them too). */
 struct bl_filters;
 const struct bl_filters *backlog_filters(void);
+/* --metrics ADDR:PORT (--backlog's, --trace's too), or NULL. */
+const char *backlog_metrics_addr(void);
 
 /*
  * Run --backlog until --duration or udsprobe_stop (interrupt.h: udsprobe's one signal

@@ -27,7 +27,9 @@
 #include "interrupt.h"
 #include "trace.h"
 #include "trace_bpf.h"
+#include "metrics_http.h"
 #include "trace_collect.h"
+#include "trace_metrics.h"
 #include "trace_outliers.h"
 #include "util.h"
 
@@ -381,9 +383,31 @@ static void stop_group(const struct trace_opts *o, pid_t pgid, bool leader_runs,
 /* Until --duration, Ctrl-C or the command's end, taking in outliers (ol) as they come
  * and, every TR_HARVEST_NS, the flows of processes that have exited; then the command's
  * group is stopped. tty: the terminal handed to the command's group, or -1. */
-static int wait_loop(struct flows_bpf *skel, const struct trace_opts *o, pid_t child, int tty,
-		     struct trace_outliers *ol, struct trace_run *run)
+struct scrape {
+	struct flows_bpf *skel;
+	const struct trace_opts *o;
+	const struct trace_run *run;
+};
+
+/* GET /metrics: the flows so far, from a snapshot (the run and the map unchanged). */
+static void scrape_body(void *ctx, FILE *f)
 {
+	const struct scrape *c = ctx;
+	struct trace_run snap;
+	int err = trace_snapshot(c->skel, c->o, c->run, &snap);
+
+	if (err) {
+		fprintf(f, "# udsprobe: reading the flow map failed: %s\n", strerror(-err));
+		return;
+	}
+	trace_metrics_write(&snap, f);
+	trace_run_free(&snap);
+}
+
+static int wait_loop(struct flows_bpf *skel, const struct trace_opts *o, pid_t child, int tty,
+		     struct trace_outliers *ol, struct metrics_http *http, struct trace_run *run)
+{
+	struct scrape sc = { .skel = skel, .o = o, .run = run };
 	uint64_t t0 = now_ns(), end = o->duration_s ? t0 + (uint64_t)(o->duration_s * 1e9) : 0;
 	uint64_t harvest = t0 + TR_HARVEST_NS;
 	bool leader_runs = child > 0;
@@ -416,9 +440,11 @@ static int wait_loop(struct flows_bpf *skel, const struct trace_opts *o, pid_t c
 				break;
 			}
 		}
-		if (!ol)
+		if (http)	/* scrapes answered while waiting */
+			metrics_http_wait(http, now_ns() + (ol ? 0 : 20000000), scrape_body, &sc);
+		if (!ol && !http)
 			usleep(20000);
-		else if ((err = trace_outliers_poll(ol, 20))) {
+		else if (ol && (err = trace_outliers_poll(ol, http ? 0 : 20))) {
 			fprintf(stderr, "udsprobe: --slower-than: reading the ring buffer failed: %s\n",
 				strerror(-err));
 			break;
@@ -438,6 +464,8 @@ int trace_run(const struct trace_opts *o, struct trace_run *run)
 	struct trace_outliers *ol = NULL;
 	enum attach_mode mode;
 	pid_t child = 0;
+	struct metrics_http *http = NULL;
+	char why[256];
 	int i, err, go = -1, exec_err = -1, tty = -1, stats = -1;
 
 	memset(run, 0, sizeof(*run));
@@ -461,6 +489,11 @@ int trace_run(const struct trace_opts *o, struct trace_run *run)
 	err = trace_outliers_open(skel, o, run, &ol);
 	if (err)
 		goto out;
+	/* before the command starts: a port in use stops here */
+	if (o->metrics_addr && (err = metrics_http_open(o->metrics_addr, &http, why, sizeof(why)))) {
+		fprintf(stderr, "udsprobe: cannot serve --metrics %s: %s\n", o->metrics_addr, why);
+		goto out;
+	}
 	if (o->argv) {
 		child = spawn(o->argv, &go, &exec_err);
 		if (child < 0) {
@@ -493,7 +526,7 @@ int trace_run(const struct trace_opts *o, struct trace_run *run)
 	}
 	if (o->kernel_stages && o->hit_costs)
 		stats = bpf_enable_stats(BPF_STATS_RUN_TIME);	/* on while the fd is open */
-	err = wait_loop(skel, o, child, tty, ol, run);
+	err = wait_loop(skel, o, child, tty, ol, http, run);
 	child = 0;
 	if (stats >= 0) {
 		trace_bpf_hit_ns(skel, run->kstage_hit_ns);
@@ -520,6 +553,7 @@ out:
 	trace_outliers_close(ol);
 	if (stats >= 0)
 		close(stats);
+	metrics_http_close(http);
 	flows_bpf__destroy(skel);
 	return err;
 }

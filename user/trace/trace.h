@@ -32,6 +32,7 @@ struct trace_opts {
 	int n_comms;
 	const char *cgroup;	/* --cgroup PATH (a cgroup v2 directory), or NULL */
 	double duration_s;
+	const char *metrics_addr;	/* --metrics ADDR:PORT: the flows so far at each scrape */
 	uint64_t slower_than_ns;	/* --slower-than (0: no outliers) */
 	bool kernel_stages;	/* --detail full: send;call cut into kernel stages */
 	/* with kernel_stages: BPF run-time statistics on while tracing, each kernel-stage
@@ -187,6 +188,7 @@ struct trace_run {
 	} basis;
 };
 
+const char *trace_transport_name(int transport);	/* "unix", "tcp" */
 extern const char *const fl_stage_names[FS__COUNT];
 /* wait;epoll's part after the receiver runs again: the poll call's own return */
 #define EPOLL_RETURN_STAGE "wait;epoll_return"

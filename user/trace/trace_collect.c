@@ -582,6 +582,73 @@ int trace_harvest(struct flows_bpf *skel, const struct trace_opts *o, struct tra
 	return merge_flows(skel, o, run, true);
 }
 
+const char *trace_transport_name(int t)
+{
+	return t == FL_UNIX ? "unix" : "tcp";
+}
+
+static int hist_copy(struct sparse_hist *to, const struct sparse_hist *from)
+{
+	*to = (struct sparse_hist){ .n = from->n, .cap = from->n };
+	if (!from->n)
+		return 0;
+	to->bucket = malloc(from->n * sizeof(*to->bucket));
+	to->count = malloc(from->n * sizeof(*to->count));
+	if (!to->bucket || !to->count)
+		return -ENOMEM;
+	memcpy(to->bucket, from->bucket, from->n * sizeof(*to->bucket));
+	memcpy(to->count, from->count, from->n * sizeof(*to->count));
+	return 0;
+}
+
+int trace_snapshot(struct flows_bpf *skel, const struct trace_opts *o,
+		   const struct trace_run *run, struct trace_run *out)
+{
+	int i, st, err = 0;
+
+	memset(out, 0, sizeof(*out));
+	out->flows = calloc(run->n_flows + 1, sizeof(*out->flows));
+	out->names = malloc((run->n_names + 1) * sizeof(*out->names));
+	if (!out->flows || !out->names)
+		err = -ENOMEM;
+	for (i = 0; !err && i < run->n_flows; i++) {
+		struct flow *f = &out->flows[i];
+
+		*f = run->flows[i];
+		out->n_flows = i + 1;
+		f->lat_hist = (struct sparse_hist){ 0 };
+		for (st = 0; st < FS__COUNT; st++)
+			f->st_hist[st] = (struct sparse_hist){ 0 };
+		err = hist_copy(&f->lat_hist, &run->flows[i].lat_hist);
+		for (st = 0; !err && st < FS__COUNT; st++)
+			err = hist_copy(&f->st_hist[st], &run->flows[i].st_hist[st]);
+	}
+	out->flows_cap = run->n_flows + 1;
+	if (!err) {
+		memcpy(out->names, run->names, run->n_names * sizeof(*out->names));
+		out->n_names = run->n_names;
+		out->names_cap = run->n_names + 1;
+		out->kstages = run->kstages;
+		out->rkstages = run->rkstages;
+		err = merge_flows(skel, o, out, false);
+	}
+	for (i = 0; !err && i < out->n_flows; i++) {
+		finish(&out->flows[i]);
+		kstages_name(&out->flows[i], out->kstages, out->rkstages);
+	}
+	if (!err && out->n_flows)
+		qsort(out->flows, out->n_flows, sizeof(*out->flows), by_messages);
+	out->flows_not_kept = run->flows_not_kept;
+	if (err) {	/* what trace_run_free would free: flows and names only here */
+		for (i = 0; i < out->n_flows; i++)
+			trace_flow_free(&out->flows[i]);
+		free(out->flows);
+		free(out->names);
+		memset(out, 0, sizeof(*out));
+	}
+	return err;
+}
+
 int trace_collect(struct flows_bpf *skel, const struct trace_opts *o, struct trace_run *run)
 {
 	int i, err;

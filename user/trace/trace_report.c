@@ -16,11 +16,6 @@
 #include "trace_report.h"
 #include "util.h"
 
-const char *trace_transport_name(int t)
-{
-	return t == FL_UNIX ? "unix" : "tcp";
-}
-
 static void pids_text(const struct flow_end *e, char *buf, size_t len)
 {
 	size_t off = 0;
@@ -538,6 +533,7 @@ int trace_main(const char *json_path, const char *out_dir, double duration_s,
 		.unix_paths = f->unix_paths, .n_unix = f->n_unix,
 		.cgroup = f->cgroup,
 		.duration_s = duration_s, .slower_than_ns = trace_slower_than(),
+		.metrics_addr = backlog_metrics_addr(),
 		.kernel_stages = trace_kernel_stages(false),
 		.hit_costs = predict_wanted(),
 		.attach = attach, .argv = trace_command(),
