@@ -9,19 +9,8 @@
 #include <sys/stat.h>
 
 #include "backlog_out.h"
+#include "metrics_http.h"
 #include "util.h"
-
-static void prom_label(FILE *f, const char *s)
-{
-	for (; *s; s++) {
-		if (*s == '\\' || *s == '"')
-			fprintf(f, "\\%c", *s);
-		else if (*s == '\n')
-			fputs("\\n", f);
-		else
-			fputc(*s, f);
-	}
-}
 
 /* The netns label (two listeners of one name in two namespaces are two series), and
  * where the owner runs: its cgroup and container id (empty when unknown). One value
@@ -33,7 +22,7 @@ static void prom_netns(FILE *f, const struct listener *l)
 	else
 		fprintf(f, "netns=\"\"");
 	fprintf(f, ",cgroup=\"");
-	prom_label(f, l->cgroup);
+	metrics_label_value(f, l->cgroup);
 	fprintf(f, "\",container=\"%s\"", l->container);
 }
 
@@ -41,9 +30,9 @@ static void prom_netns(FILE *f, const struct listener *l)
 static void prom_labels(FILE *f, const struct listener *l, const char *le)
 {
 	fprintf(f, "{family=\"%s\",address=\"", bl_family_name(l->family));
-	prom_label(f, l->addr);
+	metrics_label_value(f, l->addr);
 	fprintf(f, "\",owner_comm=\"");
-	prom_label(f, bl_owner_pid(l) ? l->owner_comm : "");
+	metrics_label_value(f, bl_owner_pid(l) ? l->owner_comm : "");
 	fprintf(f, "\",owner_pid=\"%d\",", bl_owner_pid(l));
 	prom_netns(f, l);
 	if (le)
@@ -169,9 +158,9 @@ static void prom_clients(FILE *f, const struct listener *l)
 			continue;
 		fprintf(f, "udsprobe_backlog_client_overflows_total{family=\"%s\",address=\"",
 			bl_family_name(l->family));
-		prom_label(f, l->addr);
+		metrics_label_value(f, l->addr);
 		fprintf(f, "\",client_comm=\"");
-		prom_label(f, l->clients[j].comm);
+		metrics_label_value(f, l->clients[j].comm);
 		fprintf(f, "\",");
 		prom_netns(f, l);
 		fprintf(f, "} %llu\n", (unsigned long long)n);
@@ -273,7 +262,7 @@ static void prom_run(struct bl_state *s, FILE *f, long long now)
 	fprintf(f, "udsprobe_backlog_unix_queue_depth_seen %d\n", !s->run.unix_depth_missing);
 	prom_head(f, "info", "gauge", "Attach mode udsprobe uses.");
 	fprintf(f, "udsprobe_backlog_info{attach_mode=\"%s\",kernel=\"", s->run.attach_mode);
-	prom_label(f, kernel_release());
+	metrics_label_value(f, kernel_release());
 	fprintf(f, "\"} 1\n");
 	prom_head(f, "last_update_timestamp_seconds", "gauge",
 		  "When udsprobe wrote these values (file or scrape).");

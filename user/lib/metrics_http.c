@@ -393,3 +393,15 @@ void metrics_http_close(struct metrics_http *m)
 	close(m->lfd);
 	free(m);
 }
+
+void metrics_label_value(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\' || *s == '"')
+			fprintf(f, "\\%c", *s);
+		else if (*s == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*s, f);
+	}
+}

@@ -42,4 +42,7 @@ uint64_t metrics_http_requests(const struct metrics_http *m);
 
 void metrics_http_close(struct metrics_http *m);
 
+/* A label value in Prometheus' text format: \\, \" and \n escaped. */
+void metrics_label_value(FILE *f, const char *s);
+
 #endif

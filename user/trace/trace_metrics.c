@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "metrics_http.h"
 #include "trace_metrics.h"
 #include "util.h"
 
@@ -25,14 +26,7 @@ struct series {
 static void label(FILE *f, const char *name, const char *v, bool first)
 {
 	fprintf(f, "%s%s=\"", first ? "" : ",", name);
-	for (; *v; v++) {
-		if (*v == '\\' || *v == '"')
-			fprintf(f, "\\%c", *v);
-		else if (*v == '\n')
-			fputs("\\n", f);
-		else
-			fputc(*v, f);
-	}
+	metrics_label_value(f, v);
 	fputc('"', f);
 }
 
