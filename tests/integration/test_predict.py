@@ -7,6 +7,7 @@ timed test: one run pair on a 2-vCPU VM differs by ±25 % from the next."""
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -275,3 +276,28 @@ def test_connection_per_message(udsprobe, tmp_path, calibrated):
     assert f"its {f['connections']} connections (one per 1.0 messages)" in line, line
     assert "beyond its messages (connect, accept, close" in line
     assert c["saved_ns"] > 0     # TCP's handshake and teardown: the calibration measured them
+
+
+def test_ctrl_c_ends_the_trace_not_the_calibration(udsprobe, tmp_path, procs):
+    """The usual end of a trace, Ctrl-C, then no calibration cached: udsprobe calibrates (a
+    second Ctrl-C would skip it) and the report has the prediction."""
+    cache = tmp_path / "cache"
+    env = dict(os.environ, UDSPROBE_CACHE_DIR=str(cache), UDSPROBE_IF_UNIX="auto")
+    out = tmp_path / "c.json"
+    u = procs([udsprobe, "--trace", "--json", str(out)], stdout=subprocess.PIPE,
+              stderr=subprocess.PIPE, text=True, env=env)
+    assert "Ctrl-C to stop" in u.stderr.readline()
+    r = subprocess.run([sys.executable, ECHO, "tcp", "500", "64"], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    endpoint = json.loads(r.stdout.splitlines()[-1])["endpoint"]
+    u.send_signal(signal.SIGINT)
+    stdout, stderr = u.communicate(timeout=600)
+    assert u.returncode == 0, stderr
+    assert "Ctrl-C now skips the calibration" in stderr
+    assert "calibrating AF_UNIX and TCP on this host" in stderr
+    doc = json.loads(out.read_text())
+    assert doc["interrupted"] is True and doc["if_unix_basis"]["fresh"] is True
+    [f] = flows_at(doc, endpoint)
+    check_if_unix(f, doc["if_unix_basis"])
+    assert list(cache.glob("if-unix-*.tsv"))

@@ -346,3 +346,9 @@ void comparison_free(struct comparison *cmp)
 	cmp->pairs = NULL;
 	cmp->n_pairs = 0;
 }
+
+void compare_rearm(void)
+{
+	interrupt_rearm();
+	workload_interrupt_clear();
+}

@@ -74,6 +74,8 @@ uint64_t default_warmup(enum wl_mode mode, uint64_t count);
 /* 0, -EINTR on Ctrl-C, other -errno on failure (message printed). */
 int compare_run(const struct compare_opts *opts, struct comparison *cmp);
 void comparison_free(struct comparison *cmp);
+/* A Ctrl-C that ended something else (a trace) no longer stops the runs to come. */
+void compare_rearm(void);
 /* Connections from other processes the workload servers refused (untraced + traced runs). */
 uint64_t transport_strangers(const struct transport_result *x);
 uint64_t pair_strangers(const struct pair_result *pr);

@@ -49,6 +49,11 @@ void workload_interrupt(void)
 		kill(s, SIGKILL);
 }
 
+void workload_interrupt_clear(void)
+{
+	interrupted = 0;
+}
+
 /* Publish a child to the handler; one that arrived before it was known is acted on now. */
 static void track(volatile sig_atomic_t *slot, pid_t pid)
 {

@@ -70,6 +70,8 @@ int workload_run(const struct wl_config *cfg, const struct wl_hooks *hooks, stru
 int workload_check_place(enum cpu_place place);
 /* Set from a signal handler: the running workload is killed, later runs return -EINTR. */
 void workload_interrupt(void);
+/* Later runs run again (after interrupt_rearm: a Ctrl-C that ended something else). */
+void workload_interrupt_clear(void);
 /* Latency summary of n samples (sorted in place). */
 void latency_summary(uint64_t *samples, uint64_t n, uint64_t divisor, struct wl_latency *out);
 

@@ -29,3 +29,8 @@ void interrupt_setup(void)
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 }
+
+void interrupt_rearm(void)
+{
+	udsprobe_stop = 0;
+}

@@ -12,5 +12,7 @@ extern volatile sig_atomic_t udsprobe_stop;
 
 /* Install the handler (no SA_RESTART: blocking waits return EINTR) and ignore SIGPIPE. */
 void interrupt_setup(void);
+/* After a stop was handled: the next signal is a first one again (stops, does not kill). */
+void interrupt_rearm(void);
 
 #endif

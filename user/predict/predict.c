@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "compare.h"
+#include "interrupt.h"
 #include "json_writer.h"
 #include "outfile.h"
 #include "predict.h"
@@ -35,9 +36,10 @@ enum { OPT_IF_UNIX = 1300 };
 
 static const struct argp_option pr_options[] = {
 	{ "if-unix", OPT_IF_UNIX, "MODE", 0,
-	  "Predict each loopback TCP flow over a unix socket (--trace, --compare of programs): auto (default, or "
-	  "$UDSPROBE_IF_UNIX: the calibration cached for this kernel and CPU, else run one, "
-	  "~30 s), cached (never run one), fresh (run one now, cache it), off (docs/PREDICT.md)",
+	  "Predict each loopback TCP flow over a unix socket (--trace, --compare of programs): "
+	  "auto (default, or $UDSPROBE_IF_UNIX: the calibration cached for this kernel and CPU, "
+	  "else run one, ~30 s), cached (never run one), fresh (run one now, cache it), off "
+	  "(docs/PREDICT.md)",
 	  5 },
 	{},
 };
@@ -718,6 +720,11 @@ void predict_if_unix(struct trace_run *run, enum attach_mode attach, int verbose
 			 "CPU and --if-unix cached runs none: run --trace --if-unix fresh once");
 	} else if (err) {
 		memset(&cal, 0, sizeof(cal));
+		if (udsprobe_stop) {	/* the trace ended on Ctrl-C: that one ends nothing more */
+			compare_rearm();
+			fprintf(stderr, "udsprobe: --if-unix: Ctrl-C now skips the calibration (the "
+				"report follows without a prediction)\n");
+		}
 		fprintf(stderr, "udsprobe: --if-unix: calibrating AF_UNIX and TCP on this host for "
 			"the prediction: udsprobe's ping-pong at %d sizes on one CPU and two, %d runs "
 			"(cached in %s)...\n", N_SIZES, CAL_RUNS, b->file);
