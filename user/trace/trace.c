@@ -440,11 +440,13 @@ static int wait_loop(struct flows_bpf *skel, const struct trace_opts *o, pid_t c
 				break;
 			}
 		}
-		if (http)	/* scrapes answered while waiting */
+		/* one of them waits the 20 ms: the ring buffer when there is one (with both
+		 * waiting 0 ms the loop spun a whole CPU) */
+		if (http)
 			metrics_http_wait(http, now_ns() + (ol ? 0 : 20000000), scrape_body, &sc);
 		if (!ol && !http)
 			usleep(20000);
-		else if (ol && (err = trace_outliers_poll(ol, http ? 0 : 20))) {
+		else if (ol && (err = trace_outliers_poll(ol, 20))) {
 			fprintf(stderr, "udsprobe: --slower-than: reading the ring buffer failed: %s\n",
 				strerror(-err));
 			break;
