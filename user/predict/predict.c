@@ -294,6 +294,14 @@ static double median3(double a, double b, double c)
 	return MAX(MIN(a, b), MIN(MAX(a, b), c));
 }
 
+/* Which of v[0..2] is their median. */
+static int median3_at(const double v[3])
+{
+	double m = median3(v[0], v[1], v[2]);
+
+	return v[0] == m ? 0 : v[1] == m ? 1 : 2;
+}
+
 /* Run r's connections: --mode connect at CONN_SIZE bytes, one CPU and two, untraced. */
 static int cal_connections(struct calibration *cal, int r, int verbose)
 {
@@ -583,12 +591,10 @@ static void predict_flow(const struct trace_run *run, int at, const struct path_
 	u->path_ns = fl->stages[FS_SEND].ns_per_msg + copy;
 	u->path_unix_ns = MAX(u->path_ns - median3(cpu[0], cpu[1], cpu[2]), 0.0);
 	u->waits_saved = median3(waits[0], waits[1], waits[2]);
-	u->saved = median3(saved[0], saved[1], saved[2]);
-	/* the stages of the run whose saving is the median: they add up to the predicted mean
-	 * (the copy's saving split between recv;copy+return and recv;blocked by their messages) */
-	for (r = 0; r < CAL_RUNS && saved[r] != u->saved; r++)
-		;
-	r = MIN(r, CAL_RUNS - 1);
+	/* the run whose saving is the median: its stages add up to the predicted mean (the
+	 * copy's saving split between recv;copy+return and recv;blocked by their messages) */
+	r = median3_at(saved);
+	u->saved = saved[r];
 	{
 		double in_recv = fl->stages[FS_RECV].count, in_blocked = fl->stages[FS_RECV_BLOCKED].count;
 		double share = in_recv + in_blocked > 0 ? in_recv / (in_recv + in_blocked) : 1;
@@ -600,7 +606,6 @@ static void predict_flow(const struct trace_run *run, int at, const struct path_
 		u->stage_ns[FS_RECV] -= p->copy[r] * share;
 		u->stage_ns[FS_RECV_BLOCKED] -= p->copy[r] * (1 - share);
 		u->stage_ns[FS_BUSY] -= waits[r];
-		u->saved = saved[r];
 	}
 	/* the noise of a run at this latency, and the waits' share as a model error: half of it
 	 * either way (the time per message of a process is estimated from the run's duration) */
@@ -634,25 +639,19 @@ static void predict_flow(const struct trace_run *run, int at, const struct path_
 static bool probe_extra_of(const struct trace_run *run, const struct calibration *cal,
 			   struct probe_extra *pe)
 {
-	bool wake = true;
 	int k;
 
 	memset(pe, 0, sizeof(*pe));
 	for (k = 0; k < FK__COUNT; k++) {
-		bool tcp_only = !stage_marker(kstage_boundary[k], TR_UNIX, true);
-
-		if (!(run->kstages & (1u << k)) || !tcp_only)
-			goto next;
+		if (!(run->kstages & (1u << k)) || stage_marker(kstage_boundary[k], TR_UNIX, true))
+			continue;	/* not attached, or on AF_UNIX's path too */
 		if (run->kstage_hit_ns[k] <= 0) {
 			memset(pe, 0, sizeof(*pe));
 			return false;
 		}
 		pe->all += run->kstage_hit_ns[k] + cal->probe_ns;
-		if (wake)
+		if (k <= FK_DATA_READY)	/* in path order: the receiver runs after data ready */
 			pe->wake += run->kstage_hit_ns[k] + cal->probe_ns;
-next:
-		if (k == FK_DATA_READY)
-			wake = false;	/* the receiver runs from here on */
 	}
 	return true;
 }
