@@ -26,10 +26,12 @@ ifeq ($(wildcard vmlinux/$(ARCH)/vmlinux.h),)
 $(error unsupported ARCH '$(ARCH)': no vmlinux/$(ARCH)/vmlinux.h (generate it with scripts/gen-vmlinux.sh))
 endif
 
-LIBS := $(shell $(PKG_CONFIG) --libs libbpf 2>/dev/null || echo -lbpf) -lelf -lz -lm
-# make static: libbpf, libelf, zlib (and whatever their .pc files list) and glibc linked in
-STATIC_LIBS := $(shell $(PKG_CONFIG) --static --libs libbpf libelf zlib 2>/dev/null || \
-	echo -lbpf -lelf -lz) -lm
+# ncursesw: --trace --live's full-screen view (user/lib/live.c)
+LIBS := $(shell $(PKG_CONFIG) --libs libbpf 2>/dev/null || echo -lbpf) -lelf -lz -lm \
+	$(shell $(PKG_CONFIG) --libs ncursesw 2>/dev/null || echo -lncursesw -ltinfo)
+# make static: libbpf, libelf, zlib, ncursesw (and whatever their .pc files list) and glibc
+STATIC_LIBS := $(shell $(PKG_CONFIG) --static --libs libbpf libelf zlib ncursesw 2>/dev/null || \
+	echo -lbpf -lelf -lz -lncursesw -ltinfo) -lm
 CFLAGS ?= -g -O2 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
 # user/ holds main and the command line, user/<job>/ and user/lib/ the rest (docs/ARCHITECTURE.md);
 # every folder is on the include path, so `#include "util.h"` names a header by file alone

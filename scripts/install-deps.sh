@@ -16,13 +16,13 @@ set -euo pipefail
 # arm64 (make ARCH=arm64, the arm64 guest of the VM matrix): cross gcc, :arm64 libraries,
 # qemu-system-aarch64; on Debian only (dpkg --add-architecture arm64 from the same archive)
 arm64_packages=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross libbpf-dev:arm64 libelf-dev:arm64
-	zlib1g-dev:arm64 qemu-system-arm)
+	zlib1g-dev:arm64 libncurses-dev:arm64 qemu-system-arm)
 packages=(
-	make gcc clang llvm pkg-config libbpf-dev libelf-dev zlib1g-dev bpftool
+	make gcc clang llvm pkg-config libbpf-dev libelf-dev zlib1g-dev libncurses-dev bpftool
 	python3 python3-pytest iproute2 procps util-linux
 	qemu-system-x86 busybox-static kmod xz-utils cpio
 	nginx-light php-fpm wrk librsvg2-bin prometheus redis-server redis-tools
-	python3-pil chromium python3-websocket
+	python3-pil chromium python3-websocket tmux
 )
 
 debian=0

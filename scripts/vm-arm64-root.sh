@@ -9,12 +9,12 @@ CACHE=${UDSPROBE_VM_CACHE:-$HERE/../.output/vm}/arm64
 # what the guest tests run: python3 + pytest (the tests), gcc + libc6-dev (the helpers they
 # compile), grep/sed/mawk/findutils (tests/vm/guest-suite.sh), iproute2/procps/util-linux/kmod
 # (ss, ip, pgrep, taskset, unshare, nsenter, modprobe), bpftool (the BPF objects a run holds),
-# libbpf1/libelf1/zlib1g (the dynamically linked `make ARCH=arm64` udsprobe), nginx, php8.2-fpm,
+# libbpf1/libelf1/zlib1g/libncursesw6 (the dynamically linked `make ARCH=arm64` udsprobe), nginx, php8.2-fpm,
 # wrk and prometheus (promtool) for test_backlog.py, busybox-static (the initramfs's busybox),
 # base-passwd (root, nobody)
 PACKAGES=(dash bash coreutils debianutils grep sed mawk findutils base-files base-passwd
 	python3 python3-pytest gcc libc6-dev iproute2 procps util-linux kmod bpftool libbpf1 libelf1
-	zlib1g nginx php8.2-fpm wrk prometheus busybox-static)
+	zlib1g libncursesw6 nginx php8.2-fpm wrk prometheus busybox-static)
 
 usage() {
 	cat <<EOF

@@ -78,6 +78,7 @@ static const char doc[] =
 "  sudo ./udsprobe --trace --unix /run/php/php-fpm.sock --port 6379\n"
 "  sudo ./udsprobe --trace -- ./run-my-tests.sh   # a command and its children\n"
 "  sudo ./udsprobe --trace --slower-than 2ms --out rep/  # slow messages, SVGs\n"
+"  sudo ./udsprobe --trace --live --comm nginx   # a table of flows, refreshed\n"
 "\n"
 "Exit status: 0 ok, 1 runtime failure, 2 bad usage.\n"
 "\n"
@@ -559,6 +560,16 @@ int options_parse(int argc, char **argv, struct options *o)
 	    !(o->action == ACT_COMPARE && programs_requested())) {
 		fprintf(stderr, "udsprobe: --detail needs --trace or --compare of programs\n"
 			"Try 'udsprobe --help' for more information.\n");
+		return -EINVAL;
+	}
+	if (o->action == ACT_TRACE && !trace_live() && backlog_interval()) {
+		fprintf(stderr, "udsprobe: --trace takes --interval with --live only (the live "
+			"view's refresh)\nTry 'udsprobe --help' for more information.\n");
+		return -EINVAL;
+	}
+	if (trace_live() && o->json_path && !strcmp(o->json_path, "-")) {
+		fprintf(stderr, "udsprobe: --live draws on stdout and --json - writes there: give "
+			"--json a file\nTry 'udsprobe --help' for more information.\n");
 		return -EINVAL;
 	}
 	if (predict_requested() && o->action != ACT_TRACE &&

@@ -80,7 +80,8 @@ static const struct argp_option bl_options[] = {
 	{ "cgroup", OPT_CGROUP, "PATH", 0, "Only listeners whose owner is in this cgroup v2 "
 	  "directory or below (e.g. /sys/fs/cgroup/system.slice/php8.2-fpm.service); with "
 	  "--trace: only messages one of whose ends is a task in it" },
-	{ "interval", OPT_INTERVAL, "S", 0, "Live view every S seconds (default 1)" },
+	{ "interval", OPT_INTERVAL, "S", 0, "Live view every S seconds (default 1; --backlog's, "
+	  "and --trace --live's)" },
 	{ "prom", OPT_PROM, "PATH", 0, "Write Prometheus text to PATH every interval, atomically "
 	  "(for node_exporter's textfile collector)" },
 	{ "metrics", OPT_METRICS, "ADDR:PORT", 0, "Serve the Prometheus metrics over HTTP at "
@@ -108,7 +109,8 @@ static int bad_usage(const char *fmt, const char *arg)
 /* An option of the watch alone given (the first, by name), or NULL. */
 static const char *watch_option_given(void)
 {
-	return opts.f.netns ? "--netns" : opts.interval_s ? "--interval" : opts.prom_path ?
+	return opts.f.netns ? "--netns" : opts.interval_s && !trace_requested() ? "--interval" :
+	       opts.prom_path ?
 	       "--prom" : opts.attach ? "--backlog-attach" :
 	       opts.source_given ? "--backlog-source" : opts.quiet ? "--quiet" : NULL;
 }
@@ -233,6 +235,11 @@ bool backlog_requested(void)
 const char *backlog_metrics_addr(void)
 {
 	return opts.metrics_addr;
+}
+
+double backlog_interval(void)
+{
+	return opts.interval_s;
 }
 
 const struct bl_filters *backlog_filters(void)

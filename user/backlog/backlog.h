@@ -18,6 +18,8 @@ struct bl_filters;
 const struct bl_filters *backlog_filters(void);
 /* --metrics ADDR:PORT (--backlog's, --trace's too), or NULL. */
 const char *backlog_metrics_addr(void);
+/* --interval S (0: not given); --trace --live takes it too. */
+double backlog_interval(void);
 
 /*
  * Run --backlog until --duration or udsprobe_stop (interrupt.h: udsprobe's one signal

@@ -3,6 +3,7 @@
 #include <stddef.h>
 
 #include "interrupt.h"
+#include "live.h"
 #include "outfile.h"
 #include "workload.h"
 
@@ -12,6 +13,7 @@ static void on_signal(int sig)
 {
 	if (udsprobe_stop) {	/* a second Ctrl-C: stop now, leaving no half-written file */
 		outfile_remove_pending();
+		live_restore_now();	/* a full-screen view's terminal as it was */
 		signal(sig, SIG_DFL);
 		raise(sig);
 		return;

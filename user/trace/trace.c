@@ -29,6 +29,7 @@
 #include "trace_bpf.h"
 #include "metrics_http.h"
 #include "trace_collect.h"
+#include "trace_live.h"
 #include "trace_metrics.h"
 #include "trace_outliers.h"
 #include "util.h"
@@ -42,10 +43,11 @@ static struct {
 	uint64_t slower_than_ns;
 	bool full_detail;	/* --detail full */
 	bool detail_given;
+	bool live;		/* --live */
 	char **argv;
 } topts;
 
-enum { OPT_TRACE = 1200, OPT_COMM, OPT_SLOWER_THAN, OPT_DETAIL };
+enum { OPT_TRACE = 1200, OPT_COMM, OPT_SLOWER_THAN, OPT_DETAIL, OPT_LIVE };
 
 static const struct argp_option tr_options[] = {
 	{ "trace", OPT_TRACE, NULL, 0,
@@ -65,6 +67,10 @@ static const struct argp_option tr_options[] = {
 	  "--compare's kernel stages (the send's TCP/IP output, device, receive softirq, wakeup; "
 	  "the receiver's wait for a CPU, copy, return), nine more tracepoints, ~5 % more CPU "
 	  "(docs/BENCHMARKS.md)" },
+	{ "live", OPT_LIVE, NULL, 0,
+	  "A full-screen table of the flows, redrawn every --interval S (default 1): keys m, p, "
+	  "b, s sort by msgs/s, p99, bytes, top stage; t shows unix, tcp or all; q quits and "
+	  "prints the report. Not a terminal: the table as plain text every interval" },
 	{},
 };
 
@@ -102,6 +108,9 @@ static error_t tr_parse(int key, char *arg, struct argp_state *state)
 			exit(2);
 		}
 		break;
+	case OPT_LIVE:
+		topts.live = true;
+		break;
 	case OPT_DETAIL:
 		if (strcmp(arg, "full") && strcmp(arg, "syscall")) {
 			fprintf(stderr, "udsprobe: --detail: '%s' is not a detail level: full or "
@@ -127,10 +136,10 @@ static error_t tr_parse(int key, char *arg, struct argp_state *state)
 			exit(2);
 		}
 		/* --detail: also --compare of programs (options.c checks) */
-		if (!topts.enabled && (topts.n_comms || topts.slower_than_ns)) {
+		if (!topts.enabled && (topts.n_comms || topts.slower_than_ns || topts.live)) {
 			fprintf(stderr, "udsprobe: %s needs --trace\n"
 				"Try 'udsprobe --help' for more information.\n",
-				topts.n_comms ? "--comm" : "--slower-than");
+				topts.n_comms ? "--comm" : topts.live ? "--live" : "--slower-than");
 			exit(2);
 		}
 		break;
@@ -145,6 +154,11 @@ const struct argp trace_argp = { .options = tr_options, .parser = tr_parse };
 bool trace_requested(void)
 {
 	return topts.enabled;
+}
+
+bool trace_live(void)
+{
+	return topts.live;
 }
 
 int trace_comms(const char **out, int max)
@@ -404,13 +418,32 @@ static void scrape_body(void *ctx, FILE *f)
 	trace_run_free(&snap);
 }
 
+/* --live: the flows so far, from a snapshot (the run and the map unchanged). */
+static void live_frame(struct flows_bpf *skel, const struct trace_opts *o,
+		       const struct trace_run *run, struct trace_live *live, bool stats, uint64_t t0)
+{
+	struct trace_live_head h = {
+		.attach_mode = run->attach_mode, .elapsed_ns = now_ns() - t0,
+		.outliers_dropped = run->outliers_dropped,
+	};
+	struct trace_run snap;
+
+	if (trace_snapshot(skel, o, run, &snap))
+		return;		/* this frame is skipped; the next tries again */
+	h.cost_known = stats && trace_bpf_cost(skel, &h.cost_ns);
+	trace_live_frame(live, &snap, &h);
+	trace_run_free(&snap);
+}
+
 static int wait_loop(struct flows_bpf *skel, const struct trace_opts *o, pid_t child, int tty,
-		     struct trace_outliers *ol, struct metrics_http *http, struct trace_run *run)
+		     struct trace_outliers *ol, struct metrics_http *http, bool stats,
+		     struct trace_run *run)
 {
 	struct scrape sc = { .skel = skel, .o = o, .run = run };
 	uint64_t t0 = now_ns(), end = o->duration_s ? t0 + (uint64_t)(o->duration_s * 1e9) : 0;
-	uint64_t harvest = t0 + TR_HARVEST_NS;
-	bool leader_runs = child > 0;
+	uint64_t harvest = t0 + TR_HARVEST_NS, frame = t0;
+	struct trace_live *live = o->live_s ? trace_live_open() : NULL;
+	bool leader_runs = child > 0, quit = false;
 	int status, err = 0;
 
 	run->exit_status = -1;
@@ -440,19 +473,26 @@ static int wait_loop(struct flows_bpf *skel, const struct trace_opts *o, pid_t c
 				break;
 			}
 		}
-		/* one of them waits the 20 ms: the ring buffer when there is one (with both
-		 * waiting 0 ms the loop spun a whole CPU) */
-		if (http)
-			metrics_http_wait(http, now_ns() + (ol ? 0 : 20000000), scrape_body, &sc);
-		if (!ol && !http)
-			usleep(20000);
-		else if (ol && (err = trace_outliers_poll(ol, 20))) {
+		if (live && now_ns() >= frame) {
+			frame = now_ns() + (uint64_t)(o->live_s * 1e9);
+			live_frame(skel, o, run, live, stats, t0);
+		}
+		/* one of them waits the 20 ms, the others 0 (with all waiting 0 ms the loop spun
+		 * a whole CPU): the ring buffer, the scrapes, the keys, else a sleep */
+		if (ol && (err = trace_outliers_poll(ol, 20))) {
 			fprintf(stderr, "udsprobe: --slower-than: reading the ring buffer failed: %s\n",
 				strerror(-err));
 			break;
 		}
+		if (http)
+			metrics_http_wait(http, now_ns() + (ol ? 0 : 20000000), scrape_body, &sc);
+		if (live && (quit = trace_live_keys(live, ol || http ? 0 : 20)))
+			break;
+		if (!ol && !http && !(live && trace_live_screen(live)))
+			usleep(20000);
 	}
-	run->interrupted = udsprobe_stop;
+	trace_live_close(live);		/* the terminal as it was, before the report */
+	run->interrupted = udsprobe_stop || quit;
 	run->duration_ns = now_ns() - t0;
 	terminal_move(tty, child, getpgrp());
 	if (child > 0)
@@ -526,11 +566,13 @@ int trace_run(const struct trace_opts *o, struct trace_run *run)
 		fprintf(stderr, "udsprobe: tracing%s; Ctrl-C to stop\n",
 			o->duration_s ? " for --duration" : "");
 	}
-	if (o->kernel_stages && o->hit_costs)
-		stats = bpf_enable_stats(BPF_STATS_RUN_TIME);	/* on while the fd is open */
-	err = wait_loop(skel, o, child, tty, ol, http, run);
+	/* on while the fd is open: the kernel-stage programs' cost per hit (--if-unix), the
+	 * hooks' cost so far (--live) */
+	if ((o->kernel_stages && o->hit_costs) || o->live_s)
+		stats = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	err = wait_loop(skel, o, child, tty, ol, http, stats >= 0, run);
 	child = 0;
-	if (stats >= 0) {
+	if (stats >= 0 && o->kernel_stages && o->hit_costs) {
 		trace_bpf_hit_ns(skel, run->kstage_hit_ns);
 		close(stats);
 		stats = -1;

@@ -20,6 +20,8 @@
 /* Options of --trace (its own ones; --pid/--port/--unix come from --backlog's parser). */
 extern const struct argp trace_argp;
 bool trace_requested(void);
+/* --live: the flows on a full-screen view every interval (trace_live.c) */
+bool trace_live(void);
 
 struct trace_opts {
 	const int *pids;
@@ -33,6 +35,7 @@ struct trace_opts {
 	const char *cgroup;	/* --cgroup PATH (a cgroup v2 directory), or NULL */
 	double duration_s;
 	const char *metrics_addr;	/* --metrics ADDR:PORT: the flows so far at each scrape */
+	double live_s;		/* --live: redrawn every live_s seconds (0: no live view) */
 	uint64_t slower_than_ns;	/* --slower-than (0: no outliers) */
 	bool kernel_stages;	/* --detail full: send;call cut into kernel stages */
 	/* with kernel_stages: BPF run-time statistics on while tracing, each kernel-stage

@@ -123,6 +123,26 @@ void trace_bpf_hit_ns(struct flows_bpf *skel, double hit_ns[FK__COUNT])
 	}
 }
 
+bool trace_bpf_cost(struct flows_bpf *skel, uint64_t *ns)
+{
+	struct bpf_program *prog;
+	bool known = false;
+
+	*ns = 0;
+	bpf_object__for_each_program(prog, skel->obj) {
+		struct bpf_prog_info info;
+		__u32 len = sizeof(info);
+		int fd = bpf_program__fd(prog);
+
+		memset(&info, 0, sizeof(info));
+		if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len))
+			continue;
+		*ns += info.run_time_ns;
+		known = true;
+	}
+	return known;
+}
+
 /* Are mode's targets on this kernel? 0, or -EOPNOTSUPP with the reason in why. */
 static int mode_usable(enum attach_mode mode, char *why, size_t len)
 {

@@ -30,5 +30,8 @@ int trace_bpf_open(const struct trace_opts *o, struct flows_bpf **out, enum atta
 /* Each kernel-stage program's run time per hit so far (BPF run-time statistics: 0 for a
  * program not loaded, not run, or while the statistics were off). */
 void trace_bpf_hit_ns(struct flows_bpf *skel, double hit_ns[FK__COUNT]);
+/* The run time of every loaded program so far, in *ns (BPF run-time statistics: counted only
+ * while they are on); false when no program's could be read. */
+bool trace_bpf_cost(struct flows_bpf *skel, uint64_t *ns);
 
 #endif

@@ -639,6 +639,9 @@ int trace_snapshot(struct flows_bpf *skel, const struct trace_opts *o,
 	if (!err && out->n_flows)
 		qsort(out->flows, out->n_flows, sizeof(*out->flows), by_messages);
 	out->flows_not_kept = run->flows_not_kept;
+	for (i = 0; i < FM__COUNT; i++)
+		out->misses[i] = skel->bss->misses[i];
+	out->misses[FM_FLOW_FULL] += out->flows_not_kept;
 	if (err) {	/* what trace_run_free would free: flows and names only here */
 		for (i = 0; i < out->n_flows; i++)
 			trace_flow_free(&out->flows[i]);
