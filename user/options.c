@@ -562,9 +562,10 @@ int options_parse(int argc, char **argv, struct options *o)
 			"Try 'udsprobe --help' for more information.\n");
 		return -EINVAL;
 	}
-	if (o->action == ACT_TRACE && !trace_live() && backlog_interval()) {
-		fprintf(stderr, "udsprobe: --trace takes --interval with --live only (the live "
-			"view's refresh)\nTry 'udsprobe --help' for more information.\n");
+	if (o->action == ACT_TRACE && !trace_live() && !backlog_prom_path() && backlog_interval()) {
+		fprintf(stderr, "udsprobe: --trace takes --interval with --live or --prom only (how "
+			"often they are redrawn, rewritten)\nTry 'udsprobe --help' for more "
+			"information.\n");
 		return -EINVAL;
 	}
 	if (trace_live() && o->json_path && !strcmp(o->json_path, "-")) {

@@ -48,7 +48,7 @@ TEXT_CASES = [
     ("trace-comm-no-action", ["--comm", "x"]),
     ("trace-compare", ["--trace", "--compare"]),
     ("trace-comm-long", ["--trace", "--comm", "x" * 16]),
-    ("trace-prom", ["--trace", "--prom", "x.prom", "--duration", "1"]),
+    ("trace-quiet", ["--trace", "--quiet", "--duration", "1"]),
     ("programs-no-compare", ["--client-unix", "true", "--client-tcp", "true"]),
     ("programs-one-client", ["--compare", "--client-unix", "true"]),
     ("programs-mode", ["--compare", "--mode", "pingpong", "--client-unix", "true",

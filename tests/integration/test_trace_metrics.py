@@ -82,3 +82,58 @@ def test_metrics_port_in_use(udsprobe, tmp_path):
     assert r.returncode == 1, r.stderr
     assert f"cannot serve --metrics 127.0.0.1:{port}:" in r.stderr
     assert not (tmp_path / "ran").exists()
+
+
+def prom_value(text, name, labels):
+    """The value of series name{labels...} in Prometheus text (labels: a dict, a subset)."""
+    for line in text.splitlines():
+        if not line.startswith(name + "{"):
+            continue
+        head, value = line.rsplit(" ", 1)
+        got = dict(kv.split("=", 1) for kv in head[len(name) + 1:-1].split('",'))
+        got = {k: v.strip('"') for k, v in got.items()}
+        if all(got.get(k) == v for k, v in labels.items()):
+            return float(value)
+    return None
+
+
+def test_prom_file_every_interval_and_at_the_end(udsprobe, tmp_path):
+    """--trace --prom PATH: the textfile is there while the command runs, promtool accepts it,
+    it is readable by node_exporter (0644), and its last write has the run's final counts."""
+    from test_trace import ECHO
+    import sys
+    prom, out = tmp_path / "trace.prom", tmp_path / "t.json"
+    p = subprocess.Popen([udsprobe, "--trace", "--prom", str(prom), "--interval", "0.2",
+                          "--json", str(out), "--", "sh", "-c",
+                          f"{sys.executable} {ECHO} tcp 3000 64 && sleep 1.5"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    seen_running = False
+    while p.poll() is None:
+        seen_running |= prom.exists()
+        time.sleep(0.05)
+    stdout, stderr = p.communicate()
+    assert p.returncode == 0, stderr
+    assert seen_running, "no --prom file while the command ran"
+    assert prom.stat().st_mode & 0o777 == 0o644
+    text = prom.read_text()
+    chk = subprocess.run([PROMTOOL, "check", "metrics"], input=text, capture_output=True,
+                         text=True)
+    assert chk.returncode == 0, chk.stdout + chk.stderr
+    doc = json.loads(out.read_text())
+    flows = [f for f in doc["flows"] if f["transport"] == "tcp" and f["messages"] >= 3000]
+    assert flows, doc["flows"]
+    for f in flows:
+        v = prom_value(text, "udsprobe_trace_messages_total",
+                       {"transport": "tcp", "endpoint": f["endpoint"],
+                        "sender": f["sender"]["comm"], "receiver": f["receiver"]["comm"]})
+        assert v == f["messages"], (v, f["messages"])
+    assert not list(tmp_path.glob(".trace.prom.tmp.*"))
+
+
+def test_prom_path_not_a_file(udsprobe, tmp_path):
+    """--prom at a directory: one line, exit 1, before the command runs."""
+    r = subprocess.run([udsprobe, "--trace", "--prom", str(tmp_path), "--", "touch",
+                        str(tmp_path / "ran")], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1, r.stderr
+    assert f"cannot write --prom {tmp_path}: it exists and is not a regular file" in r.stderr
+    assert not (tmp_path / "ran").exists()

@@ -80,10 +80,11 @@ static const struct argp_option bl_options[] = {
 	{ "cgroup", OPT_CGROUP, "PATH", 0, "Only listeners whose owner is in this cgroup v2 "
 	  "directory or below (e.g. /sys/fs/cgroup/system.slice/php8.2-fpm.service); with "
 	  "--trace: only messages one of whose ends is a task in it" },
-	{ "interval", OPT_INTERVAL, "S", 0, "Live view every S seconds (default 1; --backlog's, "
-	  "and --trace --live's)" },
+	{ "interval", OPT_INTERVAL, "S", 0, "Live view (and --prom) every S seconds (default 1; "
+	  "--backlog's, and --trace --live's or --prom's)" },
 	{ "prom", OPT_PROM, "PATH", 0, "Write Prometheus text to PATH every interval, atomically "
-	  "(for node_exporter's textfile collector)" },
+	  "(for node_exporter's textfile collector; --trace too: its flows so far, and once more "
+	  "at the end)" },
 	{ "metrics", OPT_METRICS, "ADDR:PORT", 0, "Serve the Prometheus metrics over HTTP at "
 	  "http://ADDR:PORT/metrics while running (e.g. 127.0.0.1:9464; :9464 = all addresses; "
 	  "--trace too: its flows so far)" },
@@ -110,16 +111,16 @@ static int bad_usage(const char *fmt, const char *arg)
 static const char *watch_option_given(void)
 {
 	return opts.f.netns ? "--netns" : opts.interval_s && !trace_requested() ? "--interval" :
-	       opts.prom_path ?
-	       "--prom" : opts.attach ? "--backlog-attach" :
+	       opts.attach ? "--backlog-attach" :
 	       opts.source_given ? "--backlog-source" : opts.quiet ? "--quiet" : NULL;
 }
 
-/* A filter --trace shares, or --metrics, given (the first, by name), or NULL. */
+/* A filter --trace shares, or --metrics or --prom, given (the first, by name), or NULL. */
 static const char *filter_option_given(void)
 {
 	return opts.f.n_unix ? "--unix" : opts.f.n_ports ? "--port" : opts.f.n_pids ? "--pid" :
-	       opts.f.cgroup ? "--cgroup" : opts.metrics_addr ? "--metrics" : NULL;
+	       opts.f.cgroup ? "--cgroup" : opts.metrics_addr ? "--metrics" :
+	       opts.prom_path ? "--prom" : NULL;
 }
 
 static error_t bl_parse(int key, char *arg, struct argp_state *state)
@@ -242,6 +243,11 @@ double backlog_interval(void)
 	return opts.interval_s;
 }
 
+const char *backlog_prom_path(void)
+{
+	return opts.prom_path;
+}
+
 const struct bl_filters *backlog_filters(void)
 {
 	return &opts.f;
@@ -332,7 +338,7 @@ static int check_args(struct bl_loop *r, enum attach_mode attach, enum attach_mo
 			"with sudo\n");
 		return 1;
 	}
-	if (opts.prom_path && bl_prom_target_ok(opts.prom_path, msg, sizeof(msg))) {
+	if (opts.prom_path && metrics_file_target_ok(opts.prom_path, msg, sizeof(msg))) {
 		fprintf(stderr, "udsprobe: cannot write --prom %s: %s\n", opts.prom_path, msg);
 		return 1;
 	}

@@ -18,8 +18,10 @@ struct bl_filters;
 const struct bl_filters *backlog_filters(void);
 /* --metrics ADDR:PORT (--backlog's, --trace's too), or NULL. */
 const char *backlog_metrics_addr(void);
-/* --interval S (0: not given); --trace --live takes it too. */
+/* --interval S (0: not given); --trace --live and --trace --prom take it too. */
 double backlog_interval(void);
+/* --prom PATH (--backlog's, --trace's too), or NULL. */
+const char *backlog_prom_path(void);
 
 /*
  * Run --backlog until --duration or udsprobe_stop (interrupt.h: udsprobe's one signal

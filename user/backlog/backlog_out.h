@@ -30,7 +30,5 @@ void bl_json_summary(struct bl_state *s, FILE *f, double t);
 int bl_write_prom(struct bl_state *s, const char *path);
 /* The Prometheus text itself (now: the timestamp written). */
 void bl_prom_print(struct bl_state *s, FILE *f, long long now);
-/* PATH is a regular file or absent: 0, else -errno with the reason in msg. */
-int bl_prom_target_ok(const char *path, char *msg, size_t len);
 
 #endif

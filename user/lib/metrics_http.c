@@ -15,6 +15,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -404,4 +405,83 @@ void metrics_label_value(FILE *f, const char *s)
 		else
 			fputc(*s, f);
 	}
+}
+
+/*
+ * --prom PATH must be a regular file or not exist yet: rename() would replace a
+ * device node (/dev/full) or a symlink planted there. 0, or -EEXIST with msg set.
+ */
+int metrics_file_target_ok(const char *path, char *msg, size_t len)
+{
+	struct stat sb;
+
+	if (lstat(path, &sb)) {
+		if (errno == ENOENT)
+			return 0;
+		snprintf(msg, len, "%s", strerror(errno));
+		return -errno;
+	}
+	if (S_ISREG(sb.st_mode))
+		return 0;
+	snprintf(msg, len, "it exists and is not a regular file (%s); give the path of a regular "
+		 "file, e.g. in node_exporter's textfile directory",
+		 S_ISLNK(sb.st_mode) ? "a symbolic link" : S_ISDIR(sb.st_mode) ? "a directory" :
+		 S_ISCHR(sb.st_mode) || S_ISBLK(sb.st_mode) ? "a device" : "a special file");
+	return -EEXIST;
+}
+
+/*
+ * A new temp file beside PATH: mkstemp's O_CREAT|O_EXCL never opens an existing
+ * name, so a symlink planted in a shared directory is not followed, and the
+ * name is not predictable. Mode 0644 so the textfile collector can read it.
+ */
+static FILE *file_tmp_beside(const char *path, char *tmp, size_t len)
+{
+	const char *slash = strrchr(path, '/');
+	int fd, n;
+	FILE *f;
+
+	if (slash)
+		n = snprintf(tmp, len, "%.*s/.%s.tmp.XXXXXX", (int)(slash - path), path, slash + 1);
+	else
+		n = snprintf(tmp, len, ".%s.tmp.XXXXXX", path);
+	if (n < 0 || (size_t)n >= len) {
+		errno = ENAMETOOLONG;
+		return NULL;
+	}
+	fd = mkstemp(tmp);
+	if (fd < 0)
+		return NULL;
+	if (fchmod(fd, 0644) || !(f = fdopen(fd, "w"))) {
+		n = errno;
+		close(fd);
+		unlink(tmp);
+		errno = n;
+		return NULL;
+	}
+	return f;
+}
+
+int metrics_file_write(const char *path, metrics_body_fn fn, void *ctx)
+{
+	char tmp[4200], msg[256];
+	FILE *f;
+
+	if (metrics_file_target_ok(path, msg, sizeof(msg)))
+		return -EEXIST;		/* replaced since start: checked and said there */
+	f = file_tmp_beside(path, tmp, sizeof(tmp));
+	if (!f)
+		return -errno;
+	fn(ctx, f);
+	if (ferror(f) | fclose(f)) {
+		unlink(tmp);
+		return -EIO;
+	}
+	if (rename(tmp, path)) {
+		int err = -errno;
+
+		unlink(tmp);
+		return err;
+	}
+	return 0;
 }

@@ -42,6 +42,13 @@ uint64_t metrics_http_requests(const struct metrics_http *m);
 
 void metrics_http_close(struct metrics_http *m);
 
+/* A textfile for node_exporter's collector (--prom PATH): fn's body written to a mkstemp
+ * file beside PATH, renamed over it: 0 or -errno; -EEXIST: PATH exists and is not a regular
+ * file. */
+int metrics_file_write(const char *path, metrics_body_fn fn, void *ctx);
+/* PATH is a regular file or absent: 0, else -errno with the reason in msg. */
+int metrics_file_target_ok(const char *path, char *msg, size_t len);
+
 /* A label value in Prometheus' text format: \\, \" and \n escaped. */
 void metrics_label_value(FILE *f, const char *s);
 

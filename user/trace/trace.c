@@ -418,20 +418,36 @@ static void scrape_body(void *ctx, FILE *f)
 	trace_run_free(&snap);
 }
 
-/* --live: the flows so far, from a snapshot (the run and the map unchanged). */
-static void live_frame(struct flows_bpf *skel, const struct trace_opts *o,
-		       const struct trace_run *run, struct trace_live *live, bool stats, uint64_t t0)
+static void prom_body(void *ctx, FILE *f)
+{
+	trace_metrics_write(ctx, f);
+}
+
+/* Every --interval (and --prom once more at the end): one snapshot of the flows so far (the
+ * run and the map unchanged) for the live view and the --prom file. */
+static void interval_tick(struct flows_bpf *skel, const struct trace_opts *o,
+			  const struct trace_run *run, struct trace_live *live, bool stats,
+			  uint64_t t0, bool *prom_failed)
 {
 	struct trace_live_head h = {
 		.attach_mode = run->attach_mode, .elapsed_ns = now_ns() - t0,
 		.outliers_dropped = run->outliers_dropped,
 	};
 	struct trace_run snap;
+	int err;
 
 	if (trace_snapshot(skel, o, run, &snap))
-		return;		/* this frame is skipped; the next tries again */
-	h.cost_known = stats && trace_bpf_cost(skel, &h.cost_ns);
-	trace_live_frame(live, &snap, &h);
+		return;		/* this interval is skipped; the next tries again */
+	if (live) {
+		h.cost_known = stats && trace_bpf_cost(skel, &h.cost_ns);
+		trace_live_frame(live, &snap, &h);
+	}
+	if (o->prom_path && (err = metrics_file_write(o->prom_path, prom_body, &snap)) &&
+	    !*prom_failed) {	/* said once; later intervals try again */
+		fprintf(stderr, "udsprobe: cannot write --prom %s: %s\n", o->prom_path,
+			err == -EEXIST ? "it is no longer a regular file" : strerror(-err));
+		*prom_failed = true;
+	}
 	trace_run_free(&snap);
 }
 
@@ -442,8 +458,8 @@ static int wait_loop(struct flows_bpf *skel, const struct trace_opts *o, pid_t c
 	struct scrape sc = { .skel = skel, .o = o, .run = run };
 	uint64_t t0 = now_ns(), end = o->duration_s ? t0 + (uint64_t)(o->duration_s * 1e9) : 0;
 	uint64_t harvest = t0 + TR_HARVEST_NS, frame = t0;
-	struct trace_live *live = o->live_s ? trace_live_open() : NULL;
-	bool leader_runs = child > 0, quit = false;
+	struct trace_live *live = o->live ? trace_live_open() : NULL;
+	bool leader_runs = child > 0, quit = false, prom_failed = false;
 	int status, err = 0;
 
 	run->exit_status = -1;
@@ -473,9 +489,9 @@ static int wait_loop(struct flows_bpf *skel, const struct trace_opts *o, pid_t c
 				break;
 			}
 		}
-		if (live && now_ns() >= frame) {
-			frame = now_ns() + (uint64_t)(o->live_s * 1e9);
-			live_frame(skel, o, run, live, stats, t0);
+		if ((live || o->prom_path) && now_ns() >= frame) {
+			frame = now_ns() + (uint64_t)(o->interval_s * 1e9);
+			interval_tick(skel, o, run, live, stats, t0, &prom_failed);
 		}
 		/* one of them waits the 20 ms, the others 0 (with all waiting 0 ms the loop spun
 		 * a whole CPU): the ring buffer, the scrapes, the keys, else a sleep */
@@ -492,6 +508,8 @@ static int wait_loop(struct flows_bpf *skel, const struct trace_opts *o, pid_t c
 			usleep(20000);
 	}
 	trace_live_close(live);		/* the terminal as it was, before the report */
+	if (o->prom_path)		/* the file ends with the run's totals */
+		interval_tick(skel, o, run, NULL, false, t0, &prom_failed);
 	run->interrupted = udsprobe_stop || quit;
 	run->duration_ns = now_ns() - t0;
 	terminal_move(tty, child, getpgrp());
@@ -531,6 +549,12 @@ int trace_run(const struct trace_opts *o, struct trace_run *run)
 	err = trace_outliers_open(skel, o, run, &ol);
 	if (err)
 		goto out;
+	/* before the command starts: a --prom path that cannot be a file stops here */
+	if (o->prom_path && metrics_file_target_ok(o->prom_path, why, sizeof(why))) {
+		fprintf(stderr, "udsprobe: cannot write --prom %s: %s\n", o->prom_path, why);
+		err = -EINVAL;
+		goto out;
+	}
 	/* before the command starts: a port in use stops here */
 	if (o->metrics_addr && (err = metrics_http_open(o->metrics_addr, &http, why, sizeof(why)))) {
 		fprintf(stderr, "udsprobe: cannot serve --metrics %s: %s\n", o->metrics_addr, why);
@@ -568,7 +592,7 @@ int trace_run(const struct trace_opts *o, struct trace_run *run)
 	}
 	/* on while the fd is open: the kernel-stage programs' cost per hit (--if-unix), the
 	 * hooks' cost so far (--live) */
-	if ((o->kernel_stages && o->hit_costs) || o->live_s)
+	if ((o->kernel_stages && o->hit_costs) || o->live)
 		stats = bpf_enable_stats(BPF_STATS_RUN_TIME);
 	err = wait_loop(skel, o, child, tty, ol, http, stats >= 0, run);
 	child = 0;

@@ -35,7 +35,9 @@ struct trace_opts {
 	const char *cgroup;	/* --cgroup PATH (a cgroup v2 directory), or NULL */
 	double duration_s;
 	const char *metrics_addr;	/* --metrics ADDR:PORT: the flows so far at each scrape */
-	double live_s;		/* --live: redrawn every live_s seconds (0: no live view) */
+	const char *prom_path;	/* --prom PATH: the same text written there every interval */
+	bool live;		/* --live: the flows on a full-screen view every interval */
+	double interval_s;	/* --interval (default 1 s): the live view's, --prom's */
 	uint64_t slower_than_ns;	/* --slower-than (0: no outliers) */
 	bool kernel_stages;	/* --detail full: send;call cut into kernel stages */
 	/* with kernel_stages: BPF run-time statistics on while tracing, each kernel-stage

@@ -534,7 +534,9 @@ int trace_main(const char *json_path, const char *out_dir, double duration_s,
 		.cgroup = f->cgroup,
 		.duration_s = duration_s, .slower_than_ns = trace_slower_than(),
 		.metrics_addr = backlog_metrics_addr(),
-		.live_s = trace_live() ? (backlog_interval() ? backlog_interval() : 1.0) : 0,
+		.prom_path = backlog_prom_path(),
+		.live = trace_live(),
+		.interval_s = backlog_interval() ? backlog_interval() : 1.0,
 		.kernel_stages = trace_kernel_stages(false),
 		.hit_costs = predict_wanted(),
 		.attach = attach, .argv = trace_command(),
@@ -562,7 +564,7 @@ int trace_main(const char *json_path, const char *out_dir, double duration_s,
 			goto out;
 		}
 		o.guard = &janitor;
-		o.terminal = !o.live_s;	/* the live view reads the keys */
+		o.terminal = !o.live;	/* the live view reads the keys */
 		prctl(PR_SET_CHILD_SUBREAPER, 1);
 	}
 	err = trace_run(&o, &run);
