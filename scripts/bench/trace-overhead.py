@@ -8,9 +8,9 @@ Loads: redis-server driven by redis-benchmark -t set,get over its unix socket an
 unix socket and on TCP. All servers start once, on private sockets and free loopback ports, and
 stop at the end. A *block* runs every load once: untraced, under the hooks alone (hooks_floor
 --filtered: an empty program on every hook a filtered `--trace` attaches in tracepoint mode),
-under `udsprobe --trace` filtered to the servers (--pid of redis-server, --comm php-fpm), or
-under an unfiltered `udsprobe --trace` (one tracer start per block: its start-up takes seconds).
-Each repetition runs the four blocks in a rotating order; ratios are traced/untraced of the same
+under `udsprobe --trace` filtered to the servers (--pid of redis-server, --comm php-fpm; with
+--detail syscall, the same with --live, and with --detail full), or under an unfiltered `udsprobe --trace` (one tracer start per block: its start-up takes seconds).
+Each repetition runs the six blocks in a rotating order; ratios are traced/untraced of the same
 repetition.
 Env: UDSPROBE, HOOKS_FLOOR (default .output/hooks_floor), BENCH_REPS (default 5), BENCH_QUICK=1
 (short smoke run). Needs root, redis-server, redis-tools, nginx-light, php-fpm, wrk
@@ -165,7 +165,8 @@ def block(arm, filt, d, redis, todo, rps, cpu, sample):
         tr = Floor()
         sample["hooks"] = tr.hooks
     elif arm != "off":
-        args = {"filtered": filt + ["--detail", "full"], "syscall": filt, "all": []}[arm]
+        args = {"filtered": filt + ["--detail", "full"], "syscall": filt,
+                "live": filt + ["--live"], "all": []}[arm]
         tr = Tracer(args, d)
         sample["startup"].append(tr.startup)
     calls = {"unix": {}, "tcp": {}}
@@ -188,8 +189,8 @@ def block(arm, filt, d, redis, todo, rps, cpu, sample):
 
 
 def measure(sample):
-    """REPS repetitions of the five blocks (untraced, hooks only, filtered --detail syscall,
-    filtered, unfiltered) in a rotating
+    """REPS repetitions of the six blocks (untraced, hooks only, filtered --detail syscall,
+    the same with --live, filtered, unfiltered) in a rotating
     order; per load the requests/s of each block and the traced/untraced ratios per repetition"""
     d = Path(tempfile.mkdtemp(prefix="udsprobe-bench-trace."))
     os.chmod(d, 0o755)      # nginx and php-fpm workers run as nobody
@@ -207,7 +208,7 @@ def measure(sample):
             stacks[transport].wrk(0, WRK_CONNS, 1)     # warm-up
         todo = loads(redis, stacks)
         filt = ["--pid", str(redis.proc.pid), "--comm", FPM_COMM]
-        arms = ["off", "hooks", "syscall", "filtered", "all"]
+        arms = ["off", "hooks", "syscall", "live", "filtered", "all"]
         rps = {(label, tr): {a: [] for a in arms} for label, tr, _, _ in todo}
         cpu = {k: {a: [] for a in arms} for k in rps}
         for rep in range(REPS):
@@ -285,7 +286,9 @@ def report(rows, sanity, sample, t0, t1):
           "path (docs/TRACE.md, \"Overhead\"). *filtered* runs `--detail full` (send;call and the receiver's stages cut "
           "into kernel stages: nine more tracepoints, sched_switch among them, docs/TRACE.md \"Kernel stages\"); "
           "*syscall*: the same filters with the default `--detail syscall`, without them; "
-          "*unfiltered* runs the default.\n")
+          "*live*: *syscall* with `--live` (its table every second, as plain text: stdout is "
+          "not a terminal here; BPF run-time statistics on for the hooks' cost in its header, "
+          "docs/TRACE.md \"Live view\"); *unfiltered* runs the default.\n")
     print(f"- date: {t0:%Y-%m-%d %H:%M}–{t1:%H:%M} UTC ({(t1 - t0).total_seconds():.0f} s); kernel {platform.release()}; "
           f"CPU {cpu_name()}, {os.cpu_count()} CPUs; udsprobe git {git}; attach mode "
           f"{sample.get('mode', '?')}")
@@ -298,7 +301,7 @@ def report(rows, sanity, sample, t0, t1):
           f"host, which slows untraced runs too) were loaded at the start of {len(busy)} of "
           f"{len(sample['others'])} blocks" + (f", up to {max(busy)} programs" if busy else ""))
     print(f"- {REPS} repetitions, each running all loads untraced, under the hooks only, filtered "
-          "with `--detail syscall`, filtered and unfiltered (one tracer or hooks_floor start per block of loads, started before "
+          "with `--detail syscall`, the same with `--live`, filtered and unfiltered (one tracer or hooks_floor start per block of loads, started before "
           "and stopped after it), in a rotating order; "
           f"redis-benchmark `-t set,get -q --csv`, -n {REDIS_N[1]:,} at -c 1 and "
           f"{REDIS_N[50]:,} at -c 50 (set+get requests/s = 2n over the time of both tests); "
@@ -310,16 +313,17 @@ def report(rows, sanity, sample, t0, t1):
           f"{', '.join(sample.get('hooks', [])) or '?'}")
     print("- regenerate: `scripts/bench.sh trace-overhead` (`make bench` runs every section)\n")
     print("| load | transport | req/s untraced | req/s hooks only | hooks/untraced | "
-          "req/s filtered, syscall | syscall/untraced | "
+          "req/s filtered, syscall | syscall/untraced | req/s syscall, --live | live/untraced | "
           "req/s --trace filtered | filtered/untraced | "
           "req/s --trace unfiltered | unfiltered/untraced | filtered within 10 % |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for what, transport, rps, ratios, _, _ in rows:
         ok = statistics.median(ratios["filtered"]) >= 1 - TARGET
         within = ("yes" if ok else "**no**") if "-c 50" in what else "(no target)"
         print(f"| {what} | {transport} | {fmt(rps['off'])} | {fmt(rps['hooks'])} | "
               f"{ratio_cell(ratios['hooks'])} | {fmt(rps['syscall'])} | "
-              f"{ratio_cell(ratios['syscall'])} | {fmt(rps['filtered'])} | "
+              f"{ratio_cell(ratios['syscall'])} | {fmt(rps['live'])} | "
+              f"{ratio_cell(ratios['live'])} | {fmt(rps['filtered'])} | "
               f"{ratio_cell(ratios['filtered'])} | {fmt(rps['all'])} | "
               f"{ratio_cell(ratios['all'])} | {within} |")
     print("\nMedian (min–max) over the repetitions; a ratio is traced/untraced of one "
@@ -332,13 +336,14 @@ def report(rows, sanity, sample, t0, t1):
           "traced tasks and count there; on a CPU-bound server, throughput falls by about "
           "1 − 1/ratio.\n")
     print("| load | transport | µs/request untraced | hooks only | hooks/untraced | "
-          "filtered, syscall | syscall/untraced | filtered | "
+          "filtered, syscall | syscall/untraced | syscall, --live | live/untraced | filtered | "
           "filtered/untraced | unfiltered | unfiltered/untraced |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for what, transport, _, _, cpu, ratios in rows:
         print(f"| {what} | {transport} | {fmt(cpu['off'], '.1f')} | {fmt(cpu['hooks'], '.1f')} | "
               f"{ratio_cell(ratios['hooks'])} | {fmt(cpu['syscall'], '.1f')} | "
-              f"{ratio_cell(ratios['syscall'])} | {fmt(cpu['filtered'], '.1f')} | "
+              f"{ratio_cell(ratios['syscall'])} | {fmt(cpu['live'], '.1f')} | "
+              f"{ratio_cell(ratios['live'])} | {fmt(cpu['filtered'], '.1f')} | "
               f"{ratio_cell(ratios['filtered'])} | {fmt(cpu['all'], '.1f')} | "
               f"{ratio_cell(ratios['all'])} |")
     print()

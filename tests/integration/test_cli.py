@@ -108,8 +108,11 @@ def test_bad_usage_exits_2(run, args, word):
 QUICK = ["--compare", "--no-trace", "--mode", "pingpong", "--count", "10"]
 PROGS = ["--compare", "--client-unix", "true", "--client-tcp", "true", "--ready-timeout", "1"]
 NAMED = [
-    (["--trace", "--prom", "x.prom", "--duration", "1"],
-     "--trace does not take --prom (an option of --backlog only)"),
+    (["--trace", "--quiet", "--duration", "1"],
+     "--trace does not take --quiet (an option of --backlog only)"),
+    (["--prom", "x.prom"], "--prom needs --backlog or --trace"),
+    (["--trace", "--interval", "1", "--duration", "1"],
+     "--trace takes --interval with --live or --prom only"),
     (["--trace", "--netns", "/proc/self/ns/net"], "--trace does not take --netns"),
     (["--metrics", "127.0.0.1:9464"], "--metrics needs --backlog or --trace"),
     (["--unix", "/tmp/x.sock"], "--unix needs --backlog or --trace"),
@@ -137,7 +140,7 @@ NAMED = [
 
 @pytest.mark.parametrize("args,reason", NAMED, ids=[" ".join(a) for a, _ in NAMED])
 def test_usage_error_names_what_is_wrong(udsprobe, tmp_path, args, reason):
-    """--trace --prom blamed --unix, --port, --pid, --cgroup (which --trace takes);
+    """--trace --quiet blamed --unix, --port, --pid, --cgroup (which --trace takes);
     --trace --server asked for the client options; --trace -- ran until Ctrl-C; a repeated
     option kept its last value; --size 1,,2 was read as 1,2."""
     try:

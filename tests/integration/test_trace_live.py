@@ -187,7 +187,7 @@ def test_a_pipe_gets_plain_text(udsprobe, traffic):
 
 @pytest.mark.parametrize("args,msg", [
     (["--compare", "--live"], "--live needs --trace"),
-    (["--trace", "--interval", "1"], "--trace takes --interval with --live only"),
+    (["--trace", "--interval", "1"], "--trace takes --interval with --live or --prom only"),
     (["--trace", "--live", "--json", "-"], "--live draws on stdout and --json - writes there"),
 ])
 def test_live_usage(udsprobe, args, msg):

@@ -27,6 +27,7 @@
 #include "attach.h"
 #include "backlog.h"
 #include "interrupt.h"
+#include "live.h"
 #include "backlog_bpf.h"
 #include "backlog_out.h"
 #include "backlog_table.h"
@@ -266,6 +267,10 @@ struct bl_loop {
 	double interval;
 	bool write_failed;
 	FILE *gone;		/* out or json, once writing it failed: no more is written there */
+	struct live *live;	/* the full-screen view (stdout a terminal), else NULL: text */
+	struct bl_live_view view;
+	double last_t;		/* the last frame's, for a redraw on a key */
+	bool quit;		/* q in the full-screen view */
 };
 
 static void prom_write(struct bl_loop *r)
@@ -435,8 +440,11 @@ static void report(struct bl_loop *r, uint64_t now)
 	for (i = 0; i < s->n; i++)	/* an overflow means qlen > limit then */
 		if (bl_overflows(&s->ls[i].tot) > bl_overflows(&s->ls[i].prev))
 			s->ls[i].peak = MAX(s->ls[i].peak, s->ls[i].limit + 1);
-	if (!opts.quiet)
+	if (r->live)
+		bl_live_frame(s, r->live, &r->view, t);
+	else if (!opts.quiet)
 		bl_print_interval(s, r->out, t);
+	r->last_t = t;
 	if (r->json)
 		bl_json_interval(s, r->json, t);
 	prom_write(r);
@@ -457,11 +465,38 @@ static void http_body(void *ctx, FILE *f)
 	bl_prom_print(&r->s, f, (long long)time(NULL));
 }
 
-/* Until wake: serving --metrics if asked, else asleep. EINTR on Ctrl-C returns early. */
+/* The full-screen view's keys, waiting up to ms for the first: the order, the family, q. */
+static void live_keys(struct bl_loop *r, int ms)
+{
+	int k;
+
+	while ((k = live_key(r->live, ms))) {
+		ms = 0;
+		switch (k) {
+		case 'q': case 'Q': r->quit = true; return;
+		case 'o': r->view.sort = BL_LIVE_BY_OVERFLOWS; break;
+		case 'd': r->view.sort = BL_LIVE_BY_QUEUE; break;
+		case 'w': r->view.sort = BL_LIVE_BY_WAITS; break;
+		case 't': r->view.only = (r->view.only + 1) % 3; break;
+		case LIVE_KEY_RESIZE: break;
+		default: continue;
+		}
+		bl_live_frame(&r->s, r->live, &r->view, r->last_t);
+	}
+}
+
+/* Until wake: serving --metrics if asked, reading the view's keys, else asleep. EINTR on
+ * Ctrl-C returns early. */
 static void wait_until(struct bl_loop *r, uint64_t now, uint64_t wake)
 {
 	struct timespec ts;
 
+	if (r->live) {		/* keys at least every 50 ms */
+		if (r->http)
+			metrics_http_wait(r->http, MIN(wake, now + 50000000ull), http_body, r);
+		live_keys(r, r->http ? 0 : (int)MIN((wake - now) / 1000000 + 1, 50));
+		return;
+	}
 	if (r->http) {
 		metrics_http_wait(r->http, wake, http_body, r);
 		return;
@@ -499,7 +534,7 @@ static void loop(struct bl_loop *r)
 	uint64_t next_sample = r->t0 + SAMPLE_NS, next_report = r->t0 + period;
 	struct bl_state *s = &r->s;
 
-	while (!udsprobe_stop) {	/* set by udsprobe's one signal handler (interrupt.c) */
+	while (!udsprobe_stop && !r->quit) {	/* udsprobe's one signal handler (interrupt.c) */
 		uint64_t now = now_ns(), wake = MIN(next_sample, next_report);
 
 		if (r->end_ns && now >= r->end_ns)
@@ -582,7 +617,19 @@ int backlog_main(const char *json_path, double duration_s, enum attach_mode atta
 	r.t0 = now_ns();	/* the run starts when the start line is out */
 	if (duration_s)
 		r.end_ns = r.t0 + (uint64_t)(duration_s * 1e9);
+	if (!opts.quiet && r.out == stdout && isatty(STDOUT_FILENO)) {
+		char why[160];
+
+		r.live = live_open(why, sizeof(why));
+		if (!r.live)
+			fprintf(stderr, "udsprobe: --backlog: no full-screen view (%s): a block of "
+				"text every interval\n", why);
+		else
+			bl_live_frame(&r.s, r.live, &r.view, 0);
+	}
 	loop(&r);
+	live_close(r.live);	/* the terminal as it was, before the summary */
+	r.live = NULL;
 	finish(&r);
 	ret = r.write_failed ? 1 : 0;
 out:

@@ -7,6 +7,7 @@
 
 #include "backlog_out.h"
 #include "json_writer.h"
+#include "live.h"
 #include "outfile.h"
 #include "util.h"
 
@@ -89,6 +90,92 @@ static const char *fmt_ovf(const struct bl_state *s, const struct listener *l, u
 bool bl_depth_unknown(const struct bl_state *s, const struct listener *l)
 {
 	return l->family == BL_UNIX && s->run.unix_depth_missing;
+}
+
+static const char *const live_sorts[] = { "overflows", "queue depth", "waits" };
+static const char *const live_families[] = { "all", "unix", "tcp" };
+static const struct bl_state *live_state;	/* qsort has no context */
+static int live_sort;
+
+static double live_key_of(const struct listener *l)
+{
+	return live_sort == BL_LIVE_BY_QUEUE ? l->qlen * 1e6 + l->peak :
+	       live_sort == BL_LIVE_BY_WAITS ? l->tot.waits :
+	       bl_overflows_unknown(live_state, l) ? -1.0 : (double)bl_overflows(&l->tot);
+}
+
+static int live_order(const void *a, const void *b)
+{
+	const struct listener *x = *(struct listener *const *)a, *y = *(struct listener *const *)b;
+	double u = live_key_of(x), v = live_key_of(y);
+
+	if (u != v)
+		return u < v ? 1 : -1;
+	return strcmp(x->addr, y->addr);
+}
+
+void bl_live_frame(struct bl_state *s, struct live *scr, const struct bl_live_view *v, double t)
+{
+	static char cpu[128];
+	char owner[COMM_TXT + 16], clients[256], addr[sizeof(s->ls->addr) + 32], ovf[24], new[24];
+	struct listener **rows = calloc(s->n + 1, sizeof(*rows));
+	uint64_t ovf_all = 0, ovf_new = 0, waits = 0;
+	int i, n = 0, watched = 0, y = 0, lines, cols, addr_w;
+
+	if (!rows)
+		return;		/* this frame is skipped; the next tries again */
+	if (!cpu[0])
+		cpu_model(cpu, sizeof(cpu));
+	for (i = 0; i < s->n; i++) {
+		struct listener *l = &s->ls[i];
+
+		if (!l->watched || l->retired)
+			continue;
+		watched++;
+		if (!bl_overflows_unknown(s, l)) {
+			ovf_all += bl_overflows(&l->tot);
+			ovf_new += bl_overflows(&l->tot) - bl_overflows(&l->prev);
+		}
+		waits += l->tot.waits;
+		if (v->only == BL_LIVE_ALL || l->family == (v->only == BL_LIVE_UNIX ? BL_UNIX : BL_TCP))
+			rows[n++] = l;
+	}
+	live_state = s;
+	live_sort = v->sort;
+	qsort(rows, n, sizeof(*rows), live_order);
+	live_begin(scr, &lines, &cols);
+	addr_w = cols >= 140 ? 56 : 24;
+	live_line(scr, y++, true, "udsprobe --backlog   %.0f s   attach %s   CPU %s", t,
+		  s->run.attach_mode, cpu);
+	live_line(scr, y++, false, "listeners %d (%d shown: %s)   overflows %llu (%llu this "
+		  "interval)   connect waits %llu   events not counted %llu", watched, n,
+		  live_families[v->only], (unsigned long long)ovf_all, (unsigned long long)ovf_new,
+		  (unsigned long long)waits, (unsigned long long)s->missed);
+	live_line(scr, y++, false, "sort: o overflows  d queue depth  w waits [%s]   t family "
+		  "[%s]   q quit and summarize", live_sorts[v->sort], live_families[v->only]);
+	y++;
+	live_line(scr, y++, true, "FAM  QUEUE  PEAK LIMIT    NEW OVERFLOWS   WAITS %-*s OWNER  "
+		  "CLIENTS (overflows)", addr_w, "ADDRESS");
+	for (i = 0; i < n && y < lines; i++) {
+		struct listener *l = rows[i];
+
+		if (y == lines - 1 && n - i > 1) {	/* the last row counts what did not fit */
+			live_line(scr, y, false, "... %d more listeners (a taller terminal shows "
+				  "them)", n - i);
+			break;
+		}
+		fmt_owner(l, owner, sizeof(owner));
+		fmt_clients(l, clients, sizeof(clients), false);
+		live_line(scr, y++, false, "%-4s %5u %5u %5u %6s %9s %7llu %-*.*s %s  %s",
+			  bl_family_name(l->family), l->qlen, l->peak, l->limit,
+			  fmt_ovf(s, l, bl_overflows(&l->tot) - bl_overflows(&l->prev), new,
+				  sizeof(new)),
+			  fmt_ovf(s, l, bl_overflows(&l->tot), ovf, sizeof(ovf)),
+			  (unsigned long long)l->tot.waits, addr_w, addr_w,
+			  bl_addr_text(s, l, addr, sizeof(addr)), owner, clients);
+	}
+	live_end(scr);
+	free(rows);
 }
 
 /* A count in JSON: null when it is not seen (never a 0 that means nothing). */

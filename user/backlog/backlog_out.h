@@ -19,6 +19,15 @@ const char *bl_addr_text(struct bl_state *s, const struct listener *l, char *buf
 
 /* One live-view block: a line per active listener, t seconds after the start. */
 void bl_print_interval(struct bl_state *s, FILE *out, double t);
+/* The full-screen view (when stdout is a terminal): every watched listener, v's order and
+ * family, t seconds after the start. */
+struct live;
+enum { BL_LIVE_BY_OVERFLOWS, BL_LIVE_BY_QUEUE, BL_LIVE_BY_WAITS };
+enum { BL_LIVE_ALL, BL_LIVE_UNIX, BL_LIVE_TCP };
+struct bl_live_view {
+	int sort, only;
+};
+void bl_live_frame(struct bl_state *s, struct live *scr, const struct bl_live_view *v, double t);
 /* The summary table, TCP detail, netstat deltas and recommendations. */
 void bl_print_summary(struct bl_state *s, FILE *out, double t);
 /* JSON lines: "interval" per watched listener and "stats"; "summary" lines and "run". */
