@@ -70,6 +70,9 @@ def test_full_screen_counts_keys_and_q(tmux_bl, procs, tmp_path):
     queue, peak, limit = map(int, row_of(s, path).split()[1:4])
     assert (queue, peak, limit) == (3, 3, 2), row_of(s, path)
     assert re.search(rf"overflows {n} \(", s[1]), s[1]
+    t.keys("z")
+    t.wait(lambda s: s[2] == "unknown key 'z': o d w sort, t filters, q quits",
+           "the unknown key said")
     t.keys("d")
     t.wait(lambda s: "[queue depth]" in s[2], "the queue-depth order")
     t.keys("t")

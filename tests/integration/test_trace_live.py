@@ -124,6 +124,9 @@ def test_live_view_80x24_keys_resize_and_q(tmux_of, traffic):
     rates = [int(ROW.match(l)[2]) for l in rows(s)]
     assert rates == sorted(rates, reverse=True), rates
 
+    t.keys("x")
+    t.wait(lambda s: s[3] == "unknown key 'x': m p b s sort, t filters, q quits",
+           "the unknown key said")
     t.keys("p")
     t.wait(lambda s: "[p99]" in s[3], "the p99 order")
     t.keys("t")

@@ -479,8 +479,14 @@ static void live_keys(struct bl_loop *r, int ms)
 		case 'w': r->view.sort = BL_LIVE_BY_WAITS; break;
 		case 't': r->view.only = (r->view.only + 1) % 3; break;
 		case LIVE_KEY_RESIZE: break;
-		default: continue;
+		default:
+			live_key_unknown(k, r->view.note, sizeof(r->view.note), "o d w sort, t "
+					 "filters, q quits");
+			bl_live_frame(&r->s, r->live, &r->view, r->last_t);
+			continue;
 		}
+		if (k != LIVE_KEY_RESIZE)
+			r->view.note[0] = 0;
 		bl_live_frame(&r->s, r->live, &r->view, r->last_t);
 	}
 }

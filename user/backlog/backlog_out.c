@@ -151,8 +151,12 @@ void bl_live_frame(struct bl_state *s, struct live *scr, const struct bl_live_vi
 		  "interval)   connect waits %llu   events not counted %llu", watched, n,
 		  live_families[v->only], (unsigned long long)ovf_all, (unsigned long long)ovf_new,
 		  (unsigned long long)waits, (unsigned long long)s->missed);
-	live_line(scr, y++, false, "sort: o overflows  d queue depth  w waits [%s]   t family "
-		  "[%s]   q quit and summarize", live_sorts[v->sort], live_families[v->only]);
+	if (v->note[0])
+		live_line(scr, y++, true, "%s", v->note);
+	else
+		live_line(scr, y++, false, "sort: o overflows  d queue depth  w waits [%s]   t "
+			  "family [%s]   q quit and summarize", live_sorts[v->sort],
+			  live_families[v->only]);
 	y++;
 	live_line(scr, y++, true, "FAM  QUEUE  PEAK LIMIT    NEW OVERFLOWS   WAITS %-*s OWNER  "
 		  "CLIENTS (overflows)", addr_w, "ADDRESS");

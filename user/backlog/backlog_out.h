@@ -26,6 +26,7 @@ enum { BL_LIVE_BY_OVERFLOWS, BL_LIVE_BY_QUEUE, BL_LIVE_BY_WAITS };
 enum { BL_LIVE_ALL, BL_LIVE_UNIX, BL_LIVE_TCP };
 struct bl_live_view {
 	int sort, only;
+	char note[96];		/* an unknown key said, until the next known one */
 };
 void bl_live_frame(struct bl_state *s, struct live *scr, const struct bl_live_view *v, double t);
 /* The summary table, TCP detail, netstat deltas and recommendations. */

@@ -108,6 +108,16 @@ int live_key(struct live *l, int ms)
 	return ch == KEY_RESIZE ? LIVE_KEY_RESIZE : ch;
 }
 
+void live_key_unknown(int key, char *buf, int len, const char *keys)
+{
+	if (key > 32 && key < 127)
+		snprintf(buf, len, "unknown key '%c': %s", key, keys);
+	else if (key >= 0 && key < 32)
+		snprintf(buf, len, "unknown key ^%c: %s", key + 64, keys);
+	else
+		snprintf(buf, len, "unknown key (code %d): %s", key, keys);
+}
+
 void live_begin(struct live *l, int *rows, int *cols)
 {
 	erase();

@@ -23,6 +23,10 @@ void live_restore_now(void);
 #define LIVE_KEY_RESIZE (-2)
 int live_key(struct live *l, int ms);
 
+/* "unknown key 'x': KEYS" (a control key as ^X, others by number) into buf, for the view's
+ * own line. */
+void live_key_unknown(int key, char *buf, int len, const char *keys);
+
 /* A frame: begin (the screen's size), lines, end (drawn at once). A line longer than the
  * screen is cut; lines beyond the last row are dropped. */
 void live_begin(struct live *l, int *rows, int *cols);

@@ -34,6 +34,7 @@ struct trace_live {
 	uint64_t flows_not_kept, misses;
 	int n_flows;
 	bool framed;
+	char note[96];		/* an unknown key said, until the next known one */
 };
 
 static uint64_t fnv(uint64_t h, const void *p, size_t n)
@@ -207,8 +208,12 @@ static void draw(struct trace_live *tl)
 		  "ring buffer, %llu flows not kept", tl->n_flows, shown, only_names[tl->only],
 		  (unsigned long long)tl->misses, (unsigned long long)h->outliers_dropped,
 		  (unsigned long long)tl->flows_not_kept);
-	live_line(tl->scr, y++, false, "sort: m msgs/s  p p99  b bytes  s top stage [%s]   "
-		  "t transport [%s]   q quit and report", sort_names[tl->sort], only_names[tl->only]);
+	if (tl->note[0])
+		live_line(tl->scr, y++, true, "%s", tl->note);
+	else
+		live_line(tl->scr, y++, false, "sort: m msgs/s  p p99  b bytes  s top stage [%s]   "
+			  "t transport [%s]   q quit and report", sort_names[tl->sort],
+			  only_names[tl->only]);
 	y++;
 	live_line(tl->scr, y++, true, "%s", ROW_HEAD);
 	for (i = 0; i < tl->n_rows && y < rows; i++) {
@@ -289,8 +294,15 @@ bool trace_live_keys(struct trace_live *tl, int ms)
 		case 's': tl->sort = BY_STAGE; break;
 		case 't': tl->only = (tl->only + 1) % 3; break;
 		case LIVE_KEY_RESIZE: break;
-		default: continue;
+		default:
+			live_key_unknown(k, tl->note, sizeof(tl->note), "m p b s sort, t filters, "
+					 "q quits");
+			if (tl->framed)
+				draw(tl);
+			continue;
 		}
+		if (k != LIVE_KEY_RESIZE)
+			tl->note[0] = 0;
 		if (tl->framed)
 			draw(tl);
 	}
