@@ -64,7 +64,8 @@ else
 	msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-.PHONY: all static clean test test-unit test-integration test-vm bench check-deps
+.PHONY: all static clean test test-unit test-integration test-vm bench check-deps man install \
+	uninstall deb
 all: $(BIN)
 
 $(BIN): $(USER_OBJS)
@@ -125,6 +126,36 @@ $(FLOOR_BIN): scripts/hooks_floor.c $(LIB_OBJS) $(SKELS) | $(OUTPUT)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $< $(LIB_OBJS) $(LIBS) -o $@
 
+# Installed like a system tool: make install [PREFIX=/usr/local] [DESTDIR=] puts the binary,
+# udsprobe(8) (scripts/man/udsprobe-man.py: from --help itself, it cannot drift), the
+# bash completion (options read from --help too) and the --backlog service unit where
+# distributions expect them; make deb builds the Debian package (scripts/build-deb.sh).
+PREFIX ?= /usr/local
+MAN := $(OUTPUT)/udsprobe.8
+man: $(MAN)
+
+$(MAN): $(BIN) scripts/man/udsprobe-man.py scripts/man/udsprobe.sections
+	$(call msg,MAN,$@)
+	$(Q)scripts/man/udsprobe-man.py ./$(BIN) scripts/man/udsprobe.sections > $@.tmp && mv $@.tmp $@
+
+install: $(BIN) $(MAN)
+	$(Q)install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/sbin/udsprobe
+	$(Q)install -D -m 0644 $(MAN) $(DESTDIR)$(PREFIX)/share/man/man8/udsprobe.8
+	$(Q)install -D -m 0644 scripts/completion/udsprobe.bash \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/udsprobe
+	$(Q)mkdir -p $(DESTDIR)$(PREFIX)/lib/systemd/system
+	$(Q)sed 's|/usr/local/bin/udsprobe|$(PREFIX)/sbin/udsprobe|' scripts/udsprobe-backlog.service \
+		> $(DESTDIR)$(PREFIX)/lib/systemd/system/udsprobe-backlog.service
+	$(Q)chmod 0644 $(DESTDIR)$(PREFIX)/lib/systemd/system/udsprobe-backlog.service
+
+uninstall:
+	$(Q)rm -f $(DESTDIR)$(PREFIX)/sbin/udsprobe $(DESTDIR)$(PREFIX)/share/man/man8/udsprobe.8 \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/udsprobe \
+		$(DESTDIR)$(PREFIX)/lib/systemd/system/udsprobe-backlog.service
+
+deb:
+	$(Q)scripts/build-deb.sh
+
 test-unit: $(UNIT_BIN)
 	$(Q)$(UNIT_BIN)
 
@@ -144,7 +175,7 @@ bench: udsprobe $(BENCH_BIN) $(FLOOR_BIN)
 clean:
 	$(call msg,CLEAN,)
 	$(Q)rm -rf $(OUTPUT)/*.o $(OUTPUT)/*.d $(OUTPUT)/*.skel.h $(OUTPUT)/user $(OUTPUT)/tests \
-		$(UNIT_BIN) $(BENCH_BIN) $(FLOOR_BIN) udsprobe udsprobe-static
+		$(UNIT_BIN) $(BENCH_BIN) $(FLOOR_BIN) $(MAN) $(OUTPUT)/deb udsprobe udsprobe-static
 
 .DELETE_ON_ERROR:
 .SECONDARY:

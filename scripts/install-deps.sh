@@ -23,6 +23,7 @@ packages=(
 	qemu-system-x86 busybox-static kmod xz-utils cpio
 	nginx-light php-fpm wrk librsvg2-bin prometheus redis-server redis-tools
 	python3-pil chromium python3-websocket tmux
+	debhelper man-db bash-completion
 )
 
 debian=0
