@@ -122,6 +122,30 @@ class Prometheus:
         pytest.fail(f"{expr}: wanted {want}, Prometheus has {seen}")
 
 
+DASHBOARD = Path(__file__).resolve().parents[2] / "docs" / "udsprobe-dashboard.json"
+
+
+def dashboard_queries(metric_prefix):
+    """(panel title, PromQL) of docs/udsprobe-dashboard.json's panels on metric_prefix, with
+    Grafana's variables as Prometheus needs them: every instance, a 1-minute rate window."""
+    doc = json.loads(DASHBOARD.read_text())
+    out = []
+    for p in doc["panels"]:
+        for t in p.get("targets", []):
+            if metric_prefix in t["expr"]:
+                expr = t["expr"].replace("$__rate_interval", "1m").replace("$instance", ".*")
+                out.append((p["title"], expr))
+    return out
+
+
+def assert_dashboard_answers(prom, metric_prefix):
+    """Each panel of the dashboard on these metrics has data from this very udsprobe."""
+    queries = dashboard_queries(metric_prefix)
+    assert len(queries) >= 4, queries
+    empty = [title for title, expr in queries if not prom.query(expr)]
+    assert not empty, f"dashboard panels with no data: {empty}"
+
+
 def test_prometheus_scrapes_overflow_count_during_storm(udsprobe, attach_mode, procs, bins,
                                                         tmp_path):
     """A real Prometheus scrapes --metrics during an AF_UNIX connect storm; its count = udsprobe's.
@@ -164,6 +188,7 @@ def test_prometheus_scrapes_overflow_count_during_storm(udsprobe, attach_mode, p
     assert values == sorted(values), values     # a counter: never goes down
     clients = prom.query('sum(udsprobe_backlog_client_overflows_total{client_comm="fork_clients"})')
     assert float(clients[0]["value"][1]) == eagain
+    assert_dashboard_answers(prom, "udsprobe_backlog_")
 
     # The text exposition itself: content type, and promtool accepts it.
     status, headers, body = http_get(f"http://127.0.0.1:{mport}/metrics")

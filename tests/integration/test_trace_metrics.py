@@ -11,7 +11,7 @@ import time
 import pytest
 
 from conftest import free_port
-from test_backlog_metrics import PROMTOOL, Prometheus, http_get
+from test_backlog_metrics import PROMTOOL, Prometheus, assert_dashboard_answers, http_get
 from test_trace import redis  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="--trace loads BPF: needs root")
@@ -51,6 +51,7 @@ def test_prometheus_scrapes_trace_flows(udsprobe, procs, tmp_path, redis):  # no
             time.sleep(1.5)
         seen[t] = (last, prom.query(f"histogram_quantile(0.99, "
                                     f"udsprobe_trace_message_latency_seconds_bucket{{{sel}}})"))
+    assert_dashboard_answers(prom, "udsprobe_trace_")
     u.send_signal(signal.SIGINT)
     _, err = u.communicate(timeout=60)
     assert u.returncode == 0, err
@@ -137,3 +138,29 @@ def test_prom_path_not_a_file(udsprobe, tmp_path):
     assert r.returncode == 1, r.stderr
     assert f"cannot write --prom {tmp_path}: it exists and is not a regular file" in r.stderr
     assert not (tmp_path / "ran").exists()
+
+
+@pytest.mark.userspace
+def test_alert_rules_pass_promtool():
+    """docs/trace-alerts.yml is valid, and each alert fires exactly as its unit test says."""
+    from pathlib import Path
+    repo = Path(__file__).resolve().parents[2]
+    chk = subprocess.run([PROMTOOL, "check", "rules", str(repo / "docs" / "trace-alerts.yml")],
+                         capture_output=True, text=True)
+    assert chk.returncode == 0 and "SUCCESS: 3 rules found" in chk.stdout, chk.stdout + chk.stderr
+    res = subprocess.run([PROMTOOL, "test", "rules", "alerts_test.yml"],
+                         cwd=repo / "tests" / "trace", capture_output=True, text=True)
+    assert res.returncode == 0 and "SUCCESS" in res.stdout, res.stdout + res.stderr
+
+
+@pytest.mark.userspace
+def test_dashboard_is_grafana_json():
+    """One Prometheus data source input, every panel on it, the instance variable used."""
+    from test_backlog_metrics import DASHBOARD
+    doc = json.loads(DASHBOARD.read_text())
+    assert [i["name"] for i in doc["__inputs"]] == ["DS_PROMETHEUS"]
+    targets = [t for p in doc["panels"] for t in p.get("targets", [])]
+    assert len(targets) >= 10
+    for t in targets:
+        assert t["datasource"]["uid"] == "${DS_PROMETHEUS}", t
+        assert 'instance=~"$instance"' in t["expr"], t["expr"]
