@@ -52,6 +52,7 @@ def test_prometheus_scrapes_trace_flows(udsprobe, procs, tmp_path, redis):  # no
         seen[t] = (last, prom.query(f"histogram_quantile(0.99, "
                                     f"udsprobe_trace_message_latency_seconds_bucket{{{sel}}})"))
     assert_dashboard_answers(prom, "udsprobe_trace_")
+    where = prom.query('udsprobe_trace_messages_total{receiver="redis-server"}')
     u.send_signal(signal.SIGINT)
     _, err = u.communicate(timeout=60)
     assert u.returncode == 0, err
@@ -61,6 +62,13 @@ def test_prometheus_scrapes_trace_flows(udsprobe, procs, tmp_path, redis):  # no
                f["sender"]["comm"] == "redis-benchmark"]
         count, q = seen[t]
         assert count == f["messages"], (t, count, f["messages"])
+        # where the receiver runs, as --backlog labels a listener's owner
+        pid = f["receiver"]["pids"][0]
+        cg = next(l[3:].strip() for l in open(f"/proc/{pid}/cgroup") if l.startswith("0::"))
+        [m] = [r["metric"] for r in where if r["metric"]["endpoint"] == ep]
+        # (Prometheus keeps no label whose value is empty)
+        assert (m.get("netns"), m.get("cgroup"), m.get("container", "")) == (
+            str(os.stat(f"/proc/{pid}/ns/net").st_ino), cg, ""), m
         p99 = float(q[0]["value"][1]) * 1e9
         assert f["latency_ns"]["p99"] / 2 <= p99 <= f["latency_ns"]["p99"] * 2, (t, p99, f)
         print(f"{t}: Prometheus {count:.0f} messages, p99 {p99:.0f} ns; udsprobe "

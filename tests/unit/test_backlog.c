@@ -84,7 +84,7 @@ static void fixture(struct bl_state *s, const struct bl_filters *f, struct clien
 	l->n_holders = 2;
 	strcpy(l->owner_comm, "php-fpm\\x1b");
 	strcpy(l->cgroup, "/system.slice/docker-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef.scope");
-	bl_container_id(l->cgroup, l->container, sizeof(l->container));
+	cgroup_container_id(l->cgroup, l->container, sizeof(l->container));
 	l->somaxconn = 4096;
 	memset(cl, 0, 2 * sizeof(*cl));
 	cl[0].tgid = 200;
@@ -184,7 +184,7 @@ TEST(backlog_container_id)
 	size_t i;
 
 	for (i = 0; i < ARRAY_SIZE(cases); i++) {
-		bl_container_id(cases[i].cg, out, sizeof(out));
+		cgroup_container_id(cases[i].cg, out, sizeof(out));
 		CHECK_STR(out, cases[i].id);
 	}
 	CHECK(bl_cgroup_under("/a/b", "/a") && bl_cgroup_under("/a", "/a"));

@@ -293,7 +293,7 @@ static void json_client_where(struct jw *w, const struct client *c)
 		jw_u64(w, "netns", c->netns);
 	else
 		jw_null(w, "netns");
-	bl_container_id(cg, id, sizeof(id));
+	cgroup_container_id(cg, id, sizeof(id));
 	if (cg[0])
 		jw_str(w, "cgroup", cg);
 	else

@@ -99,8 +99,8 @@ void bl_resolve_owners(struct bl_state *s)
 				owner = l->holders[j];
 		if (l->n_holders) {
 			bl_proc_comm(owner, l->owner_comm);
-			bl_proc_cgroup(owner, l->cgroup, sizeof(l->cgroup));
-			bl_container_id(l->cgroup, l->container, sizeof(l->container));
+			proc_cgroup(owner, l->cgroup, sizeof(l->cgroup));
+			cgroup_container_id(l->cgroup, l->container, sizeof(l->container));
 			/* keep the owner first in holders */
 			for (j = 0; j < l->n_holders; j++)
 				if (l->holders[j] == owner) {

@@ -13,6 +13,7 @@
 #include <linux/types.h>
 
 #include "../bpf/backlog.h"
+#include "cgroup.h"	/* CGROUP_TXT, CONTAINER_ID_LEN */
 
 #define MAX_FILTERS	16
 #define MAX_HOLDERS	64
@@ -20,8 +21,6 @@
 
 struct bl_bpf;
 
-#define CGROUP_TXT	512	/* a cgroup path after str_escape */
-#define CONTAINER_ID_LEN 65
 
 /* --unix, --port, --pid: a listener is watched if it matches any (none given: all);
  * --netns and --cgroup then narrow that to one namespace, one cgroup subtree. */
@@ -220,11 +219,7 @@ void bl_resolve_owners(struct bl_state *s);
 
 /* backlog_ns.c: network namespaces, cgroups, containers */
 int bl_read_somaxconn(void);
-/* The cgroup v2 path of PID, escaped ("" unknown). */
-void bl_proc_cgroup(int pid, char *out, size_t len);
 bool bl_cgroup_under(const char *cg, const char *top);
-/* The container id the cgroup path names (docker-<id>.scope, ...), or "". */
-void bl_container_id(const char *cg, char *out, size_t len);
 /* --cgroup and --netns arguments: 0, or -errno with the reason in why. */
 int bl_cgroup_parse(const char *arg, char *rel, size_t len, uint64_t *id, char *why, size_t wlen);
 int bl_netns_parse(const char *arg, uint32_t *ino, char *why, size_t wlen);

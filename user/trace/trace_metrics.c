@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cgroup.h"
 #include "metrics_http.h"
 #include "trace_metrics.h"
 #include "util.h"
@@ -18,6 +19,9 @@ enum { LE_FIRST = 10, LE_LAST = 30, N_LE = LE_LAST - LE_FIRST + 1 };
 
 struct series {
 	const char *transport, *endpoint, *sender, *receiver;
+	/* where the receiver runs (its first pid now; "" when gone or for "other"), as
+	 * --backlog labels a listener's owner */
+	char netns[16], cgroup[CGROUP_TXT], container[CONTAINER_ID_LEN];
 	uint64_t messages, bytes, misses, lat_sum;
 	uint64_t le[N_LE];		/* messages at or under each bound, cumulative */
 	uint64_t st_sum[FS__COUNT];
@@ -36,6 +40,21 @@ static void labels(FILE *f, const struct series *s)
 	label(f, "endpoint", s->endpoint, false);
 	label(f, "sender", s->sender, false);
 	label(f, "receiver", s->receiver, false);
+	label(f, "netns", s->netns, false);
+	label(f, "cgroup", s->cgroup, false);
+	label(f, "container", s->container, false);
+}
+
+static void where_it_runs(struct series *s, const struct flow *fl)
+{
+	int pid = fl->receiver.n_pids ? (int)fl->receiver.pids[0] : 0;
+	uint32_t ns = proc_netns(pid);
+
+	if (ns)
+		snprintf(s->netns, sizeof(s->netns), "%u", ns);
+	if (pid > 0)
+		proc_cgroup(pid, s->cgroup, sizeof(s->cgroup));
+	cgroup_container_id(s->cgroup, s->container, sizeof(s->container));
 }
 
 static void add_flow(struct series *s, const struct flow *fl)
@@ -89,6 +108,7 @@ void trace_metrics_write(const struct trace_run *run, FILE *f)
 			s->endpoint = fl->endpoint;
 			s->sender = fl->sender.comm;
 			s->receiver = fl->receiver.comm;
+			where_it_runs(s, fl);
 			n++;
 		} else {
 			s->transport = s->endpoint = s->sender = s->receiver = "other";
