@@ -351,7 +351,7 @@ def test_filters_matching_nothing(trace, tmp_path, flt):
 
 def test_bad_usage(udsprobe):
     for args in (["--comm", "x"], ["--trace", "--compare"], ["--trace", "--comm", "x" * 16],
-                 ["--trace", "--prom", "x.prom", "--duration", "1"]):
+                 ["--trace", "--quiet", "--duration", "1"], ["--trace", "--interval", "1"]):
         res = subprocess.run([udsprobe] + args, capture_output=True, text=True)
         assert res.returncode == 2, (args, res.stderr)
 
