@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from test_trace_live import Tmux  # noqa: F401 (the same tmux driver)
+from test_trace_live import tmux_of  # noqa: F401 (the same tmux driver, a fixture)
 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="--backlog loads BPF: needs root"),
@@ -31,19 +31,6 @@ time.sleep(600)
 """
 
 
-@pytest.fixture
-def tmux_bl(tmp_path, udsprobe):
-    made = []
-
-    def make(args, **kw):
-        t = Tmux(tmp_path, udsprobe, args, **kw)
-        made.append(t)
-        return t
-    yield make
-    for t in made:
-        t.kill()
-
-
 def overflowing(procs, path, n):
     """A unix listener with backlog 2 that never accepts, and n non-blocking connects: the
     queue holds 3 (limit + 1), the other n - 3 overflow (EAGAIN)."""
@@ -57,9 +44,9 @@ def row_of(screen, path):
     return next((l for l in screen if l.startswith("unix") and str(path)[:20] in l), None)
 
 
-def test_full_screen_counts_keys_and_q(tmux_bl, procs, tmp_path):
+def test_full_screen_counts_keys_and_q(tmux_of, procs, tmp_path):
     path = tmp_path / "ovf.sock"
-    t = tmux_bl(["--backlog", "--unix", str(path), "--interval", "0.5"])
+    t = tmux_of(["--backlog", "--unix", str(path), "--interval", "0.5"])
     t.wait(lambda s: s and s[0].startswith("udsprobe --backlog"), "the full-screen view")
     assert t.alternate_screen() == "1"
     n = overflowing(procs, path, 20)
@@ -82,33 +69,29 @@ def test_full_screen_counts_keys_and_q(tmux_bl, procs, tmp_path):
     s = t.wait(lambda s: "[tcp]" in s[2], "the tcp filter")
     assert not row_of(s, path) and not any(l.startswith("unix") for l in s)
     t.keys("q")
-    assert t.exit_status() == 0
-    assert t.alternate_screen() == "0"
-    assert (t.dir / "before").read_text() == (t.dir / "after").read_text()
+    t.given_back()
     summary = t.history()
     assert f"was full {n} times" in summary, summary
 
 
-def test_ctrl_c_gives_the_terminal_back(tmux_bl, tmp_path):
-    t = tmux_bl(["--backlog", "--unix", str(tmp_path / "none.sock")])
+def test_ctrl_c_gives_the_terminal_back(tmux_of, tmp_path):
+    t = tmux_of(["--backlog", "--unix", str(tmp_path / "none.sock")])
     t.wait(lambda s: s and s[0].startswith("udsprobe --backlog"), "the full-screen view")
     t.keys("C-c")
-    assert t.exit_status() == 0
-    assert t.alternate_screen() == "0"
-    assert (t.dir / "before").read_text() == (t.dir / "after").read_text()
+    t.given_back()
     assert "Summary after" in t.history()
 
 
-def test_quiet_and_json_stdout_keep_text(tmux_bl, tmp_path):
+def test_quiet_and_json_stdout_keep_text(tmux_of, tmp_path):
     """--quiet: no view, the summary only; --json -: stdout is JSON lines, never a screen."""
-    t = tmux_bl(["--backlog", "--unix", str(tmp_path / "none.sock"), "--quiet",
+    t = tmux_of(["--backlog", "--unix", str(tmp_path / "none.sock"), "--quiet",
                  "--duration", "1"])
     assert t.exit_status() == 0
     assert t.alternate_screen() == "0"
     assert "Summary after" in t.history()
     t.kill()
     (tmp_path / "rc").unlink()
-    t = tmux_bl(["--backlog", "--unix", str(tmp_path / "none.sock"), "--json", "-",
+    t = tmux_of(["--backlog", "--unix", str(tmp_path / "none.sock"), "--json", "-",
                  "--duration", "3"])
     time.sleep(1.5)
     assert not (tmp_path / "rc").exists() and t.alternate_screen() == "0"

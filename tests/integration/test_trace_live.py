@@ -69,6 +69,13 @@ class Tmux:
         assert rc.exists(), "udsprobe did not exit:\n" + "\n".join(self.screen())
         return int(rc.read_text())
 
+    def given_back(self):
+        """udsprobe exited 0 and left the terminal as it was: the modes stty saw before it,
+        the alternate screen off."""
+        assert self.exit_status() == 0
+        assert self.alternate_screen() == "0"
+        assert (self.dir / "before").read_text() == (self.dir / "after").read_text()
+
     def alternate_screen(self):
         return self.tmux("display", "-p", "#{alternate_on}").strip()
 
@@ -144,9 +151,7 @@ def test_live_view_80x24_keys_resize_and_q(tmux_of, traffic):
     assert any(len(l.rstrip()) > 80 for l in s)
 
     t.keys("q")
-    assert t.exit_status() == 0
-    assert t.alternate_screen() == "0"
-    assert (t.dir / "before").read_text() == (t.dir / "after").read_text()
+    t.given_back()
     report = t.history()
     assert "UDS vs TCP, python3 -> python3" in report or "messages in" in report, report
 
@@ -155,9 +160,7 @@ def test_ctrl_c_gives_the_terminal_back(tmux_of):
     t = tmux_of(["--trace", "--live", "--comm", "python3"])
     t.wait(lambda s: s[0].startswith("udsprobe --trace --live"), "the live view")
     t.keys("C-c")
-    assert t.exit_status() == 0
-    assert t.alternate_screen() == "0"
-    assert (t.dir / "before").read_text() == (t.dir / "after").read_text()
+    t.given_back()
 
 
 def test_a_small_terminal_says_how_many_did_not_fit(tmux_of, procs, tmp_path):
