@@ -23,12 +23,13 @@ export BENCH_PINGPONG=${BENCH_PINGPONG:-$REPO/.output/bench_pingpong}
 export HOOKS_FLOOR=${HOOKS_FLOOR:-$REPO/.output/hooks_floor}
 export PYTHON=${PYTHON:-/usr/bin/python3}
 OUT=${BENCH_OUT:-docs/BENCHMARKS.md}
-ORDER=(fidelity accuracy calibration tracing-overhead trace-overhead prediction trace-soak backlog-overhead backlog-storm)
-NAMED_ONLY=(trace-soak)
+ORDER=(fidelity accuracy calibration tracing-overhead trace-overhead prediction trace-soak trace-metrics-soak
+	backlog-overhead backlog-storm)
+NAMED_ONLY=(trace-soak trace-metrics-soak)
 declare -A TITLE=([fidelity]="Workload fidelity" [accuracy]="Accuracy" [calibration]="Calibration stability"
 	[tracing-overhead]="Tracing overhead"
 	[trace-overhead]="Trace overhead on real programs" [prediction]="Prediction from TCP alone"
-	[trace-soak]="Trace soak"
+	[trace-soak]="Trace soak" [trace-metrics-soak]="Trace soak with metrics"
 	[backlog-overhead]="Backlog watch overhead" [backlog-storm]="Backlog long run")
 
 heading() {	# the file's first lines, above every section

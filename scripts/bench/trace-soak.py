@@ -37,7 +37,7 @@ import threading
 import time
 from pathlib import Path
 
-from benchlib import REPO, UDSPROBE, Redis, cpu_name, group_cpu, load1, log
+from benchlib import REPO, UDSPROBE, Redis, cpu_name, free_port, group_cpu, load1, log
 
 DURATION = int(os.environ.get("SOAK_DURATION", "3600"))
 INTERVAL = int(os.environ.get("SOAK_INTERVAL", "60"))
@@ -46,6 +46,11 @@ ABORT_EVERY = float(os.environ.get("SOAK_ABORT_EVERY", "3"))
 # user space per flow kept: struct flow (832 B) and six sparse histograms, 10 B per filled
 # bucket (a busy flow fills a few dozen per histogram; all 320 would be 19 KiB)
 FLOW_KB = 4
+# SOAK_METRICS=1: also --metrics, scraped every SOAK_SCRAPE_S s through the run (the section
+# "Trace soak with metrics", scripts/bench/trace-metrics-soak.py)
+METRICS = os.environ.get("SOAK_METRICS") == "1"
+SCRAPE_S = float(os.environ.get("SOAK_SCRAPE_S", "1"))
+TITLE = os.environ.get("SOAK_TITLE", "Trace soak")
 CHURN_N = 300           # requests per redis-benchmark run (each on its own connection)
 CHURN_PAUSE = 2.0       # s between churn runs: keeps the load well under one CPU
 
@@ -228,12 +233,41 @@ class Load:
 
 # ---- the run ----
 
+class Scraper:
+    """GET /metrics every SCRAPE_S s until stop: scrapes, failures, the last body's size and
+    series (a Prometheus that scrapes this often)."""
+
+    def __init__(self, url, stop):
+        self.url, self.stop = url, stop
+        self.ok, self.failed, self.bytes, self.series, self.errors = 0, 0, 0, 0, []
+        self.thread = threading.Thread(target=self.loop, daemon=True)
+        self.thread.start()
+
+    def loop(self):
+        import urllib.request
+        while not self.stop.wait(SCRAPE_S):
+            try:
+                with urllib.request.urlopen(self.url, timeout=10) as r:
+                    body = r.read()
+                self.ok += 1
+                self.bytes = len(body)
+                self.series = sum(1 for l in body.split(b"\n") if l and not l.startswith(b"#"))
+            except OSError as e:
+                self.failed += 1
+                if len(self.errors) < 3:
+                    self.errors.append(str(e))
+
+
 def run(d):
     redis = Redis(d)
     jpath = d / "trace.json"
-    tr = subprocess.Popen([UDSPROBE, "--trace", "--json", str(jpath)],
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    args = [UDSPROBE, "--trace", "--json", str(jpath)]
+    if METRICS:
+        mport = free_port()
+        args += ["--metrics", f"127.0.0.1:{mport}"]
+    tr = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     stop = threading.Event()
+    scraper = None
     samples, load = [], None
     try:
         line = ""
@@ -248,6 +282,8 @@ def run(d):
         ch0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         self0 = resource.getrusage(resource.RUSAGE_SELF)
         load = Load(redis, stop)
+        if METRICS:
+            scraper = Scraper(f"http://127.0.0.1:{mport}/metrics", stop)
         samples.append(sample(tr.pid, t0))
         while time.monotonic() - t0 < DURATION and tr.poll() is None:
             stop.wait(min(INTERVAL, DURATION - (time.monotonic() - t0)))
@@ -276,6 +312,8 @@ def run(d):
             _, err = tr.communicate()
         redis.stop()
     doc = json.loads(jpath.read_text()) if jpath.exists() else None
+    if load:
+        load.scraper = scraper
     return samples, doc, tr.returncode, err, load, wall, load_cpu
 
 
@@ -319,8 +357,13 @@ def report(samples, doc, rc, err, load, wall, load_cpu, t0, t1, git):
         problems.append(f"open fds grew {first['fds']} → {last['fds']}")
     if load.errors:
         problems.append("the load failed: " + "; ".join(load.errors))
-    print("## Trace soak\n")
-    print("Does `udsprobe --trace` keep flat memory over a long run under load (issue 11, "
+    sc = getattr(load, "scraper", None)
+    if sc and (sc.failed or not sc.ok):
+        problems.append(f"{sc.failed} of {sc.ok + sc.failed} scrapes failed: "
+                        + "; ".join(sc.errors))
+    print(f"## {TITLE}\n")
+    print(("With `--metrics` scraped every second (issue 34): does" if METRICS else "Does") +
+          " `udsprobe --trace` keep flat memory over a long run under load (issue 11, "
           "item 5: tasks that exit, sockets that close, maps that fill: counted, never a crash, "
           "never a leak)? One unfiltered `udsprobe --trace --json` while redis-benchmark "
           f"`-k 0` (a new connection per request, {CHURN_N} requests × ping,set,get) runs "
@@ -339,9 +382,14 @@ def report(samples, doc, rc, err, load, wall, load_cpu, t0, t1, git):
           f"{min(s['load'] for s in samples):.2f}–{max(s['load'] for s in samples):.2f} "
           f"({os.cpu_count()} CPUs; other engineers' work included)")
     print(f"- load done: " + ", ".join(f"{v:,} {k}" for k, v in load.counts.items()))
+    if sc:
+        print(f"- `--metrics 127.0.0.1:PORT`, scraped every {SCRAPE_S:g} s through the run: "
+              f"{sc.ok:,} scrapes answered, {sc.failed} failed; the last {sc.bytes / 1024:.0f} "
+              f"KiB, {sc.series:,} series (at most 201 flows' worth: docs/TRACE.md, \"Metrics\")")
     print(f"- map sizes: " + ", ".join(f"{n} {samples[-1]['max'][n]}" for n in names))
-    print(f"- regenerate: `scripts/bench.sh trace-soak` (SOAK_DURATION s, default 3600; not run "
-          "by `make bench` without naming it)\n")
+    print(f"- regenerate: `scripts/bench.sh {'trace-metrics-soak' if METRICS else 'trace-soak'}` "
+          f"(SOAK_DURATION s, default {DURATION if METRICS else 3600}; not run by `make bench` "
+          "without naming it)\n")
     print("| time | VmRSS kB | VmHWM kB | fds | " + " | ".join(f"{n} entries" for n in names) +
           " | dirs evicted | misses (non-zero) |")
     print("|---" * (6 + len(names)) + "|")
