@@ -101,15 +101,19 @@ static void row_of(const struct flow *f, struct live_row *r)
 	r->p50 = f->p50;
 	r->p99 = f->p99;
 	r->misses = f->misses;
-	/* the finest cut the run has: kernel stages (--detail full), else the five */
+	/* the finest cut the run has: a stage cut into kernel stages (--detail full) by them,
+	 * the others (wait;busy, ...) as they are */
+	bool cut[FS__COUNT] = {};
+
 	for (i = 0; i < f->n_kstages; i++) {
+		cut[f->kstages[i].of] = true;
 		if (f->kstages[i].ns_per_msg > r->top_ns) {
 			r->top_ns = f->kstages[i].ns_per_msg;
 			r->top = f->kstages[i].name;
 		}
 	}
-	for (i = 0; !f->n_kstages && i < FS__COUNT; i++) {
-		if (f->stages[i].ns_per_msg > r->top_ns) {
+	for (i = 0; i < FS__COUNT; i++) {
+		if (!cut[i] && f->stages[i].ns_per_msg > r->top_ns) {
 			r->top_ns = f->stages[i].ns_per_msg;
 			r->top = fl_stage_names[i];
 		}
