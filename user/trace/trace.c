@@ -596,8 +596,9 @@ int trace_run(const struct trace_opts *o, struct trace_run *run)
 		stats = bpf_enable_stats(BPF_STATS_RUN_TIME);
 	err = wait_loop(skel, o, child, tty, ol, http, stats >= 0, run);
 	child = 0;
-	if (stats >= 0 && o->kernel_stages && o->hit_costs) {
-		trace_bpf_hit_ns(skel, run->kstage_hit_ns);
+	if (stats >= 0) {	/* host-wide while on: off as soon as the run ends */
+		if (o->kernel_stages && o->hit_costs)
+			trace_bpf_hit_ns(skel, run->kstage_hit_ns);
 		close(stats);
 		stats = -1;
 	}
