@@ -90,10 +90,9 @@ def test_quiet_and_json_stdout_keep_text(tmux_of, tmp_path):
     assert t.alternate_screen() == "0"
     assert "Summary after" in t.history()
     t.kill()
-    (tmp_path / "rc").unlink()
     t = tmux_of(["--backlog", "--unix", str(tmp_path / "none.sock"), "--json", "-",
                  "--duration", "3"])
     time.sleep(1.5)
-    assert not (tmp_path / "rc").exists() and t.alternate_screen() == "0"
+    assert not (t.dir / "rc").exists() and t.alternate_screen() == "0"
     assert t.exit_status() == 0
     assert '{"event":"run"' in t.history().replace("\n", "")

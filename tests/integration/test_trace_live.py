@@ -85,10 +85,14 @@ class Tmux:
 
 @pytest.fixture
 def tmux_of(tmp_path, udsprobe):
+    """make(args) -> a Tmux in a directory (socket, stty files, exit status) of its own: a
+    second one never meets the first's server while it is still going away."""
     made = []
 
     def make(args, **kw):
-        t = Tmux(tmp_path, udsprobe, args, **kw)
+        d = tmp_path / f"tmux{len(made)}"
+        d.mkdir()
+        t = Tmux(d, udsprobe, args, **kw)
         made.append(t)
         return t
     yield make
