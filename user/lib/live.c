@@ -92,8 +92,9 @@ void live_restore_now(void)
 	if (!screen_open)
 		return;
 	screen_open = 0;
+	/* the modes even when the screen's strings could not be written */
 	if (leave_len && write(STDOUT_FILENO, leave, leave_len) < 0)
-		return;
+		leave_len = 0;
 	tcsetattr(STDIN_FILENO, TCSANOW, &modes_before);
 }
 

@@ -601,6 +601,16 @@ static int hist_copy(struct sparse_hist *to, const struct sparse_hist *from)
 	return 0;
 }
 
+/* The kernel's miss counters into run, with the flows it had no room to keep. */
+static void read_misses(struct flows_bpf *skel, struct trace_run *run)
+{
+	int i;
+
+	for (i = 0; i < FM__COUNT; i++)
+		run->misses[i] = skel->bss->misses[i];
+	run->misses[FM_FLOW_FULL] += run->flows_not_kept;
+}
+
 int trace_snapshot(struct flows_bpf *skel, const struct trace_opts *o,
 		   const struct trace_run *run, struct trace_run *out)
 {
@@ -639,9 +649,7 @@ int trace_snapshot(struct flows_bpf *skel, const struct trace_opts *o,
 	if (!err && out->n_flows)
 		qsort(out->flows, out->n_flows, sizeof(*out->flows), by_messages);
 	out->flows_not_kept = run->flows_not_kept;
-	for (i = 0; i < FM__COUNT; i++)
-		out->misses[i] = skel->bss->misses[i];
-	out->misses[FM_FLOW_FULL] += out->flows_not_kept;
+	read_misses(skel, out);
 	if (err) {	/* what trace_run_free would free: flows and names only here */
 		for (i = 0; i < out->n_flows; i++)
 			trace_flow_free(&out->flows[i]);
@@ -665,9 +673,7 @@ int trace_collect(struct flows_bpf *skel, const struct trace_opts *o, struct tra
 	}
 	if (run->n_flows)
 		qsort(run->flows, run->n_flows, sizeof(*run->flows), by_messages);
-	for (i = 0; i < FM__COUNT; i++)
-		run->misses[i] = skel->bss->misses[i];
-	run->misses[FM_FLOW_FULL] += run->flows_not_kept;
+	read_misses(skel, run);
 	run->dirs_evicted = dirs_evicted(skel);
 	run->names_lost = skel->bss->names_lost;
 	run->procs_exited = skel->bss->procs_exited;
