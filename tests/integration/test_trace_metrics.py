@@ -1,9 +1,11 @@
 """--trace --metrics (issue 34 item 2): the flows so far at each scrape, scraped by a real
 Prometheus (Debian's package) while redis-benchmark runs over both transports: its message
 counter equals the flow's count udsprobe reports at the end, histogram_quantile's p99 lies
-within one bucket (a factor 2) of udsprobe's own p99, promtool accepts the text; bad input."""
+within one bucket (a factor 2) of udsprobe's own p99, for the message and for each stage,
+promtool accepts the text; bad input."""
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -22,8 +24,10 @@ def test_prometheus_scrapes_trace_flows(udsprobe, procs, tmp_path, redis):  # no
     port, sock = redis
     mport = free_port()
     out = tmp_path / "t.json"
-    u = procs([udsprobe, "--trace", "--comm", "redis-server", "--metrics", f"127.0.0.1:{mport}",
-               "--json", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # --detail full: the kernel stages' counters too (no prediction: not asked here)
+    u = procs([udsprobe, "--trace", "--comm", "redis-server", "--detail", "full", "--metrics",
+               f"127.0.0.1:{mport}", "--json", str(out)], stdout=subprocess.PIPE,
+              stderr=subprocess.PIPE, text=True, env=dict(os.environ, UDSPROBE_IF_UNIX="off"))
     prom = Prometheus(procs, tmp_path, f"127.0.0.1:{mport}")
     prom.wait_value('up{job="udsprobe"}', 1)
     n = 300 if os.environ.get("UDSVM") else 5000
@@ -36,6 +40,7 @@ def test_prometheus_scrapes_trace_flows(udsprobe, procs, tmp_path, redis):  # no
     assert status == 200 and headers["Content-Type"].startswith("text/plain; version=0.0.4")
     chk = subprocess.run([PROMTOOL, "check", "metrics"], input=body, capture_output=True)
     assert chk.returncode == 0, chk.stdout + chk.stderr
+    assert_kernel_stages_add_up(body.decode())
     eps = {"unix": str(sock), "tcp": f"127.0.0.1:{port}"}
     seen = {}
     for t, ep in eps.items():
@@ -50,7 +55,12 @@ def test_prometheus_scrapes_trace_flows(udsprobe, procs, tmp_path, redis):  # no
             last = v
             time.sleep(1.5)
         seen[t] = (last, prom.query(f"histogram_quantile(0.99, "
-                                    f"udsprobe_trace_message_latency_seconds_bucket{{{sel}}})"))
+                                    f"udsprobe_trace_message_latency_seconds_bucket{{{sel}}})"),
+                   {r["metric"]["stage"]: (float(r["value"][1]), float(q["value"][1]))
+                    for r in prom.query(f"udsprobe_trace_stage_latency_seconds_count{{{sel}}}")
+                    for q in prom.query(f"histogram_quantile(0.99, "
+                                        f"udsprobe_trace_stage_latency_seconds_bucket{{{sel}}})")
+                    if q["metric"]["stage"] == r["metric"]["stage"]})
     assert_dashboard_answers(prom, "udsprobe_trace_")
     where = prom.query('udsprobe_trace_messages_total{receiver="redis-server"}')
     u.send_signal(signal.SIGINT)
@@ -60,7 +70,7 @@ def test_prometheus_scrapes_trace_flows(udsprobe, procs, tmp_path, redis):  # no
     for t, ep in eps.items():
         [f] = [f for f in doc["flows"] if f["transport"] == t and f["endpoint"] == ep and
                f["sender"]["comm"] == "redis-benchmark"]
-        count, q = seen[t]
+        count, q, stages = seen[t]
         assert count == f["messages"], (t, count, f["messages"])
         # where the receiver runs, as --backlog labels a listener's owner
         pid = f["receiver"]["pids"][0]
@@ -73,6 +83,38 @@ def test_prometheus_scrapes_trace_flows(udsprobe, procs, tmp_path, redis):  # no
         assert f["latency_ns"]["p99"] / 2 <= p99 <= f["latency_ns"]["p99"] * 2, (t, p99, f)
         print(f"{t}: Prometheus {count:.0f} messages, p99 {p99:.0f} ns; udsprobe "
               f"{f['messages']}, p99 {f['latency_ns']['p99']} ns")
+        # each stage the flow's messages passed through: its own histogram
+        want = {g["name"]: g for g in f["stages"] if g["count"]}
+        assert set(stages) == set(want), (t, stages, want)
+        for name, (n_st, p99_st) in stages.items():
+            g = want[name]
+            # the first bucket's bound is 1.024 us: below it, histogram_quantile says ~1 us
+            ref = max(g["p99_ns"], 1024)
+            assert n_st == g["count"] and ref / 2 <= p99_st * 1e9 <= ref * 2, (t, name, n_st,
+                                                                              p99_st, g)
+            print(f"  {name}: Prometheus {n_st:.0f}, p99 {p99_st * 1e9:.0f} ns; udsprobe "
+                  f"{g['count']}, p99 {g['p99_ns']} ns")
+
+
+def assert_kernel_stages_add_up(text):
+    """Per series, the kernel stages of one stage add up to that stage's counter (one
+    snapshot: one scrape's text), and TCP's send;call has its TCP-only stages."""
+    stage, kernel = {}, {}
+    for line in text.splitlines():
+        if line.startswith(("udsprobe_trace_stage_seconds_total{",
+                            "udsprobe_trace_kernel_stage_seconds_total{")):
+            labels, value = line[line.index("{") + 1:].rsplit("} ", 1)
+            kv = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', labels))
+            key = (kv["transport"], kv["endpoint"], kv["sender"], kv["receiver"])
+            if line.startswith("udsprobe_trace_stage"):
+                stage[key + (kv["stage"],)] = float(value)
+            else:
+                kernel.setdefault(key + (kv["of"],), {})[kv["stage"]] = float(value)
+    assert kernel, "no kernel stage counters with --detail full"
+    for key, parts in kernel.items():
+        assert sum(parts.values()) == pytest.approx(stage[key], rel=1e-6, abs=1e-8), (key, parts)
+    tcp = [parts for key, parts in kernel.items() if key[0] == "tcp" and key[4] == "send;call"]
+    assert tcp and all(any("tcp_ip_out" in name for name in parts) for parts in tcp), tcp
 
 
 def test_metrics_port_in_use(udsprobe, tmp_path):

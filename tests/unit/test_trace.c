@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "trace.h"
+#include "trace_metrics.h"
 #include "trace_report.h"
 #include "unit.h"
 
@@ -199,4 +200,88 @@ TEST(trace_outliers_text_slowest_first_capped)
 	CHECK(strstr(s, "15.00 ms  unix") == NULL);	/* the 21st slowest: not shown */
 	CHECK(strstr(s, "7 outliers dropped (ring buffer full)") != NULL);
 	free(s);
+}
+
+/* The value of the first metrics line that starts with prefix, -1 if none. */
+static double metric(const char *text, const char *prefix)
+{
+	const char *p = text;
+
+	char line[1024];
+
+	while (p && *p) {
+		if (!strncmp(p, prefix, strlen(prefix))) {
+			snprintf(line, sizeof(line), "%.*s", (int)strcspn(p, "\n"), p);
+			return strtod(strrchr(line, ' ') + 1, NULL);
+		}
+		p = strchr(p, '\n');
+		p = p ? p + 1 : NULL;
+	}
+	return -1;
+}
+
+/* --trace --metrics: beyond the busiest TR_METRICS_FLOWS flows, one "other" series per
+ * transport holds the rest, counted; histograms and stage counters add up per series. */
+TEST(trace_metrics_fold_beyond_the_bound)
+{
+	enum { N = TR_METRICS_FLOWS + 3 };
+	struct trace_run run;
+	static __u32 h[FL_NBUCKETS];
+	char *text = NULL, name[32];
+	size_t len = 0;
+	FILE *f;
+	int i, series = 0;
+	const char *p;
+
+	memset(&run, 0, sizeof(run));
+	run.flows = calloc(N, sizeof(*run.flows));
+	REQUIRE(run.flows);
+	run.n_flows = N;
+	for (i = 0; i < N; i++) {
+		struct flow *fl = &run.flows[i];
+
+		fl->transport = i % 2 ? FL_TCP : FL_UNIX;
+		snprintf(fl->endpoint, sizeof(fl->endpoint), "ep%d", i);
+		snprintf(fl->sender.comm, sizeof(fl->sender.comm), "s%d", i);
+		snprintf(fl->receiver.comm, sizeof(fl->receiver.comm), "r%d", i);
+		fl->messages = fl->st_cnt[FS_SEND] = 1000 - i;
+		fl->lat_sum = fl->st_sum[FS_SEND] = fl->messages * 10000;	/* 10 us each */
+		memset(h, 0, sizeof(h));
+		h[bucket(10000)] = fl->messages;
+		REQUIRE(trace_hist_merge(&fl->lat_hist, h) == 0);
+		REQUIRE(trace_hist_merge(&fl->st_hist[FS_SEND], h) == 0);
+	}
+	f = open_memstream(&text, &len);
+	REQUIRE(f);
+	trace_metrics_write(&run, f);
+	fclose(f);
+	for (p = text; (p = strstr(p, "\nudsprobe_trace_messages_total{")); p++)
+		series++;
+	CHECK_INT(series, TR_METRICS_FLOWS + 2);
+	CHECK_INT(metric(text, "udsprobe_trace_flows_folded "), 3);
+	CHECK_INT(metric(text, "udsprobe_trace_flows "), N);
+	/* flows 200 and 202 are unix, 201 TCP */
+	CHECK_INT(metric(text, "udsprobe_trace_messages_total{transport=\"unix\",endpoint=\"other\""),
+		  800 + 798);
+	CHECK_INT(metric(text, "udsprobe_trace_messages_total{transport=\"tcp\",endpoint=\"other\""),
+		  799);
+	CHECK_INT(metric(text, "udsprobe_trace_message_latency_seconds_count{transport=\"tcp\","
+			 "endpoint=\"other\""), 799);
+	snprintf(name, sizeof(name), "ep%d", TR_METRICS_FLOWS - 1);
+	CHECK(strstr(text, name));
+	snprintf(name, sizeof(name), "\"ep%d\"", TR_METRICS_FLOWS);
+	CHECK(!strstr(text, name));
+	/* 10 us: above the 8.192 us bound, at or under 16.384 us; one stage histogram per series */
+	p = strstr(text, "udsprobe_trace_stage_latency_seconds_bucket{transport=\"unix\","
+		   "endpoint=\"ep0\"");
+	REQUIRE(p);
+	CHECK(strstr(p, "le=\"8.192e-06\"} 0\n"));
+	CHECK(strstr(p, "le=\"1.6384e-05\"} 1000\n"));
+	CHECK(!strstr(text, "stage=\"wait;epoll\",le="));	/* no messages: no histogram */
+	CHECK(strstr(text, "stage=\"send;call\",le="));
+	CHECK(!strstr(text, "udsprobe_trace_kernel_stage_seconds_total{"));	/* not --detail full */
+	for (i = 0; i < N; i++)
+		trace_flow_free(&run.flows[i]);
+	free(run.flows);
+	free(text);
 }

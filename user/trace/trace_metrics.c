@@ -2,8 +2,10 @@
 /*
  * --trace --metrics ADDR:PORT: the flows so far in Prometheus' text format (docs/TRACE.md,
  * "Metrics"), from a snapshot taken at each scrape (trace_snapshot). Per flow: messages, bytes
- * and misses as counters, the message latency as a histogram, each stage's time as a counter.
- * The busiest TR_METRICS_FLOWS flows keep their labels; the rest add up in one "other" series.
+ * and misses as counters, the message latency and each stage's time as histograms, each
+ * stage's time also as a counter, and with --detail full the kernel stages' as counters.
+ * The busiest TR_METRICS_FLOWS flows keep their labels; the rest add up in one "other" series
+ * per transport.
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -18,13 +20,17 @@
 enum { LE_FIRST = 10, LE_LAST = 30, N_LE = LE_LAST - LE_FIRST + 1 };
 
 struct series {
+	int tr;				/* enum fl_transport */
 	const char *transport, *endpoint, *sender, *receiver;
 	/* where the receiver runs (its first pid now; "" when gone or for "other"), as
 	 * --backlog labels a listener's owner */
 	char netns[16], cgroup[CGROUP_TXT], container[CONTAINER_ID_LEN];
 	uint64_t messages, bytes, misses, lat_sum;
-	uint64_t le[N_LE];		/* messages at or under each bound, cumulative */
-	uint64_t st_sum[FS__COUNT];
+	struct buckets {
+		uint64_t le[N_LE];	/* at or under each bound, cumulative */
+		uint64_t n;		/* all: the +Inf bucket */
+	} lat, st[FS__COUNT];
+	uint64_t st_sum[FS__COUNT], st_cnt[FS__COUNT], k_sum[FK__COUNT], rk_sum[FR__COUNT];
 };
 
 static void label(FILE *f, const char *name, const char *v, bool first)
@@ -57,23 +63,52 @@ static void where_it_runs(struct series *s, const struct flow *fl)
 	cgroup_container_id(s->cgroup, s->container, sizeof(s->container));
 }
 
-static void add_flow(struct series *s, const struct flow *fl)
+static void add_buckets(struct buckets *to, const struct sparse_hist *h)
 {
 	int i, b;
+
+	for (i = 0; i < h->n; i++) {
+		uint64_t v = fl_bucket_value(h->bucket[i]);
+
+		for (b = 0; b < N_LE; b++)
+			if (v <= (1ull << (LE_FIRST + b)))
+				to->le[b] += h->count[i];
+		to->n += h->count[i];
+	}
+}
+
+static void add_flow(struct series *s, const struct flow *fl)
+{
+	int i;
 
 	s->messages += fl->messages;
 	s->bytes += fl->bytes;
 	s->misses += fl->misses;
 	s->lat_sum += fl->lat_sum;
-	for (i = 0; i < FS__COUNT; i++)
+	add_buckets(&s->lat, &fl->lat_hist);
+	for (i = 0; i < FS__COUNT; i++) {
 		s->st_sum[i] += fl->st_sum[i];
-	for (i = 0; i < fl->lat_hist.n; i++) {
-		uint64_t v = fl_bucket_value(fl->lat_hist.bucket[i]);
-
-		for (b = 0; b < N_LE; b++)
-			if (v <= (1ull << (LE_FIRST + b)))
-				s->le[b] += fl->lat_hist.count[i];
+		s->st_cnt[i] += fl->st_cnt[i];
+		add_buckets(&s->st[i], &fl->st_hist[i]);
 	}
+	for (i = 0; i < FK__COUNT; i++)
+		s->k_sum[i] += fl->k_sum[i];
+	for (i = 0; i < FR__COUNT; i++)
+		s->rk_sum[i] += fl->rk_sum[i];
+}
+
+/* The series' kernel stages, in ns (not per message), cut as the report cuts a flow's. */
+static int kernel_stages(const struct trace_run *run, const struct series *s,
+			 struct flow_kstage *ks)
+{
+	struct kstage_in in = { s->tr, run->kstages, run->rkstages, s->k_sum, s->rk_sum,
+				s->st_sum, 0, 1.0 };
+	int st;
+
+	for (st = 0; st < FS__COUNT; st++)
+		if (s->st_cnt[st])
+			in.st_mask |= 1u << st;
+	return trace_kstages_cut(&in, ks);
 }
 
 static void head(FILE *f, const char *name, const char *type, const char *help)
@@ -93,31 +128,63 @@ static void counter(FILE *f, const char *name, const struct series *v, int n, si
 	}
 }
 
+/* One series' histogram; stage: its stage label, or NULL. */
+static void histogram(FILE *f, const char *name, const struct series *s, const char *stage,
+		      const struct buckets *h, uint64_t sum_ns)
+{
+	int b;
+
+	for (b = 0; b <= N_LE; b++) {
+		fprintf(f, "udsprobe_trace_%s_bucket{", name);
+		labels(f, s);
+		if (stage)
+			label(f, "stage", stage, false);
+		if (b < N_LE)
+			fprintf(f, ",le=\"%.9g\"} %llu\n", (double)(1ull << (LE_FIRST + b)) / 1e9,
+				(unsigned long long)h->le[b]);
+		else
+			fprintf(f, ",le=\"+Inf\"} %llu\n", (unsigned long long)h->n);
+	}
+	fprintf(f, "udsprobe_trace_%s_sum{", name);
+	labels(f, s);
+	if (stage)
+		label(f, "stage", stage, false);
+	fprintf(f, "} %.9f\nudsprobe_trace_%s_count{", sum_ns / 1e9, name);
+	labels(f, s);
+	if (stage)
+		label(f, "stage", stage, false);
+	fprintf(f, "} %llu\n", (unsigned long long)h->n);
+}
+
 void trace_metrics_write(const struct trace_run *run, FILE *f)
 {
-	static struct series v[TR_METRICS_FLOWS + 1];
-	int n = 0, i, b, st, folded = 0;
+	/* the kept flows, then one "other" series per transport (FL_UNIX, FL_TCP) */
+	static struct series v[TR_METRICS_FLOWS + 2];
+	struct series *other = &v[TR_METRICS_FLOWS];
+	struct flow_kstage ks[TR_MAX_KSTAGES];
+	int n = 0, i, k, nk, st, folded = 0;
 
 	memset(v, 0, sizeof(v));
 	for (i = 0; i < run->n_flows; i++) {	/* busiest first */
 		const struct flow *fl = &run->flows[i];
-		struct series *s = &v[n < TR_METRICS_FLOWS ? n : TR_METRICS_FLOWS];
+		struct series *s = n < TR_METRICS_FLOWS ? &v[n++] : &other[fl->transport == FL_TCP];
 
-		if (n < TR_METRICS_FLOWS) {
-			s->transport = trace_transport_name(fl->transport);
+		s->tr = fl->transport;
+		s->transport = trace_transport_name(fl->transport);
+		if (s < other) {
 			s->endpoint = fl->endpoint;
 			s->sender = fl->sender.comm;
 			s->receiver = fl->receiver.comm;
 			where_it_runs(s, fl);
-			n++;
 		} else {
-			s->transport = s->endpoint = s->sender = s->receiver = "other";
+			s->endpoint = s->sender = s->receiver = "other";
 			folded++;
 		}
 		add_flow(s, fl);
 	}
-	if (folded)
-		n++;
+	for (i = 0; i < 2; i++)		/* the other series that have flows, after the kept */
+		if (other[i].transport)
+			v[n++] = other[i];
 	head(f, "messages_total", "counter", "Messages completed: a send() to the peer's last recv() "
 	     "of its bytes, per flow (transport, endpoint, sender and receiver process name)");
 	counter(f, "messages_total", v, n, offsetof(struct series, messages));
@@ -127,23 +194,15 @@ void trace_metrics_write(const struct trace_run *run, FILE *f)
 	counter(f, "misses_total", v, n, offsetof(struct series, misses));
 	head(f, "message_latency_seconds", "histogram",
 	     "send() entry to the peer's recv() return, per message");
-	for (i = 0; i < n; i++) {
-		for (b = 0; b < N_LE; b++) {
-			fputs("udsprobe_trace_message_latency_seconds_bucket{", f);
-			labels(f, &v[i]);
-			fprintf(f, ",le=\"%.9g\"} %llu\n", (double)(1ull << (LE_FIRST + b)) / 1e9,
-				(unsigned long long)v[i].le[b]);
-		}
-		fputs("udsprobe_trace_message_latency_seconds_bucket{", f);
-		labels(f, &v[i]);
-		fprintf(f, ",le=\"+Inf\"} %llu\n", (unsigned long long)v[i].messages);
-		fputs("udsprobe_trace_message_latency_seconds_sum{", f);
-		labels(f, &v[i]);
-		fprintf(f, "} %.9f\n", v[i].lat_sum / 1e9);
-		fputs("udsprobe_trace_message_latency_seconds_count{", f);
-		labels(f, &v[i]);
-		fprintf(f, "} %llu\n", (unsigned long long)v[i].messages);
-	}
+	for (i = 0; i < n; i++)
+		histogram(f, "message_latency_seconds", &v[i], NULL, &v[i].lat, v[i].lat_sum);
+	head(f, "stage_latency_seconds", "histogram", "Time one message spent in a stage of "
+	     "docs/TRACE.md, per message that passed through it");
+	for (i = 0; i < n; i++)
+		for (st = 0; st < FS__COUNT; st++)
+			if (v[i].st[st].n)
+				histogram(f, "stage_latency_seconds", &v[i], fl_stage_names[st],
+					  &v[i].st[st], v[i].st_sum[st]);
 	head(f, "stage_seconds_total", "counter", "Time the flow's messages spent in each stage of "
 	     "docs/TRACE.md (they add up to the latency's sum)");
 	for (i = 0; i < n; i++)
@@ -153,8 +212,20 @@ void trace_metrics_write(const struct trace_run *run, FILE *f)
 			label(f, "stage", fl_stage_names[st], false);
 			fprintf(f, "} %.9f\n", v[i].st_sum[st] / 1e9);
 		}
+	head(f, "kernel_stage_seconds_total", "counter", "--detail full: time the flow's messages "
+	     "spent in each kernel stage of docs/TRACE.md (stage; of: the stage it is part of)");
+	for (i = 0; i < n; i++) {
+		nk = kernel_stages(run, &v[i], ks);
+		for (k = 0; k < nk; k++) {
+			fputs("udsprobe_trace_kernel_stage_seconds_total{", f);
+			labels(f, &v[i]);
+			label(f, "stage", ks[k].name, false);
+			label(f, "of", fl_stage_names[ks[k].of], false);
+			fprintf(f, "} %.9f\n", ks[k].ns_per_msg / 1e9);
+		}
+	}
 	head(f, "flows", "gauge", "Flows so far; those beyond the busiest " TR_METRICS_FLOWS_TXT
-	     " add up in the series labelled \"other\"");
+	     " add up in one series per transport labelled \"other\"");
 	fprintf(f, "udsprobe_trace_flows %d\n", run->n_flows);
 	head(f, "flows_folded", "gauge", "Flows added up in the \"other\" series");
 	fprintf(f, "udsprobe_trace_flows_folded %d\n", folded);
