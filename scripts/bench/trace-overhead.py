@@ -51,8 +51,11 @@ class Tracer:
         self.json = d / "trace.json"
         self.json.unlink(missing_ok=True)
         t0 = time.monotonic()
+        # --if-unix left at its default (auto), as users run it; its calibration cached in
+        # the bench's directory, not the host's /var/cache/udsprobe
         self.p = subprocess.Popen([UDSPROBE, "--trace", *args, "--json", str(self.json)],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                  env=dict(os.environ, UDSPROBE_CACHE_DIR=str(d)))
         line = ""
         while "tracing" not in line:
             if not select.select([self.p.stderr], [], [], 60)[0]:
@@ -284,7 +287,9 @@ def report(rows, sanity, sample, t0, t1):
           "the floor no program body can go below, since attaching a syscall tracepoint "
           "alone sends every syscall on the host through the kernel's syscall-tracing slow "
           "path (docs/TRACE.md, \"Overhead\"). *filtered* runs `--detail full` (send;call and the receiver's stages cut "
-          "into kernel stages: nine more tracepoints, sched_switch among them, docs/TRACE.md \"Kernel stages\"); "
+          "into kernel stages: nine more tracepoints, sched_switch among them, docs/TRACE.md \"Kernel stages\"; "
+          "BPF run-time statistics on, as the default `--if-unix auto` turns them on with `--detail full` to price "
+          "its TCP-only probes, docs/PREDICT.md); "
           "*syscall*: the same filters with the default `--detail syscall`, without them; "
           "*live*: *syscall* with `--live` (its table every second, as plain text: stdout is "
           "not a terminal here; BPF run-time statistics on for the hooks' cost in its header, "
