@@ -65,7 +65,7 @@ else
 endif
 
 .PHONY: all static clean test test-unit test-integration test-vm bench check-deps man install \
-	uninstall deb
+	uninstall deb examples
 all: $(BIN)
 
 $(BIN): $(USER_OBJS)
@@ -138,20 +138,24 @@ $(MAN): $(BIN) scripts/man/udsprobe-man.py scripts/man/udsprobe.sections
 	$(call msg,MAN,$@)
 	$(Q)scripts/man/udsprobe-man.py ./$(BIN) scripts/man/udsprobe.sections > $@.tmp && mv $@.tmp $@
 
+UNITS := udsprobe-backlog.service udsprobe-trace.service	# examples, not enabled on install
+
 install: $(BIN) $(MAN)
 	$(Q)install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/sbin/udsprobe
 	$(Q)install -D -m 0644 $(MAN) $(DESTDIR)$(PREFIX)/share/man/man8/udsprobe.8
 	$(Q)install -D -m 0644 scripts/completion/udsprobe.bash \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/udsprobe
 	$(Q)mkdir -p $(DESTDIR)$(PREFIX)/lib/systemd/system
-	$(Q)sed 's|/usr/local/bin/udsprobe|$(PREFIX)/sbin/udsprobe|' scripts/udsprobe-backlog.service \
-		> $(DESTDIR)$(PREFIX)/lib/systemd/system/udsprobe-backlog.service
-	$(Q)chmod 0644 $(DESTDIR)$(PREFIX)/lib/systemd/system/udsprobe-backlog.service
+	$(Q)for u in $(UNITS); do \
+		sed 's|/usr/local/bin/udsprobe|$(PREFIX)/sbin/udsprobe|' scripts/$$u \
+			> $(DESTDIR)$(PREFIX)/lib/systemd/system/$$u && \
+		chmod 0644 $(DESTDIR)$(PREFIX)/lib/systemd/system/$$u || exit 1; \
+	done
 
 uninstall:
 	$(Q)rm -f $(DESTDIR)$(PREFIX)/sbin/udsprobe $(DESTDIR)$(PREFIX)/share/man/man8/udsprobe.8 \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/udsprobe \
-		$(DESTDIR)$(PREFIX)/lib/systemd/system/udsprobe-backlog.service
+		$(addprefix $(DESTDIR)$(PREFIX)/lib/systemd/system/,$(UNITS))
 
 deb:
 	$(Q)scripts/build-deb.sh
@@ -171,6 +175,10 @@ test: udsprobe $(UNIT_BIN)
 
 bench: udsprobe $(BENCH_BIN) $(FLOOR_BIN)
 	$(Q)scripts/bench.sh
+
+# The README's example outputs and docs/example-report/, from this build (scripts/examples.py).
+examples: udsprobe
+	$(Q)scripts/examples.py
 
 clean:
 	$(call msg,CLEAN,)

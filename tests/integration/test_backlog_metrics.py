@@ -345,24 +345,26 @@ def test_alert_rules_pass_promtool():
 
 
 UNIT = REPO / "scripts" / "udsprobe-backlog.service"
+TRACE_UNIT = REPO / "scripts" / "udsprobe-trace.service"
 
 
-def unit_caps():
-    line = [l for l in UNIT.read_text().splitlines() if l.startswith("AmbientCapabilities=")][0]
+def unit_caps(unit=UNIT):
+    line = [l for l in unit.read_text().splitlines() if l.startswith("AmbientCapabilities=")][0]
     return [c.lower().removeprefix("cap_") for c in line.split("=", 1)[1].split()]
 
 
 @pytest.mark.userspace
-def test_service_unit_verifies(udsprobe, tmp_path):
-    """systemd-analyze verify accepts the unit (ExecStart pointed at this build)."""
-    text = UNIT.read_text().replace("/usr/local/bin/udsprobe", udsprobe)
-    unit = tmp_path / "udsprobe-backlog.service"
-    unit.write_text(text)
-    res = subprocess.run(["systemd-analyze", "verify", "--man=no", str(unit)],
+@pytest.mark.parametrize("unit", [UNIT, TRACE_UNIT], ids=lambda u: u.name)
+def test_service_unit_verifies(udsprobe, tmp_path, unit):
+    """systemd-analyze verify accepts the units (ExecStart pointed at this build)."""
+    text = unit.read_text().replace("/usr/local/bin/udsprobe", udsprobe)
+    path = tmp_path / unit.name
+    path.write_text(text)
+    res = subprocess.run(["systemd-analyze", "verify", "--man=no", str(path)],
                          capture_output=True, text=True, env={**os.environ,
                                                               "SYSTEMD_LOG_LEVEL": "warning"})
     assert res.returncode == 0, res.stdout + res.stderr
-    assert set(unit_caps()) == {"bpf", "perfmon", "dac_read_search", "sys_ptrace"}
+    assert set(unit_caps(unit)) == {"bpf", "perfmon", "dac_read_search", "sys_ptrace"}
 
 
 def unit_memlock():

@@ -35,12 +35,15 @@ def test_make_install_and_uninstall(tmp_path):
         "usr/share/man/man8/udsprobe.8": 0o644,
         "usr/share/bash-completion/completions/udsprobe": 0o644,
         "usr/lib/systemd/system/udsprobe-backlog.service": 0o644,
+        "usr/lib/systemd/system/udsprobe-trace.service": 0o644,
     }
     for f, mode in files.items():
         assert (dest / f).is_file(), f
         assert (dest / f).stat().st_mode & 0o777 == mode, f
     unit = (dest / "usr/lib/systemd/system/udsprobe-backlog.service").read_text()
     assert "ExecStart=/usr/sbin/udsprobe --backlog" in unit
+    unit = (dest / "usr/lib/systemd/system/udsprobe-trace.service").read_text()
+    assert "ExecStart=/usr/sbin/udsprobe --trace" in unit
     r = subprocess.run([str(dest / "usr/sbin/udsprobe"), "--version"], capture_output=True,
                        text=True)
     assert r.returncode == 0 and r.stdout.startswith("udsprobe ")
@@ -138,8 +141,10 @@ def test_debian_package_installs_and_runs(tmp_path):
         page = render(["udsprobe"])
         assert "UDSPROBE(8)" in page and "--trace" in page
         assert os.path.isfile("/usr/share/bash-completion/completions/udsprobe")
-        assert not os.path.exists("/etc/systemd/system/multi-user.target.wants/"
-                                  "udsprobe-backlog.service")     # not enabled on install
+        for unit in ("udsprobe-backlog.service", "udsprobe-trace.service"):
+            assert os.path.isfile(f"/usr/lib/systemd/system/{unit}"), unit
+            assert not os.path.exists(f"/etc/systemd/system/multi-user.target.wants/{unit}"), \
+                unit    # not enabled on install
     finally:
         r = subprocess.run(["dpkg", "--purge", "udsprobe"], capture_output=True, text=True,
                            timeout=300)

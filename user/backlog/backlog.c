@@ -22,9 +22,9 @@
 #include <unistd.h>
 #include <malloc.h>
 #include <linux/capability.h>
-#include <sys/syscall.h>
 
 #include "attach.h"
+#include "capability.h"
 #include "backlog.h"
 #include "interrupt.h"
 #include "live.h"
@@ -287,32 +287,6 @@ static void prom_write(struct bl_loop *r)
 	}
 }
 
-/* The effective capability set (bit n = capability n); root's all when capget fails. */
-static uint64_t effective_caps(void)
-{
-	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct d[2] = {};
-
-	if (syscall(SYS_capget, &h, d))
-		return geteuid() == 0 ? ~0ull : 0;
-	return d[0].effective | (uint64_t)d[1].effective << 32;
-}
-
-#define CAP_BIT(n)	(1ull << (n))
-#define CAPS_BPF	(CAP_BIT(39) | CAP_BIT(38))	/* CAP_BPF, CAP_PERFMON (5.8+) */
-
-/*
- * May this process load and attach tracing programs? CAP_BPF and CAP_PERFMON,
- * or CAP_SYS_ADMIN, in the effective set: root, or a service given just those
- * (scripts/udsprobe-backlog.service).
- */
-static bool has_bpf_caps(void)
-{
-	uint64_t c = effective_caps();
-
-	return (c & CAPS_BPF) == CAPS_BPF || (c & CAP_BIT(CAP_SYS_ADMIN));
-}
-
 /* --attach (parsed by udsprobe.c)/--backlog-attach, privileges, the output files: 0, or the
  * exit status. */
 static int check_args(struct bl_loop *r, enum attach_mode attach, enum attach_mode *want)
@@ -338,7 +312,7 @@ static int check_args(struct bl_loop *r, enum attach_mode attach, enum attach_mo
 		if (m != ATTACH_AUTO)
 			*want = m;
 	}
-	if (!has_bpf_caps()) {
+	if (!process_may_trace()) {
 		fprintf(stderr, "udsprobe: --backlog needs root (CAP_BPF and CAP_PERFMON): run it "
 			"with sudo\n");
 		return 1;
@@ -407,7 +381,7 @@ static int start(struct bl_loop *r, enum attach_mode want)
 	if (r->b.unix_diag)
 		fprintf(r->out, "note: AF_UNIX queue depth from sock_diag: %s (docs/BACKLOG.md, "
 			"\"Where listeners come from\")\n", r->b.source_why);
-	if (!(effective_caps() & CAP_BIT(CAP_SYS_PTRACE)))
+	if (!process_has_cap(CAP_SYS_PTRACE))
 		fprintf(r->out, "note: no CAP_SYS_PTRACE: other users' processes cannot be read in "
 			"/proc, so owners and pathname listeners they hold stay unresolved and "
 			"their overflows may go unattributed (docs/BACKLOG.md, \"Run it as a "

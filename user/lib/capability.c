@@ -3,15 +3,18 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/mount.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/vfs.h>
 #include <linux/bpf.h>
+#include <linux/capability.h>
 #include <linux/magic.h>
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
@@ -357,4 +360,26 @@ bool tracefs_has_event(const char *group, const char *name)
 		return false;
 	snprintf(path, sizeof(path), "/sys/kernel/tracing/events/%s/%s/id", group, name);
 	return faccessat(AT_FDCWD, path, F_OK, AT_EACCESS) == 0;
+}
+
+/* The effective capability set (bit n = capability n); root's all when capget fails. */
+static uint64_t effective_caps(void)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2] = {};
+
+	if (syscall(SYS_capget, &h, d))
+		return geteuid() == 0 ? ~0ull : 0;
+	return d[0].effective | (uint64_t)d[1].effective << 32;
+}
+
+bool process_has_cap(int cap)
+{
+	return effective_caps() & (1ull << cap);
+}
+
+bool process_may_trace(void)
+{
+	/* CAP_BPF and CAP_PERFMON are 39 and 38 (Linux 5.8+; older headers lack the names) */
+	return (process_has_cap(39) && process_has_cap(38)) || process_has_cap(CAP_SYS_ADMIN);
 }

@@ -41,6 +41,11 @@ bool btf_has_tracepoint(const char *tp);
 int btf_tracepoint_args(const char *tp);
 /* Value of the enumerator NAME in any enum of the kernel's BTF: 0 or -ENOENT. */
 int btf_enum_value(const char *name, long long *val);
+/* This process holds capability cap (linux/capability.h) in its effective set. */
+bool process_has_cap(int cap);
+/* It may load and attach tracing programs: CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN, in the
+ * effective set: root, or a service given just those (scripts/udsprobe-backlog.service). */
+bool process_may_trace(void);
 /* Free the cached BTF (it is loaded again when asked for). */
 void capability_free(void);
 

@@ -10,6 +10,7 @@
 
 #include "backlog.h"
 #include "backlog_table.h"
+#include "capability.h"
 #include "json_writer.h"
 #include "outfile.h"
 #include "predict.h"
@@ -548,8 +549,9 @@ int trace_main(const char *json_path, const char *out_dir, double duration_s,
 	int err, status = 0, n;
 
 	o.n_comms = trace_comms(o.comms, FL_MAX_COMMS);
-	if (geteuid() != 0) {
-		fprintf(stderr, "udsprobe: --trace needs root (CAP_BPF and CAP_PERFMON): run it with sudo\n");
+	if (!process_may_trace()) {
+		fprintf(stderr, "udsprobe: --trace needs root (CAP_BPF and CAP_PERFMON): run it with "
+			"sudo, or as a service given those (udsprobe-trace.service)\n");
 		return 1;
 	}
 	if (out_dir && outdir_open(&od, "--out", out_dir))
