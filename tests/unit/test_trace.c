@@ -5,8 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "trace.h"
+#include "trace_live.h"
 #include "trace_metrics.h"
 #include "trace_report.h"
 #include "unit.h"
@@ -284,4 +286,59 @@ TEST(trace_metrics_fold_beyond_the_bound)
 		trace_flow_free(&run.flows[i]);
 	free(run.flows);
 	free(text);
+}
+
+/* --trace --live: P50 and P99 are over the last interval's messages, not the run's. */
+TEST(trace_live_percentiles_over_the_interval)
+{
+	struct trace_run snap;
+	struct flow fl;
+	struct trace_live *tl;
+	struct trace_live_head head = { .attach_mode = "tracepoint" };
+	static __u32 h[FL_NBUCKETS];
+	char text[4096] = "", *second;
+	FILE *out = tmpfile();
+	int saved = dup(1);
+	size_t n;
+
+	REQUIRE(out && saved >= 0);
+	fflush(stdout);
+	REQUIRE(dup2(fileno(out), 1) == 1);	/* not a terminal: plain text on stdout */
+	tl = trace_live_open();
+	REQUIRE(tl);
+	memset(&fl, 0, sizeof(fl));
+	memset(&snap, 0, sizeof(snap));
+	fl.transport = FL_UNIX;
+	strcpy(fl.endpoint, "/run/x.sock");
+	fl.messages = 1000;
+	h[bucket(10000)] = 1000;		/* 1000 messages of 10 us */
+	REQUIRE(trace_hist_merge(&fl.lat_hist, h) == 0);
+	fl.p50 = fl.p99 = fl_bucket_value(bucket(10000));
+	snap.flows = &fl;
+	snap.n_flows = 1;
+	head.elapsed_ns = 1000000000;
+	trace_live_frame(tl, &snap, &head);
+	memset(h, 0, sizeof(h));
+	h[bucket(2000000)] = 100;		/* then 100 of 2 ms: the run's p50 stays 10 us */
+	REQUIRE(trace_hist_merge(&fl.lat_hist, h) == 0);
+	fl.messages = 1100;
+	fl.p99 = fl_bucket_value(bucket(2000000));
+	head.elapsed_ns = 2000000000;
+	trace_live_frame(tl, &snap, &head);
+	trace_live_close(tl);
+	fflush(stdout);
+	dup2(saved, 1);
+	close(saved);
+	rewind(out);
+	n = fread(text, 1, sizeof(text) - 1, out);
+	text[n] = 0;
+	fclose(out);
+	second = strstr(text, "--- 2.0 s");
+	REQUIRE(second);
+	/* first frame: 10 us; second: 100 messages/s, all of 2 ms, p50 too */
+	if (!strstr(text, "unix    1000  9.73 us  9.73 us"))
+		unit_fail(__FILE__, __LINE__, "frames: %s", text);
+	if (!strstr(second, "unix     100  2.03 ms  2.03 ms"))
+		unit_fail(__FILE__, __LINE__, "frames: %s", text);
+	trace_flow_free(&fl);
 }

@@ -22,6 +22,13 @@ struct live_row {
 	double top_ns, top_share;
 };
 
+/* A flow's latency histogram as the last frame saw it: this frame's p50/p99 are over the
+ * messages since (the difference). */
+struct seen_hist {
+	uint64_t key;
+	struct sparse_hist h;
+};
+
 struct trace_live {
 	struct live *scr;	/* NULL: plain text */
 	char cpu[128];
@@ -29,6 +36,8 @@ struct trace_live {
 	enum only only;
 	struct live_row *rows, *prev;	/* this frame's, the last one's (by key) */
 	int n_rows, n_prev;
+	struct seen_hist *hists;	/* the last frame's, by key */
+	int n_hists;
 	uint64_t prev_ns;
 	struct trace_live_head head;
 	uint64_t flows_not_kept, misses;
@@ -98,8 +107,6 @@ static void row_of(const struct flow *f, struct live_row *r)
 		 f->receiver.comm);
 	r->messages = f->messages;
 	r->bytes = f->bytes;
-	r->p50 = f->p50;
-	r->p99 = f->p99;
 	r->misses = f->misses;
 	/* the finest cut the run has: a stage cut into kernel stages (--detail full) by them,
 	 * the others (wait;busy, ...) as they are */
@@ -119,6 +126,106 @@ static void row_of(const struct flow *f, struct live_row *r)
 		}
 	}
 	r->top_share = f->mean > 0 ? r->top_ns / f->mean : 0;
+}
+
+static int by_hist_key(const void *a, const void *b)
+{
+	const struct seen_hist *x = a, *y = b;
+
+	return x->key < y->key ? -1 : x->key > y->key;
+}
+
+static void hists_free(struct seen_hist *v, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		free(v[i].h.bucket);
+		free(v[i].h.count);
+	}
+	free(v);
+}
+
+/* cur - was (a flow's counts only grow; was NULL: all of cur) into to, whose arrays hold
+ * cur->n buckets; then its p50 and p99 into r (0: no message in the interval). */
+static void interval_quantiles(const struct sparse_hist *cur, const struct sparse_hist *was,
+			       struct sparse_hist *to, struct live_row *r)
+{
+	int i, j = 0;
+
+	to->n = 0;
+	for (i = 0; i < cur->n; i++) {
+		uint64_t c = cur->count[i];
+
+		while (was && j < was->n && was->bucket[j] < cur->bucket[i])
+			j++;
+		if (was && j < was->n && was->bucket[j] == cur->bucket[i])
+			c -= MIN(c, was->count[j]);
+		if (c) {
+			to->bucket[to->n] = cur->bucket[i];
+			to->count[to->n++] = c;
+		}
+	}
+	r->p50 = trace_hist_quantile(to, 0.50);
+	r->p99 = trace_hist_quantile(to, 0.99);
+}
+
+/* The flows' latency percentiles over the last interval, and their histograms kept for the
+ * next frame; on no memory, over the run so far. */
+static void interval_latency(struct trace_live *tl, const struct trace_run *snap,
+			     struct live_row *rows)
+{
+	struct seen_hist *now = calloc(snap->n_flows + 1, sizeof(*now)), key, *was;
+	struct sparse_hist diff = { 0 };
+	bool ok = now;
+	int i, n = 0;
+
+	for (i = 0; ok && i < snap->n_flows; i++) {
+		const struct sparse_hist *h = &snap->flows[i].lat_hist;
+
+		now[i].key = rows[i].key;
+		now[i].h.bucket = malloc((h->n + 1) * sizeof(*h->bucket));
+		now[i].h.count = malloc((h->n + 1) * sizeof(*h->count));
+		n = i + 1;
+		ok = now[i].h.bucket && now[i].h.count;
+		if (ok) {
+			memcpy(now[i].h.bucket, h->bucket, h->n * sizeof(*h->bucket));
+			memcpy(now[i].h.count, h->count, h->n * sizeof(*h->count));
+			now[i].h.n = now[i].h.cap = h->n;
+		}
+	}
+	if (!ok) {
+		hists_free(now, n);
+		for (i = 0; i < snap->n_flows; i++) {
+			rows[i].p50 = snap->flows[i].p50;
+			rows[i].p99 = snap->flows[i].p99;
+		}
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		key.key = now[i].key;
+		was = tl->hists ? bsearch(&key, tl->hists, tl->n_hists, sizeof(key), by_hist_key) :
+		      NULL;
+		if (diff.cap < now[i].h.n) {
+			free(diff.bucket);
+			free(diff.count);
+			diff.bucket = malloc(now[i].h.n * sizeof(*diff.bucket));
+			diff.count = malloc(now[i].h.n * sizeof(*diff.count));
+			diff.cap = diff.bucket && diff.count ? now[i].h.n : 0;
+		}
+		if (diff.cap < now[i].h.n) {	/* no memory: over the run so far */
+			rows[i].p50 = snap->flows[i].p50;
+			rows[i].p99 = snap->flows[i].p99;
+			continue;
+		}
+		interval_quantiles(&now[i].h, was ? &was->h : NULL, &diff, &rows[i]);
+	}
+	free(diff.bucket);
+	free(diff.count);
+	qsort(now, n, sizeof(*now), by_hist_key);
+	hists_free(tl->hists, tl->n_hists);
+	tl->hists = now;
+	tl->n_hists = n;
 }
 
 struct trace_live *trace_live_open(void)
@@ -141,6 +248,7 @@ void trace_live_close(struct trace_live *tl)
 	if (!tl)
 		return;
 	live_close(tl->scr);
+	hists_free(tl->hists, tl->n_hists);
 	free(tl->rows);
 	free(tl->prev);
 	free(tl);
@@ -258,6 +366,7 @@ void trace_live_frame(struct trace_live *tl, const struct trace_run *snap,
 		else if (h->elapsed_ns)
 			rows[i].rate = rows[i].messages / (h->elapsed_ns / 1e9);
 	}
+	interval_latency(tl, snap, rows);
 	/* the next frame's rates come from this one's counts, by key */
 	free(tl->rows);
 	free(tl->prev);
