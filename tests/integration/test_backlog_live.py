@@ -74,6 +74,24 @@ def test_full_screen_counts_keys_and_q(tmux_of, procs, tmp_path):
     assert f"was full {n} times" in summary, summary
 
 
+def test_a_key_redraws_the_same_interval(tmux_of, procs, tmp_path):
+    """A key between two intervals redraws the last one as it was: its NEW overflows too (it
+    showed 0 until the next frame)."""
+    path = tmp_path / "ovf.sock"
+    t = tmux_of(["--backlog", "--unix", str(path), "--interval", "10"])
+    t.wait(lambda s: s and s[0].startswith("udsprobe --backlog"), "the full-screen view")
+    n = overflowing(procs, path, 12)
+    s = t.wait(lambda s: (r := row_of(s, path)) and r.split()[4] == str(n),
+               f"{n} new overflows on the listener's row", timeout=40)
+    header = s[0]
+    t.keys("w")
+    s = t.wait(lambda s: "[waits]" in s[2], "the waits order")
+    assert s[0] == header, "an interval ended before the key's redraw (10 s apart)"
+    assert row_of(s, path).split()[4:6] == [str(n), str(n)], row_of(s, path)
+    t.keys("q")
+    t.given_back()
+
+
 def test_ctrl_c_gives_the_terminal_back(tmux_of, tmp_path):
     t = tmux_of(["--backlog", "--unix", str(tmp_path / "none.sock")])
     t.wait(lambda s: s and s[0].startswith("udsprobe --backlog"), "the full-screen view")

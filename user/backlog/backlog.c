@@ -411,9 +411,11 @@ static void report(struct bl_loop *r, uint64_t now)
 
 	bl_read_counts(s, &r->b);
 	bl_read_netstat(s, s->netstat);
-	for (i = 0; i < s->n; i++)	/* an overflow means qlen > limit then */
+	for (i = 0; i < s->n; i++) {	/* an overflow means qlen > limit then */
 		if (bl_overflows(&s->ls[i].tot) > bl_overflows(&s->ls[i].prev))
 			s->ls[i].peak = MAX(s->ls[i].peak, s->ls[i].limit + 1);
+		s->ls[i].shown_from = s->ls[i].prev;	/* a key's redraw shows the same */
+	}
 	if (r->live)
 		bl_live_frame(s, r->live, &r->view, t);
 	else if (!opts.quiet)

@@ -134,7 +134,7 @@ void bl_live_frame(struct bl_state *s, struct live *scr, const struct bl_live_vi
 		watched++;
 		if (!bl_overflows_unknown(s, l)) {
 			ovf_all += bl_overflows(&l->tot);
-			ovf_new += bl_overflows(&l->tot) - bl_overflows(&l->prev);
+			ovf_new += bl_overflows(&l->tot) - bl_overflows(&l->shown_from);
 		}
 		waits += l->tot.waits;
 		if (v->only == BL_LIVE_ALL || l->family == (v->only == BL_LIVE_UNIX ? BL_UNIX : BL_TCP))
@@ -172,7 +172,7 @@ void bl_live_frame(struct bl_state *s, struct live *scr, const struct bl_live_vi
 		fmt_clients(l, clients, sizeof(clients), false);
 		live_line(scr, y++, false, "%-4s %5u %5u %5u %6s %9s %7llu %-*.*s %s  %s",
 			  bl_family_name(l->family), l->qlen, l->peak, l->limit,
-			  fmt_ovf(s, l, bl_overflows(&l->tot) - bl_overflows(&l->prev), new,
+			  fmt_ovf(s, l, bl_overflows(&l->tot) - bl_overflows(&l->shown_from), new,
 				  sizeof(new)),
 			  fmt_ovf(s, l, bl_overflows(&l->tot), ovf, sizeof(ovf)),
 			  (unsigned long long)l->tot.waits, addr_w, addr_w,

@@ -78,6 +78,7 @@ struct listener {
 	uint64_t sk;			/* first socket, for the tcp_ports map */
 	uint32_t sk_drops0;		/* its sk_drops in the latest sample */
 	struct bl_val tot, prev;
+	struct bl_val shown_from;	/* prev when the live view last drew: its NEW column */
 	struct client *clients;		/* this read: gone + live */
 	int n_clients, cap_clients;
 	struct client *gone;		/* evicted: dead clients, or the listener closed */
