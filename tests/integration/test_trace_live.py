@@ -195,6 +195,23 @@ def test_a_pipe_gets_plain_text(udsprobe, traffic):
     assert "UDS vs TCP, python3 -> python3" in r.stdout      # then the usual report
 
 
+def test_a_pipe_gets_the_busiest_44_flows(udsprobe, tmp_path):
+    """Through a pipe a frame holds the 44 busiest flows and counts the rest; the report at
+    the end has them all."""
+    from test_trace import MANY
+    r = subprocess.run([udsprobe, "--trace", "--live", "--interval", "0.5", "--", "sh", "-c",
+                        f"{sys.executable} {MANY} {tmp_path / 'eps'} 60 && sleep 1.5"],
+                       capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, r.stderr
+    frames = r.stdout.split("\n--- ")
+    last = next(f for f in reversed(frames) if ROW_HEAD in f and "more flows" in f)
+    lines = last.splitlines()
+    more = next(i for i, l in enumerate(lines) if l.startswith("... "))
+    assert lines[more - 45] == ROW_HEAD and all(l.startswith("unix ") for l in
+                                                lines[more - 44:more]), last
+    assert lines[more] == "... 16 more flows (the report at the end has them all)", last
+
+
 @pytest.mark.parametrize("args,msg", [
     (["--compare", "--live"], "--live needs --trace"),
     (["--trace", "--interval", "1"], "--trace takes --interval with --live or --prom only"),

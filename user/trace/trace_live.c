@@ -274,6 +274,9 @@ static void cost_text(const struct trace_live_head *h, char *buf, size_t len)
 			 h->elapsed_ns ? 100.0 * h->cost_ns / h->elapsed_ns : 0);
 }
 
+/* Plain text: the busiest flows of each interval, as a terminal of 50 lines would show */
+#define TEXT_ROWS	44
+
 /* Column header and one row, the same widths on the screen and in plain text. */
 #define ROW_HEAD "TR    MSGS/S      P50      P99 TOP STAGE         SHARE MISSES  FLOW"
 
@@ -305,10 +308,13 @@ static void draw(struct trace_live *tl)
 		       h->elapsed_ns / 1e9, tl->n_flows, only_names[tl->only],
 		       (unsigned long long)tl->misses, h->attach_mode, cost);
 		printf("%s\n", ROW_HEAD);
-		for (i = 0; i < tl->n_rows; i++) {
+		for (i = 0; i < tl->n_rows && i < TEXT_ROWS; i++) {
 			row_text(&tl->rows[i], line, sizeof(line));
 			printf("%s\n", line);
 		}
+		if (tl->n_rows > TEXT_ROWS)
+			printf("... %d more flows (the report at the end has them all)\n",
+			       tl->n_rows - TEXT_ROWS);
 		fflush(stdout);
 		return;
 	}
