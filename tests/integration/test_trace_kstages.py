@@ -4,13 +4,16 @@ ends, named as --compare names its stages. Real programs under -- COMMAND on
 loopback: a Python echo pair over each transport, and udsprobe's own --compare workload
 traced as a foreign program beside its built-in tracer."""
 import json
+import os
 import shlex
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from test_trace import run_trace, flows_at, check_top_contract, trace, ECHO  # noqa: F401 (fixture)
+from test_trace import (run_trace, flows_at, check_top_contract, commandstats_calls, trace,  # noqa: F401 (fixture)
+                        redis, ECHO)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -74,6 +77,44 @@ def test_echo_pair_kernel_stages(trace, tmp_path, transport):
     assert frames[:len(k)] == [name for name in k if round(k[name]) > 0]
     assert "wait;epoll_return" in frames and "recv;copy" in frames, frames
     assert "wait;epoll" not in frames and "recv;copy+return" not in frames, frames
+
+
+@pytest.mark.parametrize("transport", ["unix", "tcp"])
+def test_redis_connection_per_incr(trace, tmp_path, redis, transport):
+    """A C client opening one connection per INCR (tests/trace/incr_per_conn.c) to a real
+    redis-server: requests and replies exact against redis' own count, and the kernel stages
+    of each: TCP's output, loopback device and receive softirq non-zero on TCP, none on
+    AF_UNIX, where a connection carries one message each way."""
+    port, sock = redis
+    client = tmp_path / "incr_per_conn"
+    subprocess.run(["gcc", "-O2", "-Wall", "-o", str(client),
+                    str(REPO / "tests" / "trace" / "incr_per_conn.c")], check=True)
+    n = 200 if os.environ.get("UDSVM") else 2000
+    subprocess.run(["redis-cli", "-s", str(sock), "config", "resetstat"], check=True,
+                   capture_output=True)
+    full = trace + ["--detail", "full"]
+    res, doc = run_trace(full, tmp_path, ["--", str(client), transport,
+                                          str(sock) if transport == "unix" else str(port),
+                                          str(n)], timeout=300)
+    assert res.returncode == 0, res.stderr
+    check_top_contract(doc, full)
+    info = json.loads(res.stdout.splitlines()[0])
+    assert info["requests"] == n and commandstats_calls(sock)["incr"] == n
+    flows = flows_at(doc, info["endpoint"])
+    by = {(f["sender"]["comm"], f["receiver"]["comm"]): f for f in flows}
+    req, rep = by[("incr_per_conn", "redis-server")], by[("redis-server", "incr_per_conn")]
+    assert len(flows) == 2 and req["messages"] == n and rep["messages"] == n, (flows,
+                                                                               doc["misses"])
+    assert req["connections"] == n and rep["connections"] == n, (req, rep)
+    for f in (req, rep):
+        k = kstages(f)
+        net = [name for name in k if "tcp_ip_out" in name or "dev_xmit" in name or
+               "rx_softirq" in name]
+        if transport == "tcp":
+            assert len(net) >= 3 and all(k[name] > 0 for name in net), k
+        else:
+            assert not net, k
+        assert sum(k.values()) == pytest.approx(parent_ns(f, "send;call"), rel=0.01), k
 
 
 def test_same_stages_as_compare(trace, tmp_path):

@@ -121,7 +121,7 @@ PREDICT=${UDSPROBE_VM_PREDICT:-debian-6.12=fentry}
 TRACE_TEST=$IT/test_trace.py::test_redis_both_transports[1]
 # the kernel stages per mode and kernel (names merged where a tracepoint is missing); their
 # timings against --compare's only on the host (TCG times are not representative)
-KSTAGE_TESTS="$IT/test_trace_kstages.py::test_echo_pair_kernel_stages $IT/test_trace_kstages.py::test_detail_syscall"
+KSTAGE_TESTS="$IT/test_trace_kstages.py::test_echo_pair_kernel_stages $IT/test_trace_kstages.py::test_detail_syscall $IT/test_trace_kstages.py::test_redis_connection_per_incr"
 SINGLE_TCG=${UDSPROBE_VM_SINGLE_TCG:-all}
 RESULTS=${UDSPROBE_VM_RESULTS:-$REPO/.output/vm/matrix}
 ALL_MODES="fentry kprobe tracepoint"
@@ -209,7 +209,7 @@ for k in "${KERNELS[@]}" "${ARM64[@]}"; do
 done
 for k in "${KERNELS[@]}" "${ARM64[@]}"; do
 	m=$(trace_modes "$k")
-	echo "${TRACE_TEST#"$IT"/} and test_trace_kstages.py's echo pairs on $k: ${m:-not run} (~4 min per mode under TCG; UDSPROBE_VM_TRACE)"
+	echo "${TRACE_TEST#"$IT"/} and test_trace_kstages.py's echo pairs and connection per INCR on $k: ${m:-not run} (~5 min per mode under TCG; UDSPROBE_VM_TRACE)"
 done
 for k in "${KERNELS[@]}" "${ARM64[@]}"; do
 	m=$(predict_modes "$k")
