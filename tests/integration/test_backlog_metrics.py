@@ -455,8 +455,9 @@ def test_backlog_as_nobody_with_the_units_capabilities(udsprobe, procs, bins, tm
     res = subprocess.run(run_as_nobody(str(binary), [], ["--backlog", "--duration", "1"]),
                          capture_output=True, text=True, timeout=30)
     assert res.returncode == 1
-    assert res.stderr == ("udsprobe: --backlog needs root (CAP_BPF and CAP_PERFMON): run it "
-                          "with sudo\n")
+    assert res.stderr == ("udsprobe: --backlog needs root (CAP_BPF and CAP_PERFMON; this process "
+                          "lacks both): run it with sudo, or as a service given those "
+                          "(udsprobe-backlog.service)\n")
 
 
 # ---- long runs stay bounded --------------------------------------------------------------

@@ -312,11 +312,8 @@ static int check_args(struct bl_loop *r, enum attach_mode attach, enum attach_mo
 		if (m != ATTACH_AUTO)
 			*want = m;
 	}
-	if (!process_may_trace()) {
-		fprintf(stderr, "udsprobe: --backlog needs root (CAP_BPF and CAP_PERFMON): run it "
-			"with sudo\n");
+	if (trace_privileges_check("--backlog", "udsprobe-backlog.service"))
 		return 1;
-	}
 	if (opts.prom_path && metrics_file_target_ok(opts.prom_path, msg, sizeof(msg))) {
 		fprintf(stderr, "udsprobe: cannot write --prom %s: %s\n", opts.prom_path, msg);
 		return 1;

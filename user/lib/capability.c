@@ -378,8 +378,24 @@ bool process_has_cap(int cap)
 	return effective_caps() & (1ull << cap);
 }
 
+/* CAP_BPF and CAP_PERFMON are 39 and 38 (Linux 5.8+; older headers lack the names) */
+#define CAP_BPF_NR	39
+#define CAP_PERFMON_NR	38
+
 bool process_may_trace(void)
 {
-	/* CAP_BPF and CAP_PERFMON are 39 and 38 (Linux 5.8+; older headers lack the names) */
-	return (process_has_cap(39) && process_has_cap(38)) || process_has_cap(CAP_SYS_ADMIN);
+	return (process_has_cap(CAP_BPF_NR) && process_has_cap(CAP_PERFMON_NR)) ||
+	       process_has_cap(CAP_SYS_ADMIN);
+}
+
+int trace_privileges_check(const char *action, const char *unit)
+{
+	bool bpf = process_has_cap(CAP_BPF_NR), perfmon = process_has_cap(CAP_PERFMON_NR);
+
+	if (process_may_trace())
+		return 0;
+	fprintf(stderr, "udsprobe: %s needs root (CAP_BPF and CAP_PERFMON; this process lacks %s): "
+		"run it with sudo, or as a service given those (%s)\n", action,
+		!bpf && !perfmon ? "both" : !bpf ? "CAP_BPF" : "CAP_PERFMON", unit);
+	return -EPERM;
 }

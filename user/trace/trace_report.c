@@ -549,11 +549,8 @@ int trace_main(const char *json_path, const char *out_dir, double duration_s,
 	int err, status = 0, n;
 
 	o.n_comms = trace_comms(o.comms, FL_MAX_COMMS);
-	if (!process_may_trace()) {
-		fprintf(stderr, "udsprobe: --trace needs root (CAP_BPF and CAP_PERFMON): run it with "
-			"sudo, or as a service given those (udsprobe-trace.service)\n");
+	if (trace_privileges_check("--trace", "udsprobe-trace.service"))
 		return 1;
-	}
 	if (out_dir && outdir_open(&od, "--out", out_dir))
 		return 1;
 	if (o.argv) {
