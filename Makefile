@@ -12,9 +12,13 @@ TRIPLET_arm64 := aarch64-linux-gnu
 ifeq ($(ARCH),$(HOST_ARCH))
 OUTPUT ?= .output
 BIN := udsprobe
+HELP_BIN := $(BIN)
 else
 OUTPUT ?= .output/$(ARCH)
 BIN := $(OUTPUT)/udsprobe
+# --help reads the same on every architecture: a cross build's man page comes from the host's
+# own build of this tree, which runs here (make install ARCH=arm64 from an x86 host)
+HELP_BIN := udsprobe
 CROSS_COMPILE ?= $(TRIPLET_$(ARCH))-
 CC := $(CROSS_COMPILE)gcc
 PKG_CONFIG := PKG_CONFIG_LIBDIR=/usr/lib/$(TRIPLET_$(ARCH))/pkgconfig:/usr/share/pkgconfig pkg-config
@@ -134,9 +138,15 @@ PREFIX ?= /usr/local
 MAN := $(OUTPUT)/udsprobe.8
 man: $(MAN)
 
-$(MAN): $(BIN) scripts/man/udsprobe-man.py scripts/man/udsprobe.sections
+$(MAN): $(HELP_BIN) scripts/man/udsprobe-man.py scripts/man/udsprobe.sections
 	$(call msg,MAN,$@)
-	$(Q)scripts/man/udsprobe-man.py ./$(BIN) scripts/man/udsprobe.sections > $@.tmp && mv $@.tmp $@
+	$(Q)scripts/man/udsprobe-man.py ./$(HELP_BIN) scripts/man/udsprobe.sections > $@.tmp && mv $@.tmp $@
+
+ifneq ($(ARCH),$(HOST_ARCH))
+.PHONY: udsprobe
+udsprobe:
+	$(Q)$(MAKE) --no-print-directory ARCH=$(HOST_ARCH) OUTPUT=.output udsprobe
+endif
 
 UNITS := udsprobe-backlog.service udsprobe-trace.service	# examples, not enabled on install
 

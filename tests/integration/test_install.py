@@ -27,6 +27,23 @@ def make(*args):
     return r
 
 
+def test_cross_install_takes_the_man_page_from_the_host_build(tmp_path):
+    """make install ARCH=arm64 on an x86 host: the arm64 binary, and udsprobe(8) from the
+    host's own build of the tree (the arm64 one cannot run here to print --help)."""
+    if os.uname().machine != "x86_64":
+        pytest.skip("the cross build is made from an x86_64 host")
+    if not shutil.which("aarch64-linux-gnu-gcc"):
+        pytest.skip("no aarch64-linux-gnu-gcc (scripts/install-deps.sh installs it)")
+    dest = tmp_path / "root"
+    make("install", "ARCH=arm64", f"DESTDIR={dest}", "PREFIX=/usr")
+    head = (dest / "usr/sbin/udsprobe").read_bytes()[:20]
+    assert head[:4] == b"\x7fELF" and int.from_bytes(head[18:20], "little") == 183, head  # EM_AARCH64
+    page = render(["-l", str(dest / "usr/share/man/man8/udsprobe.8")])
+    opts = long_options(str(REPO / "udsprobe"))     # the host's build, made by the install
+    missing = [o for o in opts if not re.search(rf"^ +(-\S, )?{re.escape(o)}\b", page, re.M)]
+    assert len(opts) > 40 and not missing, missing
+
+
 def test_make_install_and_uninstall(tmp_path):
     dest = tmp_path / "root"
     make("install", f"DESTDIR={dest}", "PREFIX=/usr")
