@@ -228,6 +228,8 @@ void trace_flow_free(struct flow *f);
 /* Add a kernel histogram (dense, FL_NBUCKETS buckets) into a kept one; -ENOMEM (h then holds
  * the buckets below the one that failed). */
 int trace_hist_merge(struct sparse_hist *h, const __u32 *dense);
+/* A copy of a kept histogram into to (its own arrays); -ENOMEM (free to's arrays then). */
+int trace_hist_copy(struct sparse_hist *to, const struct sparse_hist *from);
 /* The value at quantile q of a kept histogram: fl_hist_quantile of it made dense. */
 uint64_t trace_hist_quantile(const struct sparse_hist *h, double q);
 /* --comm values and the command given with --trace (the options of trace_argp). */

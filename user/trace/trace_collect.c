@@ -587,7 +587,7 @@ const char *trace_transport_name(int t)
 	return t == FL_UNIX ? "unix" : "tcp";
 }
 
-static int hist_copy(struct sparse_hist *to, const struct sparse_hist *from)
+int trace_hist_copy(struct sparse_hist *to, const struct sparse_hist *from)
 {
 	*to = (struct sparse_hist){ .n = from->n, .cap = from->n };
 	if (!from->n)
@@ -629,9 +629,9 @@ int trace_snapshot(struct flows_bpf *skel, const struct trace_opts *o,
 		f->lat_hist = (struct sparse_hist){ 0 };
 		for (st = 0; st < FS__COUNT; st++)
 			f->st_hist[st] = (struct sparse_hist){ 0 };
-		err = hist_copy(&f->lat_hist, &run->flows[i].lat_hist);
+		err = trace_hist_copy(&f->lat_hist, &run->flows[i].lat_hist);
 		for (st = 0; !err && st < FS__COUNT; st++)
-			err = hist_copy(&f->st_hist[st], &run->flows[i].st_hist[st]);
+			err = trace_hist_copy(&f->st_hist[st], &run->flows[i].st_hist[st]);
 	}
 	out->flows_cap = run->n_flows + 1;
 	if (!err) {

@@ -20,13 +20,9 @@ struct live_row {
 	double rate;
 	const char *top;	/* the largest stage (a kernel stage with --detail full) */
 	double top_ns, top_share;
-};
-
-/* A flow's latency histogram as the last frame saw it: this frame's p50/p99 are over the
- * messages since (the difference). */
-struct seen_hist {
-	uint64_t key;
-	struct sparse_hist h;
+	/* the flow's latency histogram now (owned; bucket NULL: no memory): the next frame's
+	 * p50/p99 are over what it adds */
+	struct sparse_hist lat;
 };
 
 struct trace_live {
@@ -36,8 +32,7 @@ struct trace_live {
 	enum only only;
 	struct live_row *rows, *prev;	/* this frame's, the last one's (by key) */
 	int n_rows, n_prev;
-	struct seen_hist *hists;	/* the last frame's, by key */
-	int n_hists;
+	struct sparse_hist diff;	/* scratch: a flow's histogram less the last frame's */
 	uint64_t prev_ns;
 	struct trace_live_head head;
 	uint64_t flows_not_kept, misses;
@@ -128,104 +123,53 @@ static void row_of(const struct flow *f, struct live_row *r)
 	r->top_share = f->mean > 0 ? r->top_ns / f->mean : 0;
 }
 
-static int by_hist_key(const void *a, const void *b)
-{
-	const struct seen_hist *x = a, *y = b;
-
-	return x->key < y->key ? -1 : x->key > y->key;
-}
-
-static void hists_free(struct seen_hist *v, int n)
+static void rows_free(struct live_row *rows, int n)
 {
 	int i;
 
-	for (i = 0; i < n; i++) {
-		free(v[i].h.bucket);
-		free(v[i].h.count);
+	for (i = 0; rows && i < n; i++) {
+		free(rows[i].lat.bucket);
+		free(rows[i].lat.count);
 	}
-	free(v);
+	free(rows);
 }
 
-/* cur - was (a flow's counts only grow; was NULL: all of cur) into to, whose arrays hold
- * cur->n buckets; then its p50 and p99 into r (0: no message in the interval). */
-static void interval_quantiles(const struct sparse_hist *cur, const struct sparse_hist *was,
-			       struct sparse_hist *to, struct live_row *r)
+/* r's p50 and p99 over the messages since the last frame (was: the flow's row then, NULL for
+ * a new flow: all of them); 0: none. Over the run so far when memory ran out. */
+static void interval_percentiles(struct trace_live *tl, struct live_row *r,
+				 const struct live_row *was, const struct flow *f)
 {
+	const struct sparse_hist *cur = &r->lat;
+	struct sparse_hist *d = &tl->diff;
 	int i, j = 0;
 
-	to->n = 0;
+	if (cur->n > d->cap) {
+		free(d->bucket);
+		free(d->count);
+		d->bucket = malloc(cur->n * sizeof(*d->bucket));
+		d->count = malloc(cur->n * sizeof(*d->count));
+		d->cap = d->bucket && d->count ? cur->n : 0;
+	}
+	if ((f->lat_hist.n && !cur->bucket) || cur->n > d->cap) {
+		r->p50 = f->p50;
+		r->p99 = f->p99;
+		return;
+	}
+	d->n = 0;
 	for (i = 0; i < cur->n; i++) {
 		uint64_t c = cur->count[i];
 
-		while (was && j < was->n && was->bucket[j] < cur->bucket[i])
+		while (was && j < was->lat.n && was->lat.bucket[j] < cur->bucket[i])
 			j++;
-		if (was && j < was->n && was->bucket[j] == cur->bucket[i])
-			c -= MIN(c, was->count[j]);
+		if (was && j < was->lat.n && was->lat.bucket[j] == cur->bucket[i])
+			c -= MIN(c, was->lat.count[j]);	/* a flow's counts only grow */
 		if (c) {
-			to->bucket[to->n] = cur->bucket[i];
-			to->count[to->n++] = c;
+			d->bucket[d->n] = cur->bucket[i];
+			d->count[d->n++] = c;
 		}
 	}
-	r->p50 = trace_hist_quantile(to, 0.50);
-	r->p99 = trace_hist_quantile(to, 0.99);
-}
-
-/* The flows' latency percentiles over the last interval, and their histograms kept for the
- * next frame; on no memory, over the run so far. */
-static void interval_latency(struct trace_live *tl, const struct trace_run *snap,
-			     struct live_row *rows)
-{
-	struct seen_hist *now = calloc(snap->n_flows + 1, sizeof(*now)), key, *was;
-	struct sparse_hist diff = { 0 };
-	bool ok = now;
-	int i, n = 0;
-
-	for (i = 0; ok && i < snap->n_flows; i++) {
-		const struct sparse_hist *h = &snap->flows[i].lat_hist;
-
-		now[i].key = rows[i].key;
-		now[i].h.bucket = malloc((h->n + 1) * sizeof(*h->bucket));
-		now[i].h.count = malloc((h->n + 1) * sizeof(*h->count));
-		n = i + 1;
-		ok = now[i].h.bucket && now[i].h.count;
-		if (ok) {
-			memcpy(now[i].h.bucket, h->bucket, h->n * sizeof(*h->bucket));
-			memcpy(now[i].h.count, h->count, h->n * sizeof(*h->count));
-			now[i].h.n = now[i].h.cap = h->n;
-		}
-	}
-	if (!ok) {
-		hists_free(now, n);
-		for (i = 0; i < snap->n_flows; i++) {
-			rows[i].p50 = snap->flows[i].p50;
-			rows[i].p99 = snap->flows[i].p99;
-		}
-		return;
-	}
-	for (i = 0; i < n; i++) {
-		key.key = now[i].key;
-		was = tl->hists ? bsearch(&key, tl->hists, tl->n_hists, sizeof(key), by_hist_key) :
-		      NULL;
-		if (diff.cap < now[i].h.n) {
-			free(diff.bucket);
-			free(diff.count);
-			diff.bucket = malloc(now[i].h.n * sizeof(*diff.bucket));
-			diff.count = malloc(now[i].h.n * sizeof(*diff.count));
-			diff.cap = diff.bucket && diff.count ? now[i].h.n : 0;
-		}
-		if (diff.cap < now[i].h.n) {	/* no memory: over the run so far */
-			rows[i].p50 = snap->flows[i].p50;
-			rows[i].p99 = snap->flows[i].p99;
-			continue;
-		}
-		interval_quantiles(&now[i].h, was ? &was->h : NULL, &diff, &rows[i]);
-	}
-	free(diff.bucket);
-	free(diff.count);
-	qsort(now, n, sizeof(*now), by_hist_key);
-	hists_free(tl->hists, tl->n_hists);
-	tl->hists = now;
-	tl->n_hists = n;
+	r->p50 = trace_hist_quantile(d, 0.50);
+	r->p99 = trace_hist_quantile(d, 0.99);
 }
 
 struct trace_live *trace_live_open(void)
@@ -248,9 +192,10 @@ void trace_live_close(struct trace_live *tl)
 	if (!tl)
 		return;
 	live_close(tl->scr);
-	hists_free(tl->hists, tl->n_hists);
-	free(tl->rows);
-	free(tl->prev);
+	rows_free(tl->rows, tl->n_rows);
+	free(tl->prev);		/* its rows' histograms are tl->rows' */
+	free(tl->diff.bucket);
+	free(tl->diff.count);
 	free(tl);
 }
 
@@ -363,6 +308,11 @@ void trace_live_frame(struct trace_live *tl, const struct trace_run *snap,
 		struct live_row key, *was;
 
 		row_of(&snap->flows[i], &rows[i]);
+		if (trace_hist_copy(&rows[i].lat, &snap->flows[i].lat_hist)) {
+			free(rows[i].lat.bucket);
+			free(rows[i].lat.count);
+			rows[i].lat = (struct sparse_hist){ 0 };
+		}
 		key.key = rows[i].key;
 		was = tl->prev ? bsearch(&key, tl->prev, tl->n_prev, sizeof(*tl->prev), by_key) :
 			NULL;
@@ -371,11 +321,11 @@ void trace_live_frame(struct trace_live *tl, const struct trace_run *snap,
 			rows[i].rate = (rows[i].messages - MIN(was->messages, rows[i].messages)) / dt;
 		else if (h->elapsed_ns)
 			rows[i].rate = rows[i].messages / (h->elapsed_ns / 1e9);
+		interval_percentiles(tl, &rows[i], was, &snap->flows[i]);
 	}
-	interval_latency(tl, snap, rows);
-	/* the next frame's rates come from this one's counts, by key */
-	free(tl->rows);
-	free(tl->prev);
+	/* the next frame's rates and percentiles come from this one's rows, by key */
+	rows_free(tl->rows, tl->n_rows);
+	free(tl->prev);		/* its rows' histograms were tl->rows' */
 	tl->rows = rows;
 	tl->n_rows = snap->n_flows;
 	tl->prev = malloc((tl->n_rows + 1) * sizeof(*tl->prev));
