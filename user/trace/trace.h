@@ -212,6 +212,8 @@ struct kstage_in {
 /* The kernel stages, named as --compare names its stages, in path order; returns how many
  * (at most TR_MAX_KSTAGES). */
 int trace_kstages_cut(const struct kstage_in *in, struct flow_kstage *out);
+/* kstage_in.st_mask of messages' summed stage counts (enum fl_stage): the stages passed. */
+uint32_t trace_stages_passed(const uint64_t *st_cnt);
 extern const char *const fl_miss_names[FM__COUNT];
 extern const char *const fl_miss_meanings[FM__COUNT];
 

@@ -452,15 +452,22 @@ int trace_kstages_cut(const struct kstage_in *in, struct flow_kstage *out)
 	return c.n;
 }
 
-static void kstages_name(struct flow *f, uint32_t seen, uint32_t rseen)
+uint32_t trace_stages_passed(const uint64_t *st_cnt)
 {
-	struct kstage_in in = { f->transport, seen, rseen, f->k_sum, f->rk_sum, f->st_sum, 0,
-				(double)f->messages };
+	uint32_t mask = 0;
 	int st;
 
 	for (st = 0; st < FS__COUNT; st++)
-		if (f->st_cnt[st])
-			in.st_mask |= 1u << st;
+		if (st_cnt[st])
+			mask |= 1u << st;
+	return mask;
+}
+
+static void kstages_name(struct flow *f, uint32_t seen, uint32_t rseen)
+{
+	struct kstage_in in = { f->transport, seen, rseen, f->k_sum, f->rk_sum, f->st_sum,
+				trace_stages_passed(f->st_cnt), (double)f->messages };
+
 	f->n_kstages = trace_kstages_cut(&in, f->kstages);
 }
 

@@ -20,8 +20,8 @@
 enum { LE_FIRST = 10, LE_LAST = 30, N_LE = LE_LAST - LE_FIRST + 1 };
 
 struct series {
-	int tr;				/* enum fl_transport */
-	const char *transport, *endpoint, *sender, *receiver;
+	int tr;				/* enum fl_transport; 0: no flow yet */
+	const char *endpoint, *sender, *receiver;
 	/* where the receiver runs (its first pid now; "" when gone or for "other"), as
 	 * --backlog labels a listener's owner */
 	char netns[16], cgroup[CGROUP_TXT], container[CONTAINER_ID_LEN];
@@ -40,15 +40,18 @@ static void label(FILE *f, const char *name, const char *v, bool first)
 	fputc('"', f);
 }
 
-static void labels(FILE *f, const struct series *s)
+/* The series' labels, then stage="..." when a stage is named. */
+static void labels(FILE *f, const struct series *s, const char *stage)
 {
-	label(f, "transport", s->transport, true);
+	label(f, "transport", trace_transport_name(s->tr), true);
 	label(f, "endpoint", s->endpoint, false);
 	label(f, "sender", s->sender, false);
 	label(f, "receiver", s->receiver, false);
 	label(f, "netns", s->netns, false);
 	label(f, "cgroup", s->cgroup, false);
 	label(f, "container", s->container, false);
+	if (stage)
+		label(f, "stage", stage, false);
 }
 
 static void where_it_runs(struct series *s, const struct flow *fl)
@@ -102,12 +105,8 @@ static int kernel_stages(const struct trace_run *run, const struct series *s,
 			 struct flow_kstage *ks)
 {
 	struct kstage_in in = { s->tr, run->kstages, run->rkstages, s->k_sum, s->rk_sum,
-				s->st_sum, 0, 1.0 };
-	int st;
+				s->st_sum, trace_stages_passed(s->st_cnt), 1.0 };
 
-	for (st = 0; st < FS__COUNT; st++)
-		if (s->st_cnt[st])
-			in.st_mask |= 1u << st;
 	return trace_kstages_cut(&in, ks);
 }
 
@@ -123,7 +122,7 @@ static void counter(FILE *f, const char *name, const struct series *v, int n, si
 
 	for (i = 0; i < n; i++) {
 		fprintf(f, "udsprobe_trace_%s{", name);
-		labels(f, &v[i]);
+		labels(f, &v[i], NULL);
 		fprintf(f, "} %llu\n", (unsigned long long)*(const uint64_t *)((const char *)&v[i] + off));
 	}
 }
@@ -136,9 +135,7 @@ static void histogram(FILE *f, const char *name, const struct series *s, const c
 
 	for (b = 0; b <= N_LE; b++) {
 		fprintf(f, "udsprobe_trace_%s_bucket{", name);
-		labels(f, s);
-		if (stage)
-			label(f, "stage", stage, false);
+		labels(f, s, stage);
 		if (b < N_LE)
 			fprintf(f, ",le=\"%.9g\"} %llu\n", (double)(1ull << (LE_FIRST + b)) / 1e9,
 				(unsigned long long)h->le[b]);
@@ -146,13 +143,9 @@ static void histogram(FILE *f, const char *name, const struct series *s, const c
 			fprintf(f, ",le=\"+Inf\"} %llu\n", (unsigned long long)h->n);
 	}
 	fprintf(f, "udsprobe_trace_%s_sum{", name);
-	labels(f, s);
-	if (stage)
-		label(f, "stage", stage, false);
+	labels(f, s, stage);
 	fprintf(f, "} %.9f\nudsprobe_trace_%s_count{", sum_ns / 1e9, name);
-	labels(f, s);
-	if (stage)
-		label(f, "stage", stage, false);
+	labels(f, s, stage);
 	fprintf(f, "} %llu\n", (unsigned long long)h->n);
 }
 
@@ -170,7 +163,6 @@ void trace_metrics_write(const struct trace_run *run, FILE *f)
 		struct series *s = n < TR_METRICS_FLOWS ? &v[n++] : &other[fl->transport == FL_TCP];
 
 		s->tr = fl->transport;
-		s->transport = trace_transport_name(fl->transport);
 		if (s < other) {
 			s->endpoint = fl->endpoint;
 			s->sender = fl->sender.comm;
@@ -183,7 +175,7 @@ void trace_metrics_write(const struct trace_run *run, FILE *f)
 		add_flow(s, fl);
 	}
 	for (i = 0; i < 2; i++)		/* the other series that have flows, after the kept */
-		if (other[i].transport)
+		if (other[i].tr)
 			v[n++] = other[i];
 	head(f, "messages_total", "counter", "Messages completed: a send() to the peer's last recv() "
 	     "of its bytes, per flow (transport, endpoint, sender and receiver process name)");
@@ -208,8 +200,7 @@ void trace_metrics_write(const struct trace_run *run, FILE *f)
 	for (i = 0; i < n; i++)
 		for (st = 0; st < FS__COUNT; st++) {
 			fputs("udsprobe_trace_stage_seconds_total{", f);
-			labels(f, &v[i]);
-			label(f, "stage", fl_stage_names[st], false);
+			labels(f, &v[i], fl_stage_names[st]);
 			fprintf(f, "} %.9f\n", v[i].st_sum[st] / 1e9);
 		}
 	head(f, "kernel_stage_seconds_total", "counter", "--detail full: time the flow's messages "
@@ -218,8 +209,7 @@ void trace_metrics_write(const struct trace_run *run, FILE *f)
 		nk = kernel_stages(run, &v[i], ks);
 		for (k = 0; k < nk; k++) {
 			fputs("udsprobe_trace_kernel_stage_seconds_total{", f);
-			labels(f, &v[i]);
-			label(f, "stage", ks[k].name, false);
+			labels(f, &v[i], ks[k].name);
 			label(f, "of", fl_stage_names[ks[k].of], false);
 			fprintf(f, "} %.9f\n", ks[k].ns_per_msg / 1e9);
 		}
