@@ -62,9 +62,9 @@ def examples(text):
     return out
 
 
-def run(udsprobe, ex, extra=()):
+def run(udsprobe, ex):
     """The example's output as its block shows it."""
-    r = subprocess.run([udsprobe, *ex.args, *extra], capture_output=True, text=True,
+    r = subprocess.run([udsprobe, *ex.args], capture_output=True, text=True,
                        timeout=1800)
     if r.returncode != 0:
         raise RuntimeError(f"udsprobe {shlex.join(ex.args)}: exit {r.returncode}: {r.stderr}")

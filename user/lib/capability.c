@@ -382,17 +382,12 @@ bool process_has_cap(int cap)
 #define CAP_BPF_NR	39
 #define CAP_PERFMON_NR	38
 
-bool process_may_trace(void)
-{
-	return (process_has_cap(CAP_BPF_NR) && process_has_cap(CAP_PERFMON_NR)) ||
-	       process_has_cap(CAP_SYS_ADMIN);
-}
-
 int trace_privileges_check(const char *action, const char *unit)
 {
-	bool bpf = process_has_cap(CAP_BPF_NR), perfmon = process_has_cap(CAP_PERFMON_NR);
+	uint64_t caps = effective_caps();
+	bool bpf = caps & (1ull << CAP_BPF_NR), perfmon = caps & (1ull << CAP_PERFMON_NR);
 
-	if (process_may_trace())
+	if ((bpf && perfmon) || (caps & (1ull << CAP_SYS_ADMIN)))
 		return 0;
 	fprintf(stderr, "udsprobe: %s needs root (CAP_BPF and CAP_PERFMON; this process lacks %s): "
 		"run it with sudo, or as a service given those (%s)\n", action,

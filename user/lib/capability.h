@@ -43,11 +43,10 @@ int btf_tracepoint_args(const char *tp);
 int btf_enum_value(const char *name, long long *val);
 /* This process holds capability cap (linux/capability.h) in its effective set. */
 bool process_has_cap(int cap);
-/* It may load and attach tracing programs: CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN, in the
- * effective set: root, or a service given just those (scripts/udsprobe-backlog.service). */
-bool process_may_trace(void);
-/* The same, said when not: one line naming the capability missing and the service unit that
- * has them (udsprobe-UNIT.service); 0 or -EPERM. */
+/* May this process load and attach tracing programs? CAP_BPF and CAP_PERFMON, or
+ * CAP_SYS_ADMIN, in the effective set: root, or a service given just those. When not, one
+ * line naming the capability missing and the service unit that has them
+ * (scripts/udsprobe-UNIT.service); 0 or -EPERM. */
 int trace_privileges_check(const char *action, const char *unit);
 /* Free the cached BTF (it is loaded again when asked for). */
 void capability_free(void);
