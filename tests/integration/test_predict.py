@@ -104,7 +104,8 @@ def check_if_unix(f, basis):
     """A TCP flow's prediction agrees with itself and with the flow's numbers."""
     u = f["if_unix"]
     assert "none" not in u, u
-    near = lambda v: pytest.approx(v, rel=1e-5, abs=1)   # JSON numbers have 6 significant digits
+    # each JSON number is within 0.5 of udsprobe's value (docs/JSON.md): three in each check
+    near = lambda v: pytest.approx(v, rel=0, abs=1.5)
     lat, rng = u["latency_ns"], u["range"]
     assert u["saved_ns_per_msg"] == near(f["latency_ns"]["mean"] - lat["mean"])
     assert u["saved_fraction"] == pytest.approx(u["saved_ns_per_msg"] / f["latency_ns"]["mean"],

@@ -230,9 +230,9 @@ def test_out_writes_every_file(out_run):
         frames = (kernel + STAGES[1:]) if kernel else STAGES
         assert [s for s, _ in stacks] == [s for s in frames if any(s == x for x, _ in stacks)]
         assert all(s in frames for s, _ in stacks), (stacks, frames)
-        # each weight rounded to 1 ns (up to 11 lines); the JSON mean has 6 significant digits
-        assert sum(int(w) for _, w in stacks) == pytest.approx(f["latency_ns"]["mean"], abs=6,
-                                                               rel=1e-5)
+        # each weight rounded to 1 ns (up to 11 lines), the JSON mean within 0.5
+        assert sum(int(w) for _, w in stacks) == pytest.approx(f["latency_ns"]["mean"], rel=0,
+                                                               abs=6)
     # report.md: the tables, the pictures, the outliers, UDS vs TCP (python3 -> python3 on both)
     md = (out / "report.md").read_text()
     for n in svgs:

@@ -83,11 +83,15 @@ TEST(json_doubles)
 	jw_double(w, NULL, 0);
 	jw_double(w, NULL, -2.25);
 	jw_double(w, NULL, 1720000);
+	jw_double(w, NULL, 1383712.4);	/* every integer digit kept: a ns value exact to 1 ns */
+	jw_double(w, NULL, -999999.7);
+	jw_double(w, NULL, 123456.7);
+	jw_double(w, NULL, 2e15);
 	jw_double(w, NULL, NAN);	/* JSON has no NaN or Infinity */
 	jw_double(w, NULL, INFINITY);
 	jw_double(w, NULL, -INFINITY);
 	jw_arr_end(w);
-	CHECK_STR(mem_text(&m), "[1.5,0,-2.25,1.72e+06,null,null,null]\n");
+	CHECK_STR(mem_text(&m), "[1.5,0,-2.25,1720000,1383712,-1000000,123457,2e+15,null,null,null]\n");
 	free(m.buf);
 }
 

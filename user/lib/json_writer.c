@@ -90,11 +90,17 @@ void jw_i64(struct jw *w, const char *key, int64_t val)
 
 void jw_double(struct jw *w, const char *key, double val)
 {
+	double mag = fabs(val);
+
 	prefix(w, key);
-	if (isfinite(val))
-		fprintf(w->f, "%.6g", val);
-	else
+	/* 6 significant digits, but never fewer than the integer digits: a 1.38 ms mean in ns
+	 * is 1383712, not 1.38371e+06 (5 ns lost) */
+	if (!isfinite(val))
 		fputs("null", w->f);
+	else if (mag >= 999999.5 && mag < 1e15)
+		fprintf(w->f, "%.0f", val);
+	else
+		fprintf(w->f, "%.6g", val);
 }
 
 void jw_bool(struct jw *w, const char *key, bool val)

@@ -23,7 +23,7 @@ void jw_arr_end(struct jw *w);
 void jw_str(struct jw *w, const char *key, const char *val);	/* val NULL writes null */
 void jw_u64(struct jw *w, const char *key, uint64_t val);
 void jw_i64(struct jw *w, const char *key, int64_t val);
-void jw_double(struct jw *w, const char *key, double val);	/* non-finite writes null */
+void jw_double(struct jw *w, const char *key, double val);	/* 6 digits or all integer ones; non-finite: null */
 void jw_bool(struct jw *w, const char *key, bool val);
 void jw_null(struct jw *w, const char *key);
 /* The latency object of udsprobe's documents: {"p50": N, "p90": N, "p99": N, "mean": M} under
