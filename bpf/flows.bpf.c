@@ -3,7 +3,7 @@
  * --trace: every message on local AF_UNIX stream and loopback TCP sockets.
  *
  * A message is one send()-family call of N bytes; it ends when the peer's
- * recv()-family call returns its last byte (DESIGN.md §5b). Per direction of a
+ * recv()-family call returns its last byte (docs/TRACE.md, "The model"). Per direction of a
  * connection (keyed by the receiving and sending unix socks, or by the TCP
  * 4-tuple as the sender sees it) the sender appends (entry time, end offset) to
  * a small FIFO; the receiver's position (unix: cumulative bytes, TCP: copied_seq
@@ -29,52 +29,7 @@
 #include <bpf/bpf_endian.h>
 #include "common.bpf.h"
 #include "flows.h"
-
-#if defined(__TARGET_ARCH_x86)
-#define SYSNR(regs) ((regs)->orig_ax)
-#define NR_read 0
-#define NR_write 1
-#define NR_poll 7
-#define NR_readv 19
-#define NR_writev 20
-#define NR_select 23
-#define NR_sendfile 40
-#define NR_sendto 44
-#define NR_recvfrom 45
-#define NR_sendmsg 46
-#define NR_recvmsg 47
-#define NR_epoll_wait 232
-#define NR_pselect6 270
-#define NR_ppoll 271
-#define NR_splice 275
-#define NR_epoll_pwait 281
-#define NR_recvmmsg 299
-#define NR_sendmmsg 307
-#define NR_epoll_pwait2 441
-#elif defined(__TARGET_ARCH_arm64)
-#define SYSNR(regs) ((regs)->syscallno)
-#define NR_read 63
-#define NR_write 64
-#define NR_poll -1
-#define NR_readv 65
-#define NR_writev 66
-#define NR_select -1
-#define NR_sendfile 71
-#define NR_sendto 206
-#define NR_recvfrom 207
-#define NR_sendmsg 211
-#define NR_recvmsg 212
-#define NR_epoll_wait -1
-#define NR_pselect6 72
-#define NR_ppoll 73
-#define NR_splice 76
-#define NR_epoll_pwait 22
-#define NR_recvmmsg 243
-#define NR_sendmmsg 269
-#define NR_epoll_pwait2 441
-#else
-#error "syscall numbers for this architecture are not defined"
-#endif
+#include "syscalls.bpf.h"
 
 #define SOCK_STREAM	1
 #define E2BIG		7

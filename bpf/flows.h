@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * --trace: the message model of DESIGN.md §5b for any socket. Shared between
- * flows.bpf.c and user/flows*.c: plain __u32/__u64, no includes.
+ * --trace: the message model of docs/TRACE.md for any socket. Shared between
+ * flows.bpf.c and user/trace/: plain __u32/__u64, no includes.
  */
 #ifndef UDSPROBE_FLOWS_H
 #define UDSPROBE_FLOWS_H

@@ -2,7 +2,7 @@
 /*
  * The stage table: one row per boundary of bpf/stages.h, naming the stage that ends there on
  * each transport and what marks it in each attach mode, so the three modes and both transports
- * line up. DESIGN.md section 3 is the model; docs/STAGES.md explains it.
+ * line up. docs/STAGES.md explains the model.
  */
 #include <stdio.h>
 #include <string.h>
