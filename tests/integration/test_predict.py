@@ -91,13 +91,22 @@ def test_calibration_file(calibrated):
                                                    for p in ("same", "split")]
     assert all(float(r[3]) > 0 and float(r[4]) > 0 for r in conns), conns
     assert not HOST_TIMES or all(float(r[4]) > float(r[3]) for r in conns), conns
+    runs = {}
     for r in rows:
         vals = [float(v) for v in r[4:]]
         assert len(vals) == 8 and all(v >= 0 for v in vals), r
         # the part before the wakeup is part of the send()
         assert vals[1] <= vals[0] and vals[4] <= vals[3], r
-        # TCP's send() runs TCP/IP output and the receive softirq: longer than AF_UNIX's
-        assert not HOST_TIMES or vals[3] > vals[0], r
+        runs.setdefault((r[1], r[2], r[3]), []).append(vals)
+    # TCP's send() runs TCP/IP output and the receive softirq: longer than AF_UNIX's. In each
+    # run on one CPU; across two CPUs a send() wakes the other, and in a VM one such wake can
+    # take 10 us on either transport (seen: one run's 16 B UDS send 13.5 us, the other two
+    # 2.1 us): there in the median of the runs, the one the prediction uses
+    for (cpu, size, stages), vals in runs.items():
+        assert len(vals) == 3, (cpu, size, stages)
+        unix, tcp = sorted(v[0] for v in vals), sorted(v[3] for v in vals)
+        assert not HOST_TIMES or (tcp[1] > unix[1] if cpu == "split" else
+                                  all(v[3] > v[0] for v in vals)), (cpu, size, stages, vals)
 
 
 def check_if_unix(f, basis):
