@@ -13,6 +13,7 @@ set -euo pipefail
 # pictures (tests/integration/svgcheck.py, test_browser.py): librsvg2-bin (rsvg-convert),
 # python3-pil (is the raster blank?), chromium and python3-websocket (headless Chromium over
 # its DevTools protocol); chromium with its libraries: 124 MB download, 413 MB installed
+# setcap (libcap2-bin): the test of a binary given only CAP_BPF and CAP_PERFMON
 # arm64 (make ARCH=arm64, the arm64 guest of the VM matrix): cross gcc, :arm64 libraries,
 # qemu-system-aarch64; on Debian only (dpkg --add-architecture arm64 from the same archive)
 arm64_packages=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross libbpf-dev:arm64 libelf-dev:arm64
@@ -23,7 +24,7 @@ packages=(
 	qemu-system-x86 busybox-static kmod xz-utils cpio
 	nginx-light php-fpm wrk librsvg2-bin prometheus redis-server redis-tools
 	python3-pil chromium python3-websocket tmux
-	debhelper man-db bash-completion
+	debhelper man-db bash-completion libcap2-bin
 )
 
 debian=0

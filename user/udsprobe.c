@@ -153,11 +153,9 @@ static int do_compare(void)
 		err = compare_lock();
 		return err ? err : programs_main(env.json_path, env.out_dir, env.verbose);
 	}
-	if (env.cmp.trace && geteuid() != 0) {
-		fprintf(stderr, "udsprobe: tracing needs root (CAP_BPF and CAP_PERFMON): run it with "
-			"sudo, or add --no-trace to run the workload only\n");
-		return -EPERM;
-	}
+	if (env.cmp.trace && (err = privileges_check("traced --compare", PRIVILEGES_SETCAP
+						      ", or add --no-trace to run the workload only")))
+		return err;
 	err = compare_precheck();
 	if (!err)
 		err = compare_lock();
@@ -198,10 +196,8 @@ static int do_check(void)
 	printf("kernel %s, BTF %s%s%s\n", kernel_release(),
 	       kernel_has_btf() ? "present (/sys/kernel/btf/vmlinux)" : "MISSING in /sys/kernel/btf",
 	       btf_file() ? "; CO-RE from --btf " : "", btf_file() ? btf_file() : "");
-	if (geteuid() != 0) {
-		fprintf(stderr, "udsprobe: --check loads test programs and needs root: run it with sudo\n");
-		return -EPERM;
-	}
+	if ((err = privileges_check("--check (it loads test programs)", PRIVILEGES_SETCAP)))
+		return err;
 	if (!kernel_has_btf() && !btf_file()) {
 		fprintf(stderr, "udsprobe: %s\n", btf_missing_hint());
 		return -ENOENT;

@@ -1,7 +1,11 @@
 """Command line: --help/--version, usage errors (exit 2, one-line reason), privilege errors."""
+import json
 import os
+import shutil
 import stat
 import subprocess
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -172,6 +176,49 @@ def test_not_root_traced_exits_1(nobody_binary):
     # says what to do: use root / capabilities, or run untraced
     assert "root" in msg or "CAP_BPF" in msg, msg
     assert "--no-trace" in msg or "sudo" in msg, msg
+
+
+def test_setcap_binary_traces_without_root(udsprobe, request):
+    """The remedy every privilege error names for the commands run by hand: a binary given
+    CAP_BPF and CAP_PERFMON (setcap) run by uid 65534 traces --compare and passes --check;
+    given one of them, the one missing is named and nothing runs."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to setcap and switch to uid 65534")
+    d = Path(tempfile.mkdtemp(prefix="udsprobe-setcap-"))   # pytest's tmp_path is root's 0700
+    request.addfinalizer(lambda: shutil.rmtree(d, ignore_errors=True))
+    os.chmod(d, 0o777)
+    binary, out = d / "udsprobe", d
+    subprocess.run(["cp", udsprobe, binary], check=True)
+    nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"]
+    run = lambda *a: subprocess.run([*nobody, binary, *a], capture_output=True, text=True,
+                                    timeout=120, cwd="/")
+    subprocess.run(["setcap", "cap_bpf=ep", binary], check=True)
+    r = run("--compare", "--count", "200")
+    assert r.returncode == 1 and r.stdout == "" and r.stderr == (
+        "udsprobe: traced --compare needs root (CAP_BPF and CAP_PERFMON; this process lacks "
+        "CAP_PERFMON): run it with sudo, or give the binary just those (setcap "
+        "cap_bpf,cap_perfmon=ep udsprobe), or add --no-trace to run the workload only\n"), r
+    r = run("--compare", "--server", "true {port} {unix}", "--client-tcp", "true {port}",
+            "--client-unix", "true {unix}")
+    assert r.returncode == 1 and "--compare of programs (it traces them) needs root" in r.stderr \
+        and "lacks CAP_PERFMON" in r.stderr, r
+    subprocess.run(["setcap", "cap_bpf,cap_perfmon=ep", binary], check=True)
+    # Debian's perf_event_paranoid=3 wants CAP_SYS_ADMIN for perf events (README: set 2)
+    paranoid = Path("/proc/sys/kernel/perf_event_paranoid")
+    old_level = paranoid.read_text().strip()
+    try:
+        if int(old_level) > 2:
+            paranoid.write_text("2\n")
+        check = run("--check")
+        r = run("--compare", "--mode", "pingpong", "--count", "300", "--json", str(out / "c.json"))
+    finally:
+        paranoid.write_text(old_level + "\n")
+    assert check.returncode == 0 and "\nchosen: " in check.stdout, check
+    assert r.returncode == 0, r.stderr
+    doc = json.loads((out / "c.json").read_text())
+    assert doc["attach_mode"] and len(doc["results"]) == 2, doc
+    for res in doc["results"]:
+        assert res["messages"] > 0 and res["stages"], res
 
 
 def test_not_root_untraced_works(nobody_binary):

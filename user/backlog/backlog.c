@@ -312,7 +312,7 @@ static int check_args(struct bl_loop *r, enum attach_mode attach, enum attach_mo
 		if (m != ATTACH_AUTO)
 			*want = m;
 	}
-	if (trace_privileges_check("--backlog", "udsprobe-backlog.service"))
+	if (privileges_check("--backlog", "as a service given those (udsprobe-backlog.service)"))
 		return 1;
 	if (opts.prom_path && metrics_file_target_ok(opts.prom_path, msg, sizeof(msg))) {
 		fprintf(stderr, "udsprobe: cannot write --prom %s: %s\n", opts.prom_path, msg);

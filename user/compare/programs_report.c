@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "capability.h"
 #include "json_writer.h"
 #include "outfile.h"
 #include "predict.h"
@@ -548,11 +549,8 @@ int programs_main(const char *json_path, const char *out_dir, int verbose)
 	struct program_compare pc;
 	int err, e;
 
-	if (geteuid() != 0) {
-		fprintf(stderr, "udsprobe: --compare of programs traces them and needs root (CAP_BPF "
-			"and CAP_PERFMON): run it with sudo\n");
-		return -EPERM;
-	}
+	if ((err = privileges_check("--compare of programs (it traces them)", PRIVILEGES_SETCAP)))
+		return err;
 	if (json_path && (err = outfile_check("--json", json_path)))
 		return err;
 	if (out_dir && (err = outdir_open(&od, "--out", out_dir)))

@@ -382,7 +382,7 @@ bool process_has_cap(int cap)
 #define CAP_BPF_NR	39
 #define CAP_PERFMON_NR	38
 
-int trace_privileges_check(const char *action, const char *unit)
+int privileges_check(const char *action, const char *remedy)
 {
 	uint64_t caps = effective_caps();
 	bool bpf = caps & (1ull << CAP_BPF_NR), perfmon = caps & (1ull << CAP_PERFMON_NR);
@@ -390,7 +390,7 @@ int trace_privileges_check(const char *action, const char *unit)
 	if ((bpf && perfmon) || (caps & (1ull << CAP_SYS_ADMIN)))
 		return 0;
 	fprintf(stderr, "udsprobe: %s needs root (CAP_BPF and CAP_PERFMON; this process lacks %s): "
-		"run it with sudo, or as a service given those (%s)\n", action,
-		!bpf && !perfmon ? "both" : !bpf ? "CAP_BPF" : "CAP_PERFMON", unit);
+		"run it with sudo, or %s\n", action,
+		!bpf && !perfmon ? "both" : !bpf ? "CAP_BPF" : "CAP_PERFMON", remedy);
 	return -EPERM;
 }

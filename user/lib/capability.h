@@ -44,10 +44,12 @@ int btf_enum_value(const char *name, long long *val);
 /* This process holds capability cap (linux/capability.h) in its effective set. */
 bool process_has_cap(int cap);
 /* May this process load and attach tracing programs? CAP_BPF and CAP_PERFMON, or
- * CAP_SYS_ADMIN, in the effective set: root, or a service given just those. When not, one
- * line naming the capability missing and the service unit that has them
- * (scripts/udsprobe-UNIT.service); 0 or -EPERM. */
-int trace_privileges_check(const char *action, const char *unit);
+ * CAP_SYS_ADMIN, in the effective set: root, a service or a binary given just those. When
+ * not, one line naming the capability missing and what else to do (remedy, after "run it
+ * with sudo, or"); 0 or -EPERM. */
+int privileges_check(const char *action, const char *remedy);
+/* The remedy of the commands run by hand: the capabilities on the binary */
+#define PRIVILEGES_SETCAP "give the binary just those (setcap cap_bpf,cap_perfmon=ep udsprobe)"
 /* Free the cached BTF (it is loaded again when asked for). */
 void capability_free(void);
 

@@ -549,7 +549,7 @@ int trace_main(const char *json_path, const char *out_dir, double duration_s,
 	int err, status = 0, n;
 
 	o.n_comms = trace_comms(o.comms, FL_MAX_COMMS);
-	if (trace_privileges_check("--trace", "udsprobe-trace.service"))
+	if (privileges_check("--trace", "as a service given those (udsprobe-trace.service)"))
 		return 1;
 	if (out_dir && outdir_open(&od, "--out", out_dir))
 		return 1;
