@@ -60,6 +60,8 @@ __u64 unix_inflight = 0;	/* AF_UNIX connects between enter and exit */
 __u64 wait_returns_missed = 0;	/* unix_wait_for_peer returns its kretprobe did not see */
 __u32 iter_n = 0;
 		/* listeners the iterators found (reset before each run) */
+__u32 iter_tcp_shown = 0;	/* sockets the TCP walk showed, */
+__u32 iter_tcp_stopped = 0;	/* and 1: it stopped at the established hash (both reset) */
 
 struct bl_conn {
 	__u64 sleep_start;
@@ -1024,8 +1026,21 @@ int iter_tcp(struct bpf_iter__tcp *ctx)
 	struct bl_listener l = { .family = BL_TCP };
 	struct tcp_sock *tp;
 	struct sock *sk;
+	int state;
 
-	if (!skc || skc->skc_state != TCP_LISTEN)
+	if (!skc)
+		return 0;
+	iter_tcp_shown++;
+	state = skc->skc_state;
+	if (state != TCP_LISTEN && state != TCP_CLOSE) {
+		/* The listening hash comes first and only it holds listeners (a closed one may
+		 * still be in a batch): stop at the established hash, whose batches take
+		 * references on request sockets that have none yet on affected kernels
+		 * (CVE-2026-74714, docs/KERNELS.md). 1: the read() fails with EAGAIN. */
+		iter_tcp_stopped = 1;
+		return 1;
+	}
+	if (state != TCP_LISTEN)
 		return 0;
 	tp = bpf_skc_to_tcp_sock(skc);
 	if (!tp)

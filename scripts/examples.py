@@ -4,7 +4,9 @@ build, on this machine (the outputs name the commit, kernel and CPU; the README'
 them say when).
 
 docs/REPORTS.md's sentences on the example sweep.svg, between "<!-- sweep summary -->" and
-"<!-- /sweep summary -->", are written from the same sweep's JSON.
+"<!-- /sweep summary -->", are written from the same sweep's JSON; the README's placement
+table and its sentences, between "<!-- placement table -->" and "<!-- /placement table -->",
+from PLACEMENT_RUNS untraced 64 B ping-pong runs on one CPU and on two.
 
 A README example is the fenced block after a marker line
 
@@ -34,6 +36,10 @@ MARKER = re.compile(r"^<!-- example: (?P<args>.*?)(?P<stderr> \| stderr)? -->$")
 STAMP = re.compile(r"^<!-- made by `make examples` .* -->$")
 REPORTS = REPO / "docs" / "REPORTS.md"
 SWEEP_BEGIN, SWEEP_END = "<!-- sweep summary -->", "<!-- /sweep summary -->"
+PLACE_BEGIN, PLACE_END = "<!-- placement table -->", "<!-- /placement table -->"
+PLACEMENT_RUNS = 5
+PLACEMENT_ARGS = ["--compare", "--no-trace", "--mode", "pingpong", "--size", "64",
+                  "--cpu", "same,split"]
 
 
 class Example:
@@ -159,19 +165,85 @@ def sweep_summary(doc):
     if more:
         parts.append(f"UDS moves more at {more[0]} ({more[1]})")
     text += " and ".join(parts) + "."
-    lines, out, width = text.split(), [], 0
-    for w in lines:     # wrapped at 96 columns as the docs are
-        if out and width + 1 + len(w) > 96:
-            out.append("\n")
-            width = 0
-        elif out:
-            out.append(" ")
-            width += 1
-        out.append(w)
-        width += len(w)
     body = REPORTS.read_text()
     a, b = body.index(SWEEP_BEGIN) + len(SWEEP_BEGIN), body.index(SWEEP_END)
-    REPORTS.write_text(body[:a] + "\n" + "".join(out) + "\n" + body[b:])
+    REPORTS.write_text(body[:a] + "\n" + "\n".join(wrap(text)) + "\n" + body[b:])
+
+
+def us(ns):
+    """A duration as the docs write it: 1.5 µs, 17 µs, 0.52 ms."""
+    if ns >= 1e6:
+        return f"{ns / 1e6:.2f} ms"
+    return f"{ns / 1e3:.1f} µs" if ns < 1e4 else f"{ns / 1e3:.0f} µs"
+
+
+def median(v):
+    v = sorted(v)
+    return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
+
+
+def wrap(text, width=96):
+    """Words wrapped at the docs' 96 columns."""
+    out, line = [], ""
+    for w in text.split():
+        if line and len(line) + 1 + len(w) > width:
+            out.append(line)
+            line = w
+        else:
+            line = f"{line} {w}" if line else w
+    return out + ([line] if line else [])
+
+
+def placement_text(docs, day):
+    """The placement section's lines from the runs' JSON documents: per placement and
+    transport the medians of p50, p99 and mean; the sentences only from those figures."""
+    runs = {}
+    for doc in docs:
+        for r in doc["results"]:
+            runs.setdefault((r["cpu"], r["transport"]), []).append(r["latency_ns"])
+    m = {k: {q: median([l[q] for l in v]) for q in ("p50", "p99", "mean")}
+         for k, v in runs.items()}
+    cpu = docs[0]["cpu_placement"]["cpu_model"]
+    out = wrap(f"Measured with `{' '.join(PLACEMENT_ARGS[:-2])} --cpu same,split` by `make "
+               f"examples` (medians of {len(docs)} runs; {day}, {cpu}: absolute times differ "
+               f"3–4× between the CPUs of this kind):")
+    out += ["", "| `--cpu` | unix p50 | tcp p50 | ratio | unix p99 | tcp p99 | unix mean | tcp mean |",
+            "|---|---|---|---|---|---|---|---|"]
+    for pl in ("same", "split"):
+        u, t = m[pl, "unix"], m[pl, "tcp"]
+        out.append(f"| {pl} | {us(u['p50'])} | {us(t['p50'])} | {u['p50'] / t['p50']:.2f} | "
+                   f"{us(u['p99'])} | {us(t['p99'])} | {us(u['mean'])} | {us(t['mean'])} |")
+    slow = sorted(m["split", tr]["p50"] / m["same", tr]["p50"] for tr in ("unix", "tcp"))
+    p99 = sorted(m["split", tr]["p99"] for tr in ("unix", "tcp"))
+    diff = abs(m["same", "tcp"]["p50"] - m["same", "unix"]["p50"])
+    spread = {pl: max(max(l["p50"] for l in runs[pl, tr]) - min(l["p50"] for l in runs[pl, tr])
+                      for tr in ("unix", "tcp")) for pl in ("same", "split")}
+    text = (f"Across CPUs the p50 is {slow[0]:.1f}–{slow[1]:.1f}× the same-CPU one and p99 "
+            f"reaches {us(p99[0])}–{us(p99[1])}. The {us(diff)} the transports' p50 differ by "
+            f"on one CPU is ")
+    text += ("less than the run-to-run range of the split p50 ("
+             if diff < spread["split"] else "more than the run-to-run range of the split p50 (")
+    text += (f"{us(spread['split'])}, both transports' largest); on one CPU that range is "
+             f"{us(spread['same'])}.")
+    return out + [""] + wrap(text)
+
+
+def placement(udsprobe):
+    """The README's placement table, from PLACEMENT_RUNS runs of PLACEMENT_ARGS."""
+    docs = []
+    with tempfile.TemporaryDirectory(prefix="udsprobe-examples.") as d:
+        for i in range(PLACEMENT_RUNS):
+            args = PLACEMENT_ARGS + ["--json", f"{d}/p{i}.json"]
+            print(f"examples: udsprobe {shlex.join(args)} ({i + 1}/{PLACEMENT_RUNS})",
+                  file=sys.stderr, flush=True)
+            r = subprocess.run([udsprobe, *args], stdout=subprocess.DEVNULL, timeout=600)
+            if r.returncode != 0:
+                raise SystemExit(f"examples: udsprobe {shlex.join(args)}: exit {r.returncode}")
+            docs.append(json.loads(Path(f"{d}/p{i}.json").read_text()))
+    day = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+    body = README.read_text()
+    a, b = body.index(PLACE_BEGIN) + len(PLACE_BEGIN), body.index(PLACE_END)
+    README.write_text(body[:a] + "\n" + "\n".join(placement_text(docs, day)) + "\n" + body[b:])
 
 
 def main():
@@ -179,6 +251,7 @@ def main():
     if os.geteuid() != 0:
         raise SystemExit("examples: the examples trace: run as root (sudo make examples)")
     readme(udsprobe)
+    placement(udsprobe)
     if "--readme-only" not in sys.argv[1:]:
         report(udsprobe)
     print(f"examples: written on {machine()}; review with git diff", file=sys.stderr)

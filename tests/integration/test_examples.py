@@ -107,3 +107,40 @@ def test_stale_line_fails(fresh, listed):
     for line in (ex.lines[0].replace("AF_UNIX", "AF_LOCAL"), table.replace(";", ";old_", 1),
                  "waiting for the CPU is the largest stage for both (UDS 510 ns, TCP 603 ns)"):
         assert stale_lines([line], out, listed, leads) == [line], line
+
+
+def placement_doc(lat):
+    """A --compare --cpu same,split JSON document of one run; lat: {(cpu, transport): p50}."""
+    return {"cpu_placement": {"cpu_model": "Test CPU"},
+            "results": [{"cpu": c, "transport": t,
+                         "latency_ns": {"p50": v, "p99": 10 * v, "mean": 2 * v}}
+                        for (c, t), v in lat.items()]}
+
+
+def test_placement_text_from_the_medians():
+    """The README's placement table takes each figure's median over the runs, and its sentence
+    on the transports' difference against the split runs' spread follows the figures: here the
+    difference (600 ns) is less than the split range, then (with the split runs alike) more."""
+    runs = [{("same", "unix"): 1500, ("same", "tcp"): 2100, ("split", "unix"): s,
+             ("split", "tcp"): s + 4000} for s in (17000, 15000, 40000, 16000, 18000)]
+    text = "\n".join(examples.placement_text([placement_doc(r) for r in runs], "2026-01-01"))
+    assert "medians of 5 runs; 2026-01-01, Test CPU" in text
+    assert "| same | 1.5 µs | 2.1 µs | 0.71 | 15 µs | 21 µs | 3.0 µs | 4.2 µs |" in text
+    assert "| split | 17 µs | 21 µs | 0.81 | 170 µs | 210 µs | 34 µs | 42 µs |" in text
+    words = " ".join(text.split())
+    assert "p50 is 10.0–11.3× the same-CPU one" in words, words
+    assert "The 0.6 µs the transports' p50 differ by on one CPU is less than the run-to-run " \
+           "range of the split p50 (25 µs" in words, words
+    alike = [{**r, ("split", "unix"): 17000, ("split", "tcp"): 21000} for r in runs]
+    words = " ".join("\n".join(examples.placement_text(
+        [placement_doc(r) for r in alike], "2026-01-01")).split())
+    assert "is more than the run-to-run range of the split p50 (0.0 µs" in words, words
+
+
+def test_readme_placement_table_is_made_by_make_examples():
+    """The README's placement section is scripts/examples.py's: both placements, stamped."""
+    body = examples.README.read_text()
+    a, b = body.index(examples.PLACE_BEGIN), body.index(examples.PLACE_END)
+    block = body[a:b]
+    assert "by `make examples` (medians of 5 runs;" in " ".join(block.split()), block
+    assert re.search(r"^\| same \|", block, re.M) and re.search(r"^\| split \|", block, re.M), block

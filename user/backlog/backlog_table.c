@@ -182,12 +182,19 @@ static int run_iter(struct bl_state *s, struct bl_bpf *b, struct bpf_link *link,
 	int fd;
 
 	b->skel->bss->iter_n = 0;
+	b->skel->bss->iter_tcp_shown = 0;
+	b->skel->bss->iter_tcp_stopped = 0;
 	fd = bpf_iter_create(bpf_link__fd(link));
 	if (fd < 0)
 		return -errno;
-	while ((got = read(fd, buf, sizeof(buf))) != 0)
+	while ((got = read(fd, buf, sizeof(buf))) != 0) {
+		if (got < 0 && errno == EAGAIN && b->skel->bss->iter_tcp_stopped) {
+			got = 0;	/* iter_tcp's own stop: every listener seen */
+			break;
+		}
 		if (got < 0 && errno != EINTR && errno != EAGAIN)
 			break;
+	}
 	if (got < 0)
 		got = -errno;
 	close(fd);
