@@ -1441,21 +1441,31 @@ RECV_FUNC(inet6_recvmsg)
 
 /* ---- every mode ---- */
 
-/* The messages in flight on d will never be read (their receiver closed): counted when an
- * end counts for the process filters, as a completed message would be; the state goes. */
-static __always_inline void closed_unread(struct dir_st *d, const struct dir_key *k)
+/* The messages in flight on d will never be completed (their receiver closed): counted when
+ * an end counts for the process filters, as a completed message would be; the state goes.
+ * TCP's read position (read_seq, when has_seq) tells a message its receiver read, whose
+ * recv() boundary the kernel skipped (a probe nested in another BPF program), from one never
+ * read. */
+static __always_inline void closed_unread(struct dir_st *d, const struct dir_key *k,
+					  bool has_seq, __u32 read_seq)
 {
-	__u64 h = d->head, tail = d->tail, n = 0;
+	__u64 h = d->head, tail = d->tail, unread = 0, unseen = 0;
+	__u32 all = d->r_match == END_YES, seen = has_seq, c, past;
 	int i;
 
+	/* without branches per entry: the verifier walks each of them 16 times */
 	for (i = 0; i < FL_FIFO; i++) {
 		if (h + i == tail)
 			break;
-		if (d->ents[(h + i) & (FL_FIFO - 1)].match || d->r_match == END_YES)
-			n++;
+		c = d->ents[(h + i) & (FL_FIFO - 1)].match | all;	/* 0 or 1 */
+		past = ~(read_seq - d->ents[(h + i) & (FL_FIFO - 1)].end) >> 31 & seen;
+		unseen += c & past;
+		unread += c & ~past;
 	}
-	if (n)
-		__sync_fetch_and_add(&misses[FM_CLOSED], n);
+	if (unread)
+		__sync_fetch_and_add(&misses[FM_CLOSED], unread);
+	if (unseen)
+		__sync_fetch_and_add(&misses[FM_RECV_UNSEEN], unseen);
 	dir_delete(k);
 }
 
@@ -1468,7 +1478,7 @@ static __always_inline void on_tcp_close(struct sock *sk)
 {
 	struct dir_key k = {};
 	struct dir_st *d;
-	__u32 seq;
+	__u32 seq = 0;
 
 	if (!dir_key_of(sk, false, SK_BTF, &k, &seq))
 		return;
@@ -1484,7 +1494,7 @@ static __always_inline void on_tcp_close(struct sock *sk)
 	    (sk->sk_receive_queue.qlen ||
 	     (int)(seq - d->ents[d->head & (FL_FIFO - 1)].end) >= 0))
 		return;
-	closed_unread(d, &k);
+	closed_unread(d, &k, true, seq);
 }
 
 SEC("tp_btf/inet_sock_set_state")
@@ -1528,7 +1538,7 @@ int BPF_PROG(tp_kfree_skb, struct sk_buff *skb)
 		return 0;
 	d = bpf_map_lookup_elem(&dirs, &k);
 	if (d)
-		closed_unread(d, &k);
+		closed_unread(d, &k, false, 0);
 	return 0;
 }
 

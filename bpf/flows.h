@@ -72,6 +72,7 @@ enum fl_miss {
 	FM_CLOSED,	/* the receiving socket closed with messages unread */
 	FM_CONCURRENT,	/* a send while another process or thread was recording one on the
 			 * same direction */
+	FM_RECV_UNSEEN,	/* read by a TCP socket now closed, its recv() boundary never seen */
 	FM__COUNT,
 };
 

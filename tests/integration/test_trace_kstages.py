@@ -103,10 +103,16 @@ def test_redis_connection_per_incr(trace, tmp_path, redis, transport):
     flows = flows_at(doc, info["endpoint"])
     by = {(f["sender"]["comm"], f["receiver"]["comm"]): f for f in flows}
     req, rep = by[("incr_per_conn", "redis-server")], by[("redis-server", "incr_per_conn")]
-    lost = {k: doc[k] for k in ("misses", "socket_states_evicted", "processes_exited")}
-    assert len(flows) == 2 and req["messages"] == n and rep["messages"] == n, \
+    lost = {k: doc[k] for k in ("misses", "socket_states_evicted", "program_runs_skipped")}
+    # every message counted, or named: a boundary whose program the kernel did not run (1 run
+    # in 6 in the 6.1 kprobe guest lost one message) leaves its message as socket_unknown (the
+    # send unseen) or receive_unseen (the recv() unseen)
+    named = doc["misses"]["socket_unknown"] + doc["misses"]["receive_unseen"]
+    assert len(flows) == 2 and 2 * n - req["messages"] - rep["messages"] == named, \
         ([(f["messages"], f["connections"], f["misses"]) for f in flows], json.dumps(lost))
-    assert req["connections"] == n and rep["connections"] == n, (req, rep)
+    assert req["messages"] <= n and rep["messages"] <= n, json.dumps(lost)
+    assert req["connections"] == req["messages"] and rep["connections"] == rep["messages"], \
+        (req, rep)
     for f in (req, rep):
         k = kstages(f)
         net = [name for name in k if "tcp_ip_out" in name or "dev_xmit" in name or

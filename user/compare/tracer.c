@@ -302,27 +302,11 @@ void tracer_set_tasks(struct tracer *tr, pid_t client, pid_t server, enum transp
 	__sync_synchronize();
 }
 
-/*
- * Runs of our programs the kernel skipped (bpf_prog_info.recursion_misses): a program that
- * would nest in another BPF program on the same CPU does not run. Counted for fentry/fexit
- * since 5.12 and tp_btf since 6.2; kprobe skips only since 6.7 (older kernels lose them
- * uncounted, and the stage counts show it).
- */
+/* Runs of our programs the kernel skipped (older kernels lose kprobe runs uncounted, and
+ * the stage counts show it). */
 static uint64_t kernel_missed(const struct tracer *tr)
 {
-	struct bpf_program *prog;
-	uint64_t sum = 0;
-
-	bpf_object__for_each_program(prog, tr->skel->obj) {
-		struct bpf_prog_info info;
-		__u32 len = sizeof(info);
-		int fd = bpf_program__fd(prog);
-
-		memset(&info, 0, sizeof(info));
-		if (fd >= 0 && !bpf_obj_get_info_by_fd(fd, &info, &len))
-			sum += info.recursion_misses;
-	}
-	return sum;
+	return attach_runs_skipped(tr->skel->obj);
 }
 
 int tracer_begin_run(struct tracer *tr, const struct wl_config *cfg, pid_t client, pid_t server)

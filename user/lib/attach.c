@@ -8,6 +8,8 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 
 #include "attach.h"
 #include "capability.h"
@@ -98,4 +100,21 @@ int attach_funcs_present(enum attach_mode mode, const char *const *fns, int n, c
 		}
 	}
 	return 0;
+}
+
+unsigned long long attach_runs_skipped(const struct bpf_object *obj)
+{
+	struct bpf_program *prog;
+	unsigned long long sum = 0;
+
+	bpf_object__for_each_program(prog, obj) {
+		struct bpf_prog_info info;
+		__u32 len = sizeof(info);
+		int fd = bpf_program__fd(prog);
+
+		memset(&info, 0, sizeof(info));
+		if (fd >= 0 && !bpf_obj_get_info_by_fd(fd, &info, &len))
+			sum += info.recursion_misses;
+	}
+	return sum;
 }

@@ -51,4 +51,10 @@ int attach_caps_probe(enum attach_mode mode, void *caps, char *why, size_t len);
 /* The words for attach_choose's failure err: no mode works on this kernel, or memory is short. */
 const char *attach_failure(int err);
 
+struct bpf_object;
+/* Runs of obj's loaded programs the kernel skipped (bpf_prog_info.recursion_misses): a
+ * program that would nest in another BPF program on its CPU does not run. Counted for
+ * fentry/fexit since 5.12, tp_btf since 6.2, kprobes since 6.7; older kernels skip uncounted. */
+unsigned long long attach_runs_skipped(const struct bpf_object *obj);
+
 #endif

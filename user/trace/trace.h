@@ -156,6 +156,7 @@ struct trace_run {
 	int flows_cap;		/* allocated */
 	uint64_t misses[FM__COUNT];
 	uint64_t dirs_evicted;	/* direction states the LRU evicted (closed connections', mostly) */
+	uint64_t runs_skipped;	/* program runs the kernel skipped (attach_runs_skipped) */
 	uint64_t flows_not_kept;	/* messages of flows beyond TR_MAX_FLOWS */
 	struct ep_name *names;	/* unix endpoint names moved out of the uaddrs map, by id */
 	int n_names, names_cap;

@@ -39,6 +39,7 @@ const char *const fl_miss_names[FM__COUNT] = {
 	[FM_TASK_FULL] = "task_map_full",
 	[FM_CLOSED] = "socket_closed_unread",
 	[FM_CONCURRENT] = "concurrent_send",
+	[FM_RECV_UNSEEN] = "receive_unseen",
 };
 
 /* What each counter means in a run's report (docs/TRACE.md, "Not matched"). */
@@ -57,6 +58,8 @@ const char *const fl_miss_meanings[FM__COUNT] = {
 		      "with them queued",
 	[FM_CONCURRENT] = "sends made while another process or thread was recording one on "
 			  "the same socket",
+	[FM_RECV_UNSEEN] = "messages read, their recv() not seen: a probe run the kernel "
+			   "skipped (TCP, found when the socket closed)",
 };
 
 uint64_t fl_bucket_value(int b)
@@ -682,6 +685,7 @@ int trace_collect(struct flows_bpf *skel, const struct trace_opts *o, struct tra
 		qsort(run->flows, run->n_flows, sizeof(*run->flows), by_messages);
 	read_misses(skel, run);
 	run->dirs_evicted = dirs_evicted(skel);
+	run->runs_skipped = attach_runs_skipped(skel->obj);
 	run->names_lost = skel->bss->names_lost;
 	run->procs_exited = skel->bss->procs_exited;
 	run->procs_unfollowed = skel->bss->procs_unfollowed;

@@ -399,7 +399,11 @@ void trace_report_text(const struct trace_run *run, const struct trace_opts *o, 
 	for (i = 0; i < FM__COUNT; i++)
 		if (i != FM_NO_ENTRY)
 			fprintf(f, " %s %llu", fl_miss_names[i], (unsigned long long)run->misses[i]);
-	fprintf(f, "; socket states evicted (LRU) %llu\n", (unsigned long long)run->dirs_evicted);
+	fprintf(f, "; socket states evicted (LRU) %llu", (unsigned long long)run->dirs_evicted);
+	if (run->runs_skipped)	/* a boundary not seen: its message is one of the misses */
+		fprintf(f, "; program runs the kernel skipped %llu",
+			(unsigned long long)run->runs_skipped);
+	fputc('\n', f);
 	misses_text(run, o, f);
 	unnamed_text(run, f);
 	if (run->procs_unfollowed)
@@ -487,6 +491,7 @@ void trace_json_write(const struct trace_run *run, FILE *f)
 		jw_u64(&w, fl_miss_names[i], run->misses[i]);
 	jw_obj_end(&w);
 	jw_u64(&w, "socket_states_evicted", run->dirs_evicted);
+	jw_u64(&w, "program_runs_skipped", run->runs_skipped);
 	jw_u64(&w, "endpoint_names_lost", run->names_lost);
 	jw_u64(&w, "processes_exited", run->procs_exited);
 	jw_u64(&w, "processes_not_followed", run->procs_unfollowed);
