@@ -104,10 +104,12 @@ def test_redis_connection_per_incr(trace, tmp_path, redis, transport):
     by = {(f["sender"]["comm"], f["receiver"]["comm"]): f for f in flows}
     req, rep = by[("incr_per_conn", "redis-server")], by[("redis-server", "incr_per_conn")]
     lost = {k: doc[k] for k in ("misses", "socket_states_evicted", "program_runs_skipped")}
-    # every message counted, or named: a boundary whose program the kernel did not run (1 run
-    # in 6 in the 6.1 kprobe guest lost one message) leaves its message as socket_unknown (the
-    # send unseen) or receive_unseen (the recv() unseen)
-    named = doc["misses"]["socket_unknown"] + doc["misses"]["receive_unseen"]
+    # every message counted, or named: in the 6.1 kprobe guest 1 run in 6 lost one or two,
+    # counted as socket_unknown (no send seen) or socket_closed_unread (not matched when its
+    # receiver closed; redis read every request: commandstats above) - issue 36 item 3;
+    # receive_unseen where the closing socket's read position shows it was read
+    named = sum(doc["misses"][k] for k in ("socket_unknown", "receive_unseen",
+                                           "socket_closed_unread"))
     assert len(flows) == 2 and 2 * n - req["messages"] - rep["messages"] == named, \
         ([(f["messages"], f["connections"], f["misses"]) for f in flows], json.dumps(lost))
     assert req["messages"] <= n and rep["messages"] <= n, json.dumps(lost)
