@@ -1036,7 +1036,7 @@ int iter_tcp(struct bpf_iter__tcp *ctx)
 		/* The listening hash comes first and only it holds listeners (a closed one may
 		 * still be in a batch): stop at the established hash, whose batches take
 		 * references on request sockets that have none yet on affected kernels
-		 * (CVE-2026-74714, docs/KERNELS.md). 1: the read() fails with EAGAIN. */
+		 * (CVE-2026-74714, docs/BACKLOG.md). 1: the read() fails with EAGAIN. */
 		iter_tcp_stopped = 1;
 		return 1;
 	}

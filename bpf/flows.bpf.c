@@ -1444,8 +1444,7 @@ RECV_FUNC(inet6_recvmsg)
 /* The messages in flight on d will never be completed (their receiver closed): counted when
  * an end counts for the process filters, as a completed message would be; the state goes.
  * TCP's read position (read_seq, when has_seq) tells a message its receiver read, whose
- * recv() boundary the kernel skipped (a probe nested in another BPF program), from one never
- * read. */
+ * recv() boundary did not run, from one never read. */
 static __always_inline void closed_unread(struct dir_st *d, const struct dir_key *k,
 					  bool has_seq, __u32 read_seq)
 {
