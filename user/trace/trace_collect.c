@@ -58,8 +58,8 @@ const char *const fl_miss_meanings[FM__COUNT] = {
 		      "with them queued",
 	[FM_CONCURRENT] = "sends made while another process or thread was recording one on "
 			  "the same socket",
-	[FM_RECV_UNSEEN] = "messages read, their recv() not seen: a probe run the kernel "
-			   "skipped (TCP, found when the socket closed)",
+	[FM_RECV_UNSEEN] = "messages read whose recv() boundary did not run (TCP, found when "
+			   "the socket closed)",
 };
 
 uint64_t fl_bucket_value(int b)
