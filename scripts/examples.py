@@ -24,6 +24,7 @@ import os
 import re
 import shlex
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -86,10 +87,29 @@ def machine():
     return f"{cpu}, Linux {os.uname().release}, udsprobe git {rev}"
 
 
+def today():
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+
+
+def run_quiet(udsprobe, args, note="", timeout=3600):
+    """udsprobe ARGS for its files (stdout dropped); its failure ends make examples."""
+    print(f"examples: udsprobe {shlex.join(args)}{note}", file=sys.stderr, flush=True)
+    r = subprocess.run([udsprobe, *args], stdout=subprocess.DEVNULL, timeout=timeout)
+    if r.returncode != 0:
+        raise SystemExit(f"examples: udsprobe {shlex.join(args)}: exit {r.returncode}")
+
+
+def replace_between(path, begin, end, lines):
+    """path's text between the marker lines begin and end becomes lines."""
+    body = path.read_text()
+    a, b = body.index(begin) + len(begin), body.index(end)
+    path.write_text(body[:a] + "\n" + "\n".join(lines) + "\n" + body[b:])
+
+
 def readme(udsprobe):
     text = README.read_text()
     lines = text.split("\n")
-    day = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+    day = today()
     for ex in reversed(examples(text)):    # from the end: earlier line numbers stay valid
         print(f"examples: README: udsprobe {shlex.join(ex.args)}", file=sys.stderr, flush=True)
         lines[ex.marker + 1:ex.end] = [
@@ -100,12 +120,8 @@ def readme(udsprobe):
 def report(udsprobe):
     """docs/example-report/: the default --compare's report, and the default sweep's picture."""
     with tempfile.TemporaryDirectory(prefix="udsprobe-examples.") as d:
-        for args, keep in ((["--compare", "--out", f"{d}/report"], None),
-                           (["--compare", "--sweep", "--out", f"{d}/sweep"], "sweep.svg")):
-            print(f"examples: udsprobe {shlex.join(args)}", file=sys.stderr, flush=True)
-            r = subprocess.run([udsprobe, *args], stdout=subprocess.DEVNULL, timeout=3600)
-            if r.returncode != 0:
-                raise SystemExit(f"examples: udsprobe {shlex.join(args)}: exit {r.returncode}")
+        run_quiet(udsprobe, ["--compare", "--out", f"{d}/report"])
+        run_quiet(udsprobe, ["--compare", "--sweep", "--out", f"{d}/sweep"])
         shutil.rmtree(REPORT)
         shutil.copytree(f"{d}/report", REPORT)
         shutil.copy(f"{d}/sweep/sweep.svg", REPORT / "sweep.svg")
@@ -149,7 +165,7 @@ def sweep_summary(doc):
           for s in sorted({k[2] for k in res if k[0] == "stream"})]
     faster, slower = spans(lat, lambda r: r < 1), spans(lat, lambda r: r >= 1)
     more, less = spans(bw, lambda r: r > 1), spans(bw, lambda r: r <= 1)
-    day = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+    day = today()
     cpu = doc["cpu_placement"]["cpu_model"]
     text = (f"docs/example-report/sweep.svg is the default `--compare --sweep` (1 B to 16 MiB), "
             f"made by `make examples` on {day} on this machine kind ({cpu}, "
@@ -165,9 +181,7 @@ def sweep_summary(doc):
     if more:
         parts.append(f"UDS moves more at {more[0]} ({more[1]})")
     text += " and ".join(parts) + "."
-    body = REPORTS.read_text()
-    a, b = body.index(SWEEP_BEGIN) + len(SWEEP_BEGIN), body.index(SWEEP_END)
-    REPORTS.write_text(body[:a] + "\n" + "\n".join(wrap(text)) + "\n" + body[b:])
+    replace_between(REPORTS, SWEEP_BEGIN, SWEEP_END, wrap(text))
 
 
 def us(ns):
@@ -175,11 +189,6 @@ def us(ns):
     if ns >= 1e6:
         return f"{ns / 1e6:.2f} ms"
     return f"{ns / 1e3:.1f} µs" if ns < 1e4 else f"{ns / 1e3:.0f} µs"
-
-
-def median(v):
-    v = sorted(v)
-    return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
 
 
 def wrap(text, width=96):
@@ -201,7 +210,7 @@ def placement_text(docs, day):
     for doc in docs:
         for r in doc["results"]:
             runs.setdefault((r["cpu"], r["transport"]), []).append(r["latency_ns"])
-    m = {k: {q: median([l[q] for l in v]) for q in ("p50", "p99", "mean")}
+    m = {k: {q: statistics.median([l[q] for l in v]) for q in ("p50", "p99", "mean")}
          for k, v in runs.items()}
     cpu = docs[0]["cpu_placement"]["cpu_model"]
     out = wrap(f"Measured with `{' '.join(PLACEMENT_ARGS[:-2])} --cpu same,split` by `make "
@@ -233,17 +242,10 @@ def placement(udsprobe):
     docs = []
     with tempfile.TemporaryDirectory(prefix="udsprobe-examples.") as d:
         for i in range(PLACEMENT_RUNS):
-            args = PLACEMENT_ARGS + ["--json", f"{d}/p{i}.json"]
-            print(f"examples: udsprobe {shlex.join(args)} ({i + 1}/{PLACEMENT_RUNS})",
-                  file=sys.stderr, flush=True)
-            r = subprocess.run([udsprobe, *args], stdout=subprocess.DEVNULL, timeout=600)
-            if r.returncode != 0:
-                raise SystemExit(f"examples: udsprobe {shlex.join(args)}: exit {r.returncode}")
+            run_quiet(udsprobe, PLACEMENT_ARGS + ["--json", f"{d}/p{i}.json"],
+                      f" ({i + 1}/{PLACEMENT_RUNS})", timeout=600)
             docs.append(json.loads(Path(f"{d}/p{i}.json").read_text()))
-    day = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
-    body = README.read_text()
-    a, b = body.index(PLACE_BEGIN) + len(PLACE_BEGIN), body.index(PLACE_END)
-    README.write_text(body[:a] + "\n" + "\n".join(placement_text(docs, day)) + "\n" + body[b:])
+    replace_between(README, PLACE_BEGIN, PLACE_END, placement_text(docs, today()))
 
 
 def main():
