@@ -4,6 +4,7 @@
     UDSPROBE=/path/to/udsprobe ... pytest ...                # test another build
     pytest --attach tracepoint  (or UDSPROBE_ATTACH=...)     # attach mode for traced runs
 """
+import contextlib
 import json
 import os
 import re
@@ -304,6 +305,21 @@ def nobody_binary(udsprobe):
     os.chmod(dst, 0o755)
     yield dst
     shutil.rmtree(d, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def perf_paranoid_at_most_2(lower=True):
+    """Inside: kernel.perf_event_paranoid at most 2 (when lower), as in the docs' unit set-up;
+    Debian's kernels add 3, where perf_event_open (classic tracepoints, kprobes) needs
+    CAP_SYS_ADMIN whatever else is held. Restored after."""
+    paranoid = Path("/proc/sys/kernel/perf_event_paranoid")
+    old_level = paranoid.read_text().strip()
+    try:
+        if lower and int(old_level) > 2:
+            paranoid.write_text("2\n")
+        yield
+    finally:
+        paranoid.write_text(old_level + "\n")
 
 
 def cgroup2_root():

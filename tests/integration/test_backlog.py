@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import compile_helpers, free_port
+from conftest import compile_helpers, fdinfo_values, free_port
 
 REPO = Path(__file__).resolve().parents[2]
 ASSETS = REPO / "tests" / "backlog"
@@ -439,12 +439,9 @@ def test_tcp_synthetic(udsprobe, attach_mode, procs, bl_bins, world_dir):
 
 
 def backlog_bss(pid):
-    """The .bss of udsprobe pid's backlog object: the maps its fds hold (fdinfo's map_id),
-    the one bpftool names backlog_.bss."""
-    ids = set()
-    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
-        with open(f"/proc/{pid}/fdinfo/{fd}") as f:
-            ids.update(int(l.split()[1]) for l in f if l.startswith("map_id:"))
+    """The .bss of udsprobe pid's backlog object: of the maps its fds hold, the one bpftool
+    names backlog_.bss."""
+    ids = fdinfo_values([pid], "map_id")
     maps = json.loads(subprocess.run(["bpftool", "map", "show", "--json"], capture_output=True,
                                      text=True, check=True).stdout)
     [m] = [m for m in maps if m["id"] in ids and m.get("name", "").startswith("backlog") and

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import compile_helpers, free_port
+from conftest import compile_helpers, free_port, perf_paranoid_at_most_2
 
 REPO = Path(__file__).resolve().parents[2]
 ASSETS = REPO / "tests" / "backlog"
@@ -419,36 +419,25 @@ def test_backlog_as_nobody_with_the_units_capabilities(udsprobe, procs, bins, tm
         summ = [e for e in ev if e["event"] == "summary" and e["address"] == str(sock)]
         return res.stdout, line + out, summ
 
-    # Debian's kernels add perf_event_paranoid=3: perf_event_open (classic tracepoints, kprobes)
-    # then needs CAP_SYS_ADMIN whatever else is held. docs/BACKLOG.md says to set it to 2 for
-    # the unit; here: the unit's set fails clearly at 3, then runs at 2 (restored after).
-    # (A mode that needs no perf_event_open may still work there: then nothing is lowered.)
-    paranoid = Path("/proc/sys/kernel/perf_event_paranoid")
-    old_level = paranoid.read_text().strip()
+    # docs/BACKLOG.md says to set perf_event_paranoid to 2 for the unit; here: the unit's set
+    # fails clearly at Debian's 3, then runs at 2 (restored after). (A mode that needs no
+    # perf_event_open may still work there: then nothing is lowered.)
     lower = False
-    if int(old_level) > 2:
+    if int(Path("/proc/sys/kernel/perf_event_paranoid").read_text()) > 2:
         r = subprocess.run(run_as_nobody(str(binary), unit_caps(), ["--backlog", "--duration", "1"]),
                            capture_output=True, text=True, timeout=60)
         lower = r.returncode != 0
         assert r.returncode == 0 or (r.returncode == 1 and "Permission denied" in r.stderr), r
-    try:
-        if lower:
-            paranoid.write_text("2\n")
+    with perf_paranoid_at_most_2(lower):
         burst_out, text, summ = run(unit_caps(), "unit")
-    finally:
-        paranoid.write_text(old_level + "\n")
     eagain = int(dict(kv.split("=") for kv in burst_out.split())["eagain"])
     assert eagain == 15 and summ[0]["overflows"] == 15, (burst_out, summ)
     assert summ[0]["owner_comm"] == "listen_noaccept" and summ[0]["clients"][0]["count"] == 15
     assert "no CAP_SYS_PTRACE" not in text
 
     # The queue stays full (nothing accepts): all 20 of the next burst overflow.
-    try:
-        if lower:
-            paranoid.write_text("2\n")
+    with perf_paranoid_at_most_2(lower):
         _, text, summ = run([c for c in unit_caps() if c != "sys_ptrace"], "noptrace")
-    finally:
-        paranoid.write_text(old_level + "\n")
     assert "note: no CAP_SYS_PTRACE: other users' processes cannot be read" in text
     assert summ and summ[0]["owner_pid"] is None, summ
 

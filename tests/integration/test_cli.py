@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import perf_paranoid_at_most_2
+
 
 def test_help(run):
     res = run("--help")
@@ -159,12 +161,12 @@ def test_usage_error_names_what_is_wrong(udsprobe, tmp_path, args, reason):
     assert list(tmp_path.iterdir()) == [], "a usage error wrote files"
 
 
-def run_as_nobody(binary, *args):
+def run_as_nobody(binary, *args, timeout=30):
     if os.geteuid() != 0:
         pytest.skip("needs root to switch to uid 65534")
     cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
            "--inh-caps=-all", binary, *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=30, cwd="/")
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd="/")
 
 
 def test_not_root_traced_exits_1(nobody_binary):
@@ -189,9 +191,7 @@ def test_setcap_binary_traces_without_root(udsprobe, request):
     os.chmod(d, 0o777)
     binary, out = d / "udsprobe", d
     subprocess.run(["cp", udsprobe, binary], check=True)
-    nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"]
-    run = lambda *a: subprocess.run([*nobody, binary, *a], capture_output=True, text=True,
-                                    timeout=120, cwd="/")
+    run = lambda *a: run_as_nobody(binary, *a, timeout=120)
     subprocess.run(["setcap", "cap_bpf=ep", binary], check=True)
     r = run("--compare", "--count", "200")
     assert r.returncode == 1 and r.stdout == "" and r.stderr == (
@@ -203,16 +203,9 @@ def test_setcap_binary_traces_without_root(udsprobe, request):
     assert r.returncode == 1 and "--compare of programs (it traces them) needs root" in r.stderr \
         and "lacks CAP_PERFMON" in r.stderr, r
     subprocess.run(["setcap", "cap_bpf,cap_perfmon=ep", binary], check=True)
-    # Debian's perf_event_paranoid=3 wants CAP_SYS_ADMIN for perf events (README: set 2)
-    paranoid = Path("/proc/sys/kernel/perf_event_paranoid")
-    old_level = paranoid.read_text().strip()
-    try:
-        if int(old_level) > 2:
-            paranoid.write_text("2\n")
+    with perf_paranoid_at_most_2():     # README: a setcap binary wants 2 or less
         check = run("--check")
         r = run("--compare", "--mode", "pingpong", "--count", "300", "--json", str(out / "c.json"))
-    finally:
-        paranoid.write_text(old_level + "\n")
     assert check.returncode == 0 and "\nchosen: " in check.stdout, check
     assert r.returncode == 0, r.stderr
     doc = json.loads((out / "c.json").read_text())

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import free_port
+from conftest import free_port, perf_paranoid_at_most_2
 from test_backlog_metrics import (PROMTOOL, TRACE_UNIT, Prometheus, assert_dashboard_answers,
                                   http_get, run_as_nobody, unit_caps)
 from test_trace import ECHO, redis  # noqa: F401 (fixture)
@@ -244,17 +244,10 @@ def test_trace_as_a_service_with_the_units_capabilities(udsprobe, procs, tmp_pat
     r = subprocess.run(run_as_nobody(str(binary), ["bpf"], args[:5]), capture_output=True,
                        text=True, timeout=60)
     assert r.returncode == 1 and "this process lacks CAP_PERFMON)" in r.stderr, r
-    # Debian's perf_event_paranoid=3 wants CAP_SYS_ADMIN for perf_event_open whatever else is
-    # held; the unit's docs say to set 2 (as for udsprobe-backlog.service): here for the run
-    paranoid = Path("/proc/sys/kernel/perf_event_paranoid")
-    old_level = paranoid.read_text().strip()
-    try:
-        if int(old_level) > 2:
-            paranoid.write_text("2\n")
+    # the unit's docs say to set perf_event_paranoid 2 (as for udsprobe-backlog.service)
+    with perf_paranoid_at_most_2():
         r = subprocess.run(run_as_nobody(str(binary), unit_caps(TRACE_UNIT), args),
                            capture_output=True, text=True, timeout=120)
-    finally:
-        paranoid.write_text(old_level + "\n")
     assert r.returncode == 0, r.stderr
     doc = json.loads((out / "t.json").read_text())
     flows = [f for f in doc["flows"] if f["endpoint"] == str(sock)]
