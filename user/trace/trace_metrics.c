@@ -160,10 +160,11 @@ void trace_metrics_write(const struct trace_run *run, FILE *f)
 	memset(v, 0, sizeof(v));
 	for (i = 0; i < run->n_flows; i++) {	/* busiest first */
 		const struct flow *fl = &run->flows[i];
-		struct series *s = n < TR_METRICS_FLOWS ? &v[n++] : &other[fl->transport == FL_TCP];
+		bool kept = n < TR_METRICS_FLOWS;
+		struct series *s = kept ? &v[n++] : &other[fl->transport == FL_TCP];
 
 		s->tr = fl->transport;
-		if (s < other) {
+		if (kept) {
 			s->endpoint = fl->endpoint;
 			s->sender = fl->sender.comm;
 			s->receiver = fl->receiver.comm;
