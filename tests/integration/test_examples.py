@@ -23,13 +23,18 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the examples trace: n
 
 def mask(line):
     """A line with what changes from run to run replaced: numbers and their units, the commit,
-    the CPU's name, the letters of a bar, runs of blanks."""
+    the CPU's name, the letters of a bar, runs of blanks, the probe overhead's wording."""
     line = re.sub(r"\bgit [0-9a-f]+(-dirty)?", "git #", line)
     if line.startswith("kernel "):
         line = re.sub(r"\(.*\)", "(CPU)", line)
     line = re.sub(r"\[[a-z]+\]", "[bar]", line)
     # a number with its sign and unit: "980 ns" and "2.25 us", "-3%" and "+11%" are one shape
     line = re.sub(r"[+-]?\d+(\.\d+)?( ?(ns|us|µs|ms|s|k|M|G)\b)?", "#", line)
+    # the probe overhead's two wordings, chosen by the numbers (overhead_words() and
+    # agreement() in user/compare/): a traced run faster than its untraced twin, or not
+    line = line.replace("within run-to-run noise (the traced run was # faster)", "# (#%)")
+    line = line.replace("(measured overhead not positive: run-to-run noise exceeds the probe "
+                        "cost, compare with --repeat)", "(#% and #% of the measured overhead)")
     return " ".join(line.split())
 
 
