@@ -464,10 +464,15 @@ def test_tcp_walk_stops_at_the_established_hash(udsprobe, attach_mode, procs, wo
     conns = [socket.create_connection(("127.0.0.1", port)) for _ in range(300)]
     ends = [lsn.accept()[0] for _ in conns]
     try:
-        w = Watch(udsprobe, procs, world_dir, ["--port", str(port), "--duration", "3"],
+        # --netns: only this namespace is walked, so the .bss holds its walk and not another's
+        w = Watch(udsprobe, procs, world_dir, ["--port", str(port), "--duration", "8",
+                                               "--netns", f"/proc/{os.getpid()}/ns/net"],
                   attach_args(udsprobe, attach_mode))
-        time.sleep(1.5)    # the first interval's walk has run
+        deadline = time.monotonic() + 8
         bss = backlog_bss(w.p.pid)
+        while not bss["iter_tcp_stopped"] and time.monotonic() < deadline:
+            time.sleep(0.2)    # the first walk has not ended, or this read met the next's reset
+            bss = backlog_bss(w.p.pid)
         out, err, events = w.result()
     finally:
         for c in conns + ends + [lsn]:
