@@ -131,7 +131,8 @@ struct dir_st {
 				 * BPF atomics every kernel has) */
 	__u32 rpos;		/* unix: bytes received; TCP: copied_seq */
 	__u64 rpos_ts;		/* return of the last receive rpos counts (it lags the kernel's
-				 * dequeue by the receiver's return path: last is written first) */
+				 * dequeue by the receiver's return path), written before the add:
+				 * an rpos read first never holds a read this calls uncounted */
 	__u64 head, tail;	/* FIFO: the receiver (or the late sender) advances head */
 	__u64 dropped;		/* sends lost since the last completion */
 	__u8 transport, v6;
@@ -141,6 +142,9 @@ struct dir_st {
 	__u8 s_match, r_match;	/* enum end_match of the last send, the last receive */
 	__u8 ep_out;		/* the endpoint filters exclude the direction */
 	__u8 counted;		/* a message of this connection was recorded (fl_stats.conns) */
+	__u32 closed_seq;	/* TCP: where the receiver had read to when it closed */
+	__u64 rclosed;		/* 1: it closed with a send boundary still to come (whose run ends
+				 * the direction); 2: ended (by one cmpxchg: one of the two does) */
 	__u64 unknown;		/* made by a receive counted as socket_unknown (64 bits:
 				 * taken back by one cmpxchg) */
 	__u64 born;		/* the direction's first traced send boundary, */
@@ -863,6 +867,33 @@ static __always_inline __u64 sock_ino(struct sock *sk, bool direct)
 	return BPF_CORE_READ((struct socket_alloc *)so, vfs_inode.i_ino);
 }
 
+/* The messages in flight on d will never be completed (their receiver closed): counted when
+ * an end counts for the process filters, as a completed message would be; the state goes.
+ * TCP's read position (read_seq, when has_seq) tells a message its receiver read, whose
+ * recv() boundary did not run, from one never read. */
+static __always_inline void closed_unread(struct dir_st *d, const struct dir_key *k,
+					  bool has_seq, __u32 read_seq)
+{
+	__u64 h = d->head, tail = d->tail, unread = 0, unseen = 0;
+	__u32 all = d->r_match == END_YES, seen = has_seq, c, past;
+	int i;
+
+	/* without branches per entry: the verifier walks each of them 16 times */
+	for (i = 0; i < FL_FIFO; i++) {
+		if (h + i == tail)
+			break;
+		c = d->ents[(h + i) & (FL_FIFO - 1)].match | all;	/* 0 or 1 */
+		past = ~(read_seq - d->ents[(h + i) & (FL_FIFO - 1)].end) >> 31 & seen;
+		unseen += c & past;
+		unread += c & ~past;
+	}
+	if (unread)
+		__sync_fetch_and_add(&misses[FM_CLOSED], unread);
+	if (unseen)
+		__sync_fetch_and_add(&misses[FM_RECV_UNSEEN], unseen);
+	dir_delete(k);
+}
+
 /* Drop a direction state an earlier connection left on reused socket addresses (its
  * messages still in flight are misses); NULL, for the caller's d. */
 static __always_inline struct dir_st *forget_dir(const struct dir_st *d, const struct dir_key *k)
@@ -889,17 +920,29 @@ static __always_inline bool unix_new_pair(struct dir_st *d, struct sock *sk,
 					  const struct dir_key *k, bool direct)
 {
 	__u64 ino = sock_ino(sk, direct), t0;
+	struct task_struct *task;
+	__u32 rpos;
 
 	if (ino == d->sender_ino)
 		return false;
+	task = bpf_get_current_task_btf();
+	t0 = cur_entry(task_find(task), task);
+	if (!t0)
+		t0 = bpf_ktime_get_ns();
 	if (d->head != d->tail || (int)(d->sent - d->rpos) > 0) {
-		struct task_struct *task = bpf_get_current_task_btf();
-
-		t0 = cur_entry(task_find(task), task);
-		if (d->last.ret_ts >= (t0 ? t0 : bpf_ktime_get_ns()))
+		if (d->last.ret_ts >= t0)
 			miss(FM_REUSED);
 		return true;
 	}
+	/* No read returned since this send began: this pair's bytes start where the receiver
+	 * is. The old pair's sent can be behind it (its receiver was inside a read at the old
+	 * first boundary), and this send would then end among bytes read long ago, completed
+	 * at once with that old receive (the server's own: issue 36 item 3). rpos is read
+	 * before last (a receive writes last, then rpos): the locked no-op orders the reads. */
+	rpos = d->rpos;
+	__sync_fetch_and_add(&d->writer, 0);
+	if (d->last.ret_ts < t0)
+		d->sent = rpos;
 	d->sender_ino = ino;
 	endpoint_of(sk, k, d);
 	d->ep_out = endpoint_out(d);
@@ -1003,9 +1046,14 @@ static __always_inline void kstages_take(struct task_st *t, __u64 t0, __u64 now,
  */
 static __always_inline __u32 start_position(struct dir_st *d, struct sock *sk, int ret, __u64 t0)
 {
-	bool rcv_first = d->rpos || d->first_rcv;
+	/* rpos, then rpos_ts (a receive writes them the other way round): a read that
+	 * returned since this send began and is in this rpos is seen as counted. Read the
+	 * other way, a receiver adding between the two made this send end past its bytes:
+	 * never completed, lost without a miss (issue 36 item 3). */
+	__u32 rpos = *(volatile __u32 *)&d->rpos;
+	bool rcv_first = rpos || d->first_rcv;
 	/* rpos counts a read that returned since this send began: bytes of it, if any */
-	bool counted = d->rpos_ts >= t0;
+	bool counted = *(volatile __u64 *)&d->rpos_ts >= t0;
 
 	if (bpf_core_field_exists(struct unix_sock___inq, inq_len)) {
 		/* bytes queued before this send were sent before the run; fewer than its own
@@ -1013,14 +1061,14 @@ static __always_inline __u32 start_position(struct dir_st *d, struct sock *sk, i
 		struct unix_sock___inq *p = (void *)BPF_CORE_READ((struct unix_sock *)sk, peer);
 		int q = BPF_CORE_READ(p, inq_len) - ret;
 
-		d->sent = d->rpos + (q > 0 || (q < 0 && counted) ? q : 0);
+		d->sent = rpos + (q > 0 || (q < 0 && counted) ? q : 0);
 		return q > 0 ? q : 0;
 	}
 	/* every byte the receiver counted came after this send began: they are its first */
 	if (rcv_first && d->first_rcv >= t0)
 		d->sent = 0;
 	else
-		d->sent = counted ? d->rpos - ret : d->rpos;
+		d->sent = counted ? rpos - ret : rpos;
 	return 0;
 }
 
@@ -1049,6 +1097,8 @@ static __always_inline int on_send(struct sock *sk, int ret, int direct)
 		d = forget_dir(d, &k);
 	else if (d && d->sender_sk && k.kind == FL_UNIX && unix_new_pair(d, sk, &k, direct))
 		d = forget_dir(d, &k);
+	else if (d && d->rclosed && d->sender_sk && sock_ino(sk, direct) != d->sender_ino)
+		d = forget_dir(d, &k);	/* its receiver closed: another connection's sender */
 	if (!d) {	/* a hash lookup per send is a good part of its cost: only when new */
 		d = dir_new(&k);
 		if (!d)
@@ -1138,6 +1188,11 @@ static __always_inline int on_send(struct sock *sk, int ret, int direct)
 		__builtin_memcpy(&x->r, &d->last, sizeof(x->r));
 		complete(d, x);
 	}
+	/* TCP: the receiver closed before this boundary ran (on_tcp_close left d to it);
+	 * once the sends cover what it read, the direction ends */
+	if (d->rclosed == 1 && (int)(end - d->closed_seq) >= 0 &&
+	    __sync_val_compare_and_swap(&d->rclosed, 1, 2) == 1)
+		closed_unread(d, &k, true, d->closed_seq);
 	return 0;
 position_only:
 	if (k.kind == FL_UNIX)
@@ -1147,13 +1202,13 @@ position_only:
 
 /*
  * TCP: a direction state left by an earlier connection on the same 4-tuple (its
- * receiving sock is not this one). A receiver that reads before the sender's
+ * receiving sock is not this one, or closed: the kernel reuses both addresses). A receiver that reads before the sender's
  * boundary must not work on it: the sender would then replace it and lose the
  * bytes read. (unix keys hold both socks.)
  */
 static __always_inline bool stale_for_receiver(const struct dir_st *d, struct sock *sk)
 {
-	return d->recv_sk && d->recv_sk != (__u64)sk;
+	return (d->recv_sk && d->recv_sk != (__u64)sk) || d->rclosed;
 }
 
 static __always_inline int on_recv(struct sock *sk, int ret, int flags, int direct)
@@ -1214,8 +1269,8 @@ static __always_inline int on_recv(struct sock *sk, int ret, int flags, int dire
 		 * sender's boundary needs (a sender that counts, racing this read) */
 		r->entry_ts = r->poll_entry = r->poll_exit = 0;
 		__builtin_memcpy(&d->last, r, sizeof(*r));
-		__sync_fetch_and_add(&d->rpos, pos);
 		d->rpos_ts = now;
+		__sync_fetch_and_add(&d->rpos, pos);
 		return 0;
 	}
 	r->entry_ts = cur_entry(t, task);
@@ -1227,12 +1282,12 @@ static __always_inline int on_recv(struct sock *sk, int ret, int flags, int dire
 		r->copy_ts = t->copy_sys == t->sys_ts ? t->copy_ts : 0;
 	}
 	__builtin_memcpy(&d->last, r, sizeof(*r));
-	/* last, then rpos by a locked add (only this receiver writes it): a sender that
-	 * sees the new rpos sees this last, and the add orders both before complete()'s
-	 * read of the FIFO tail. With plain stores, the late sender's check and this
-	 * read could both miss the other (store buffering) and strand the message. */
-	__sync_fetch_and_add(&d->rpos, pos);
 	d->rpos_ts = now;
+	/* last and rpos_ts, then rpos by a locked add (only this receiver writes it): a
+	 * sender that sees the new rpos sees both, and the add orders them before
+	 * complete()'s read of the FIFO tail. With plain stores, the late sender's check and
+	 * this read could both miss the other (store buffering) and strand the message. */
+	__sync_fetch_and_add(&d->rpos, pos);
 	complete(d, x);
 	return 0;
 }
@@ -1441,31 +1496,18 @@ RECV_FUNC(inet6_recvmsg)
 
 /* ---- every mode ---- */
 
-/* The messages in flight on d will never be completed (their receiver closed): counted when
- * an end counts for the process filters, as a completed message would be; the state goes.
- * TCP's read position (read_seq, when has_seq) tells a message its receiver read, whose
- * recv() boundary did not run, from one never read. */
-static __always_inline void closed_unread(struct dir_st *d, const struct dir_key *k,
-					  bool has_seq, __u32 read_seq)
+/*
+ * TCP: has the receiver read bytes past the last send whose boundary ran? That boundary
+ * is still to come: an orphaned socket reaches TCP_CLOSE as soon as its FIN is acked,
+ * often while its peer is still inside the send whose bytes it read (issue 36 item 3).
+ */
+static __always_inline bool send_boundary_pending(const struct dir_st *d, __u32 read_seq)
 {
-	__u64 h = d->head, tail = d->tail, unread = 0, unseen = 0;
-	__u32 all = d->r_match == END_YES, seen = has_seq, c, past;
-	int i;
+	__u64 tail = d->tail;
 
-	/* without branches per entry: the verifier walks each of them 16 times */
-	for (i = 0; i < FL_FIFO; i++) {
-		if (h + i == tail)
-			break;
-		c = d->ents[(h + i) & (FL_FIFO - 1)].match | all;	/* 0 or 1 */
-		past = ~(read_seq - d->ents[(h + i) & (FL_FIFO - 1)].end) >> 31 & seen;
-		unseen += c & past;
-		unread += c & ~past;
-	}
-	if (unread)
-		__sync_fetch_and_add(&misses[FM_CLOSED], unread);
-	if (unseen)
-		__sync_fetch_and_add(&misses[FM_RECV_UNSEEN], unseen);
-	dir_delete(k);
+	if (!d->first_rcv || d->ep_out || tail != d->head)
+		return false;	/* nothing read, no messages, or the FIFO's own checks apply */
+	return !tail || (int)(read_seq - d->ents[(tail - 1) & (FL_FIFO - 1)].end) > 0;
 }
 
 /*
@@ -1484,6 +1526,19 @@ static __always_inline void on_tcp_close(struct sock *sk)
 	d = bpf_map_lookup_elem(&dirs, &k);
 	if (!d || stale_for_receiver(d, sk))
 		return;
+	/* a FIN the reader took counts one in copied_seq: no send's byte */
+	if ((BPF_CORE_READ_BITFIELD_PROBED(sk, sk_shutdown) & RCV_SHUTDOWN) &&
+	    seq == BPF_CORE_READ((struct tcp_sock *)sk, rcv_nxt))
+		seq--;
+	if (send_boundary_pending(d, seq)) {
+		/* that boundary ends the direction; unless it ran meanwhile (it reads rclosed
+		 * after queueing: one of the two sees the other) */
+		d->closed_seq = seq;
+		if (__sync_val_compare_and_swap(&d->rclosed, 0, 1) != 0 ||
+		    send_boundary_pending(d, seq) ||
+		    __sync_val_compare_and_swap(&d->rclosed, 1, 2) != 1)
+			return;
+	}
 	/* still held and readable: a half-closed socket gets here at the peer's FIN and its
 	 * owner may still read what is queued (php-fpm reads a request's last bytes after its
 	 * shutdown(SHUT_WR)), or a recv() that copied the oldest message is yet to reach its
