@@ -1202,9 +1202,9 @@ position_only:
 
 /*
  * TCP: a direction state left by an earlier connection on the same 4-tuple (its
- * receiving sock is not this one, or closed: the kernel reuses both addresses). A receiver that reads before the sender's
- * boundary must not work on it: the sender would then replace it and lose the
- * bytes read. (unix keys hold both socks.)
+ * receiving sock is not this one, or closed: the kernel reuses addresses too). A
+ * receiver that reads before the sender's boundary must not work on it: the sender
+ * would then replace it and lose the bytes read. (unix keys hold both socks.)
  */
 static __always_inline bool stale_for_receiver(const struct dir_st *d, struct sock *sk)
 {
