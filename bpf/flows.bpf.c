@@ -1120,6 +1120,13 @@ static __always_inline int on_send(struct sock *sk, int ret, int direct)
 		/* a locked add: the receiver that made d sees born_t0, or this sees unknown */
 		__sync_fetch_and_add(&d->born, now);
 		unknown_taken_back(d, t0);
+	} else if (k.kind == FL_UNIX && !d->born) {
+		/* The first boundary is still running on another CPU (its claim made, its
+		 * positions not yet): whether this send's bytes are among those it finds
+		 * queued cannot be known. Added twice, they stranded the direction's last
+		 * message (two writers starting together, ~1 run in 24). */
+		send_lost(d, match, FM_CONCURRENT);
+		return 0;
 	} else if (k.kind == FL_UNIX && d->straddle >= ret && tid != d->born_tid &&
 		   (t0 = cur_entry(t, task)) && t0 < d->born) {
 		/* Another writer's send begun before the first boundary, with bytes queued
