@@ -905,6 +905,21 @@ static __always_inline struct dir_st *forget_dir(const struct dir_st *d, const s
 }
 
 /*
+ * The receiver's position, and whether it counts a read that returned at or after t0.
+ * rpos is read before rpos_ts (a receive writes rpos_ts, then rpos by a locked add; the
+ * locked no-op orders the two reads): read the other way, a receive counted in between
+ * made a send end past its own bytes, never completed (issue 36 item 3).
+ */
+static __always_inline __u32 rpos_read(struct dir_st *d, __u64 t0, bool *since_t0)
+{
+	__u32 rpos = *(volatile __u32 *)&d->rpos;
+
+	__sync_fetch_and_add(&d->writer, 0);
+	*since_t0 = d->rpos_ts >= t0;
+	return rpos;
+}
+
+/*
  * AF_UNIX: is sk, the sender at d's addresses, a new socket there? A new pair of sockets
  * often gets an earlier pair's two addresses (swapped too), and so the earlier state at
  * its key, with that pair's endpoint and, when its client exited with replies unread,
@@ -921,6 +936,7 @@ static __always_inline bool unix_new_pair(struct dir_st *d, struct sock *sk,
 {
 	__u64 ino = sock_ino(sk, direct), t0;
 	struct task_struct *task;
+	bool read_since;
 	__u32 rpos;
 
 	if (ino == d->sender_ino)
@@ -937,11 +953,9 @@ static __always_inline bool unix_new_pair(struct dir_st *d, struct sock *sk,
 	/* No read returned since this send began: this pair's bytes start where the receiver
 	 * is. The old pair's sent can be behind it (its receiver was inside a read at the old
 	 * first boundary), and this send would then end among bytes read long ago, completed
-	 * at once with that old receive (the server's own: issue 36 item 3). rpos is read
-	 * before last (a receive writes last, then rpos): the locked no-op orders the reads. */
-	rpos = d->rpos;
-	__sync_fetch_and_add(&d->writer, 0);
-	if (d->last.ret_ts < t0)
+	 * at once with that old receive (the server's own: issue 36 item 3). */
+	rpos = rpos_read(d, t0, &read_since);
+	if (!read_since)
 		d->sent = rpos;
 	d->sender_ino = ino;
 	endpoint_of(sk, k, d);
@@ -1046,14 +1060,10 @@ static __always_inline void kstages_take(struct task_st *t, __u64 t0, __u64 now,
  */
 static __always_inline __u32 start_position(struct dir_st *d, struct sock *sk, int ret, __u64 t0)
 {
-	/* rpos, then rpos_ts (a receive writes them the other way round): a read that
-	 * returned since this send began and is in this rpos is seen as counted. Read the
-	 * other way, a receiver adding between the two made this send end past its bytes:
-	 * never completed, lost without a miss (issue 36 item 3). */
-	__u32 rpos = *(volatile __u32 *)&d->rpos;
+	/* counted: rpos counts a read that returned since this send began (bytes of it) */
+	bool counted;
+	__u32 rpos = rpos_read(d, t0, &counted);
 	bool rcv_first = rpos || d->first_rcv;
-	/* rpos counts a read that returned since this send began: bytes of it, if any */
-	bool counted = *(volatile __u64 *)&d->rpos_ts >= t0;
 
 	if (bpf_core_field_exists(struct unix_sock___inq, inq_len)) {
 		/* bytes queued before this send were sent before the run; fewer than its own
