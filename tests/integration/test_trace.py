@@ -143,17 +143,9 @@ def test_connection_churn_exact(trace, tmp_path, transport):
     boundary), on sockets whose addresses the kernel reuses from one connection to the next:
     every request and every reply counted, in its direction's flow, no misses."""
     n, size, reply = 200, 1 << 20, 300
-    sock = [str(tmp_path / "churn.sock")] if transport == "unix" else []
-    cmd = [sys.executable, CHURN, transport] + sock + [str(n), str(size), str(reply)]
-    res, doc = run_trace(trace, tmp_path, ["--"] + cmd)
-    assert res.returncode == 0, res.stderr
-    info = next(json.loads(l) for l in res.stdout.splitlines() if '"requests"' in l)
+    cmd, doc = traced_churn(trace, tmp_path, transport, n, size, reply)
     check_top_contract(doc, trace)
     assert doc["command"] == {"argv": cmd, "exit_status": 0}
-    # requests churn_cli -> churn_srv, replies back, each from and to its one process
-    assert churn_directions(doc, info) == {
-        ("churn_cli", "churn_srv"): (n, n * size, 0),
-        ("churn_srv", "churn_cli"): (n, n * reply, 0)}, doc["misses"]
     assert doc["misses"]["socket_reused"] == 0, doc["misses"]
 
 
@@ -166,15 +158,23 @@ def test_small_request_churn_exact(trace, tmp_path, transport):
     its direction's flow, no misses (before the fix about one TCP run in three lost a request,
     counted as socket_unknown)."""
     n = 1000 if os.environ.get("UDSVM") else 5000
+    _, doc = traced_churn(trace, tmp_path, transport, n, 32, 32, timeout=600)
+    assert not any(doc["misses"].values()), doc["misses"]
+
+
+def traced_churn(trace, tmp_path, transport, n, size, reply, timeout=120):
+    """tests/trace/churn_pair.py under --trace, checked for every request churn_cli ->
+    churn_srv and every reply back in its direction's flow, each from and to its one process.
+    Returns (the command, the JSON)."""
     sock = [str(tmp_path / "churn.sock")] if transport == "unix" else []
-    cmd = [sys.executable, CHURN, transport] + sock + [str(n), "32", "32"]
-    res, doc = run_trace(trace, tmp_path, ["--"] + cmd, timeout=600)
+    cmd = [sys.executable, CHURN, transport] + sock + [str(n), str(size), str(reply)]
+    res, doc = run_trace(trace, tmp_path, ["--"] + cmd, timeout=timeout)
     assert res.returncode == 0, res.stderr
     info = next(json.loads(l) for l in res.stdout.splitlines() if '"requests"' in l)
     assert churn_directions(doc, info) == {
-        ("churn_cli", "churn_srv"): (n, n * 32, 0),
-        ("churn_srv", "churn_cli"): (n, n * 32, 0)}, doc["misses"]
-    assert not any(doc["misses"].values()), doc["misses"]
+        ("churn_cli", "churn_srv"): (n, n * size, 0),
+        ("churn_srv", "churn_cli"): (n, n * reply, 0)}, doc["misses"]
+    return cmd, doc
 
 
 def churn_directions(doc, info):
