@@ -70,6 +70,9 @@ const volatile __u32 task_storage;
 const volatile __u32 kstages;
 /* enum fl_rkstage_seen bits: the receiver's boundaries attached (--detail full) */
 const volatile __u32 rkstages;
+/* 1: slice messages sent in several chunks (enum fl_bulk; needs sk_data_ready and the
+ * receiver's switches) */
+const volatile __u32 bulk;
 
 /* Counters read at exit. */
 __u64 misses[16];		/* enum fl_miss */
@@ -78,6 +81,10 @@ __u64 dirs_made, dirs_deleted;	/* direction states (the LRU evicted the rest) */
 __u64 names_lost;		/* unix endpoint names the full uaddrs map had no room for */
 __u64 procs_exited;		/* followed processes whose last thread exited */
 __u64 procs_unfollowed;	/* children of followed processes the full tgids map left out */
+__u64 bulk_unsliced;		/* messages in several chunks no slot was free for */
+
+struct fl_bulk_slot bulk_slots[FL_BULK_SLOTS];
+__u64 bulk_active;		/* slots in use: 0 keeps every switch and syscall entry cheap */
 /* Bumped by user space after it adds to tgids: a task's cached answer from before is stale. */
 __u32 tgids_gen;
 
@@ -98,6 +105,12 @@ struct task_st {
 	__u64 poll_run;		/* run_ts when its last poll-family call returned */
 	__u64 copy_ts;		/* the last copy-done boundary in the recv-family syscall, */
 	__u64 copy_sys;		/* that syscall's sys_ts */
+	__u64 dr_sys;		/* bulk: the send syscall whose first data-ready ran (0 after its
+				 * handover), */
+	__u64 dr_t;		/* that data-ready, */
+	__u64 dr_sk;		/* its receiving sock, */
+	__u32 k_dr[FK__COUNT];	/* and k_acc then: the stages a sliced message keeps */
+	__u32 bslot;		/* 1 + the slot slicing its message (0: none) */
 };
 
 struct msg_ent {
@@ -111,6 +124,9 @@ struct msg_ent {
 	__u32 cpu;		/* the sender's CPU at the handover */
 	char comm[FL_COMM_LEN];
 	__u32 k[FK__COUNT];	/* enum fl_kstage: its send;call cut (they add up to t1 - t0) */
+	__u32 bk_pre[FBK__COUNT];	/* sliced: the slices up to the handover (k up to the
+					 * first data-ready) */
+	__u32 bslot;		/* 1 + its bulk slot (0: not sliced) */
 };
 
 struct rcv_info {
@@ -599,6 +615,52 @@ static __always_inline void add_stage(struct fl_stats *s, int st, __u64 ns)
 }
 
 /*
+ * Bulk slicing: the time since the slot's last boundary goes to what ran then. The sender
+ * inside its send() comes first (the message cannot end before its last byte is queued),
+ * then the receiver; when neither runs, a sender asleep in send() waits for buffer space.
+ * The exchange makes two CPUs' boundaries partition the time between them.
+ */
+static __always_inline void bulk_tick(struct fl_bulk_slot *b, __u64 now)
+{
+	__u64 from = __sync_lock_test_and_set(&b->slice_t, now);
+	__u32 k;
+
+	if (!from || now <= from)
+		return;
+	if (!b->handed && b->snd_on)
+		k = FBK_SEND_COPY;
+	else if (b->rcv_on && b->rcv_in)
+		k = FBK_RECV_COPY;
+	else if (!b->handed && b->snd_asleep)
+		k = FBK_WAIT_SPACE;
+	else
+		k = FBK_WAIT_CPU;
+	__sync_fetch_and_add(&b->acc[k & (FBK__COUNT - 1)], now - from);
+}
+
+static __always_inline struct fl_bulk_slot *bulk_slot_of(__u32 bslot)
+{
+	return &bulk_slots[(bslot - 1) & (FL_BULK_SLOTS - 1)];
+}
+
+/* The slot of message e, still its own (not reclaimed as stale), or NULL. */
+static __always_inline struct fl_bulk_slot *bulk_of(const struct msg_ent *e)
+{
+	struct fl_bulk_slot *b;
+
+	if (!e->bslot)
+		return NULL;
+	b = bulk_slot_of(e->bslot);
+	return b->sys == e->t0 && b->snd_tid == e->tid ? b : NULL;
+}
+
+static __always_inline void bulk_free(struct fl_bulk_slot *b)
+{
+	if (b && __sync_lock_test_and_set(&b->sys, 0))
+		__sync_fetch_and_add(&bulk_active, -1);
+}
+
+/*
  * The stages of one message into o: they partition t0 (send entry) → t3 (the
  * recv() return that brought its last byte). o->bound gets the boundaries on one
  * monotonic path, o->stage_ns the time of each stage and o->stages a bit per
@@ -652,9 +714,10 @@ static __always_inline void cut_stages(const struct msg_ent *e, const struct rcv
 	o->stages |= 1 << FS_RECV;
 }
 
-/* send;call's kernel stages into o->k, in path order, up to its (clamped) length: they add
- * up to it. */
-static __always_inline void cut_kstages(struct fl_outlier *o, const struct msg_ent *e)
+/* send;call's kernel stages into o->k (and a sliced message's slices up to the handover
+ * into o->bk), in path order, up to its (clamped) length: they add up to it. */
+static __always_inline void cut_kstages(struct fl_outlier *o, const struct msg_ent *e,
+					bool sliced)
 {
 	__u64 v, send = o->stage_ns[FS_SEND];
 	int i;
@@ -664,7 +727,56 @@ static __always_inline void cut_kstages(struct fl_outlier *o, const struct msg_e
 		o->k[i] = v;
 		send -= v;
 	}
+	for (i = 0; sliced && i < FBK__COUNT; i++) {
+		v = e->bk_pre[i] < send ? e->bk_pre[i] : send;
+		o->bk[FBO_SEND][i] = v;
+		send -= v;
+	}
 	o->k[FK__COUNT - 1] += send;	/* an entry cut by another syscall's stamp */
+}
+
+/* The slices between two snapshots (from, to) under stage st, clamped to its time. */
+static __always_inline void cut_bulk_span(struct fl_outlier *o, int of, int st,
+					  const __u64 *from, const __u64 *to)
+{
+	__u64 left = o->stage_ns[st & 7], v;
+	int i;
+
+	for (i = 0; i < FBK__COUNT; i++) {
+		v = to[i] > from[i] ? to[i] - from[i] : 0;
+		v = v < left ? v : left;
+		o->bk[of & 3][i] = v;
+		left -= v;
+	}
+}
+
+/*
+ * A sliced message after its handover: its slices up to the recv() return under the
+ * receiver's stages, recv;blocked (it was in recv() at the handover), or wait;busy up to the
+ * entry of the recv() that ends it (it was between two reads of it) and recv;copy+return
+ * from there. An epoll wait in between: not sliced (-1). Returns the stage cut last.
+ */
+static __always_inline int cut_bulk_after(struct fl_outlier *o, const struct msg_ent *e,
+					  struct fl_bulk_slot *b)
+{
+	__u64 pre[FBK__COUNT], at[FBK__COUNT];
+	int i;
+
+	bulk_tick(b, o->bound[FB_RECV_RETURN]);
+	for (i = 0; i < FBK__COUNT; i++) {
+		pre[i] = e->bk_pre[i];
+		at[i] = b->at_entry[i];
+	}
+	if (o->stages & (1 << FS_RECV_BLOCKED)) {
+		cut_bulk_span(o, FBO_BLOCKED, FS_RECV_BLOCKED, pre, b->acc);
+		return FS_RECV_BLOCKED;
+	}
+	if (!(o->stages & (1 << FS_RECV)) || (o->stages & (1 << FS_EPOLL)) ||
+	    b->entry_ts != o->bound[FB_RECV_ENTRY])
+		return -1;
+	cut_bulk_span(o, FBO_BUSY, FS_BUSY, pre, at);
+	cut_bulk_span(o, FBO_RECV, FS_RECV, at, b->acc);
+	return FS_RECV;
 }
 
 /* A copy-done time inside [from, to], else to: a recv() whose copy-done boundary did not
@@ -674,12 +786,14 @@ static __always_inline __u64 copy_end(__u64 copy_ts, __u64 from, __u64 to)
 	return copy_ts >= from && copy_ts <= to ? copy_ts : to;
 }
 
-/* The receiver's kernel stages inside the stages cut_stages gave o, into o->rk. */
-static __always_inline void cut_rkstages(struct fl_outlier *o, const struct rcv_info *r)
+/* The receiver's kernel stages inside the stages cut_stages gave o, into o->rk, but in the
+ * stage a sliced message's slices went to (sliced: that enum fl_stage, else -1). */
+static __always_inline void cut_rkstages(struct fl_outlier *o, const struct rcv_info *r,
+					 int sliced)
 {
 	__u64 t1 = o->bound[FB_HANDOVER], t3 = o->bound[FB_RECV_RETURN], from;
 
-	if (o->stages & (1 << FS_RECV_BLOCKED)) {
+	if ((o->stages & (1 << FS_RECV_BLOCKED)) && sliced != FS_RECV_BLOCKED) {
 		from = t1;
 		if ((rkstages & FRS_RUN) && r->run_ts > t1 && r->run_ts <= t3) {
 			o->rk[FR_BLOCKED_RUN] = r->run_ts - t1;
@@ -691,7 +805,7 @@ static __always_inline void cut_rkstages(struct fl_outlier *o, const struct rcv_
 	if ((o->stages & (1 << FS_EPOLL)) && (rkstages & FRS_RUN) &&
 	    r->poll_run > o->bound[FB_POLL_ENTRY] && r->poll_run <= o->bound[FB_POLL_EXIT])
 		o->rk[FR_EPOLL_RUN] = r->poll_run - o->bound[FB_POLL_ENTRY];
-	if ((o->stages & (1 << FS_RECV)) && (rkstages & FRS_COPY)) {
+	if ((o->stages & (1 << FS_RECV)) && (rkstages & FRS_COPY) && sliced != FS_RECV) {
 		from = o->bound[FB_RECV_ENTRY];
 		o->rk[FR_RECV_COPY] = copy_end(r->copy_ts, from, t3) - from;
 	}
@@ -714,12 +828,15 @@ static __always_inline void emit_outlier(const struct fl_outlier *o)
 static __always_inline void record(struct dir_st *d, const struct msg_ent *e,
 				   const struct rcv_info *r, __u64 dropped, struct fl_outlier *o)
 {
+	struct fl_bulk_slot *b = bulk ? bulk_of(e) : NULL;
 	struct fl_key *fkp = &o->key;
+	int st, sliced = -1, i;
 	struct fl_stats *s;
-	int st;
 
-	if (!e->match && !r->match)
+	if (!e->match && !r->match) {
+		bulk_free(b);
 		return;
+	}
 	__builtin_memset(o, 0, sizeof(*o));
 	fkp->transport = d->transport;
 	fkp->v6 = d->v6;
@@ -733,6 +850,7 @@ static __always_inline void record(struct dir_st *d, const struct msg_ent *e,
 	s = lookup_or_try_init(&flows, fkp, &zero_stats);
 	if (!s) {
 		miss(FM_FLOW_FULL);
+		bulk_free(b);
 		return;
 	}
 	cut_stages(e, r, o);
@@ -750,12 +868,20 @@ static __always_inline void record(struct dir_st *d, const struct msg_ent *e,
 		if (o->stages & (1 << st))
 			add_stage(s, st, o->stage_ns[st]);
 	if (kstages) {
-		cut_kstages(o, e);
+		cut_kstages(o, e, b);
 		for (st = 0; st < FK__COUNT; st++)
 			s->k_sum[st] += o->k[st];
 	}
+	if (b) {
+		sliced = cut_bulk_after(o, e, b);
+		bulk_free(b);
+		s->bulk_msgs++;
+		for (st = 0; st < FBO__COUNT; st++)
+			for (i = 0; i < FBK__COUNT; i++)
+				s->bk_sum[st][i] += o->bk[st][i];
+	}
 	if (rkstages) {
-		cut_rkstages(o, r);
+		cut_rkstages(o, r, sliced);
 		for (st = 0; st < FR__COUNT; st++)
 			s->rk_sum[st] += o->rk[st];
 	}
@@ -1003,22 +1129,148 @@ static __always_inline __u64 send_t0(__u64 now, struct task_st *t, struct task_s
  * the send syscall's entry) goes to the stage it ends. Only inside a send-family syscall;
  * a NET_RX softirq that runs there for other traffic is time this send spent, and counts.
  */
-static __always_inline void kstage_mark(int fk)
+static __always_inline struct task_st *kstage_mark(int fk)
 {
 	struct task_st *t = task_find(bpf_get_current_task_btf());
 	__u64 now;
 
 	if (!t || !t->sys_ts || !is_send_nr(t->sys_nr) || fk < 0 || fk >= FK__COUNT)
-		return;
+		return NULL;
 	now = bpf_ktime_get_ns();
 	if (t->k_sys != t->sys_ts) {	/* this syscall's first boundary */
 		__builtin_memset(t->k_acc, 0, sizeof(t->k_acc));
 		t->k_sys = t->sys_ts;
 		t->k_last = t->sys_ts;
 	}
+	/* TCP's protocol entry fires again for each skb a large send allocates: its first is
+	 * the boundary (as --compare stamps it), the others are inside the stages after it */
+	if (fk == FK_PROTO && t->k_acc[FK_PROTO])
+		return t;
 	if (now > t->k_last)
 		t->k_acc[fk] += now - t->k_last;
 	t->k_last = now;
+	return t;
+}
+
+/*
+ * The send of task t (thread tid) left its first chunk and goes on (a second data-ready, or
+ * it sleeps inside the send): a slot slices it from that first data-ready on, the
+ * sender running until now. The receiver is the direction's last reader until one reads.
+ * No free slot: a slot claimed a second ago belongs to a message that has not completed
+ * (lost with its direction, or a reader that stopped): taken; else this one is not sliced,
+ * counted.
+ */
+static __always_inline void bulk_start(struct task_st *t, __u32 tid, __u64 now)
+{
+	struct fl_bulk_slot *b = NULL;
+	struct dir_key k = {};
+	struct dir_st *d;
+	__u32 seq, i, slot = 0;
+	__u64 old;
+
+	for (i = 0; i < FL_BULK_SLOTS && !slot; i++)
+		if (!__sync_val_compare_and_swap(&bulk_slots[i].sys, 0, t->dr_sys)) {
+			slot = i + 1;
+			__sync_fetch_and_add(&bulk_active, 1);
+		}
+	for (i = 0; i < FL_BULK_SLOTS && !slot; i++) {
+		old = bulk_slots[i].sys;
+		if (old && bulk_slots[i].start + 1000000000ULL < now &&
+		    __sync_val_compare_and_swap(&bulk_slots[i].sys, old, t->dr_sys) == old)
+			slot = i + 1;
+	}
+	if (slot)
+		b = bulk_slot_of(slot);
+	if (!b) {
+		__sync_fetch_and_add(&bulk_unsliced, 1);
+		t->dr_sys = 0;	/* not again for this send */
+		return;
+	}
+	__builtin_memset(b->acc, 0, sizeof(b->acc));
+	b->start = now;
+	b->entry_ts = 0;
+	b->rsk = t->dr_sk;
+	b->snd_tid = tid;
+	b->rcv_tid = 0;
+	if (dir_key_of((struct sock *)t->dr_sk, false, SK_PROBE, &k, &seq)) {
+		d = bpf_map_lookup_elem(&dirs, &k);
+		if (d && d->last.ret_ts)
+			b->rcv_tid = d->last.tid;
+	}
+	b->snd_on = 1;
+	b->snd_asleep = b->handed = b->rcv_on = 0;
+	b->rcv_in = 1;	/* a reader not known yet is most likely waiting in its read */
+	b->slice_t = t->dr_t;
+	bulk_tick(b, now);
+	t->bslot = slot;
+}
+
+/* A task switch: a boundary of every slot whose sender or receiver it moves. */
+static __always_inline void bulk_switch(__u32 prev, __u32 next, bool prev_asleep, __u64 now)
+{
+	struct fl_bulk_slot *b;
+	__u32 i;
+
+	for (i = 0; i < FL_BULK_SLOTS; i++) {
+		b = &bulk_slots[i];
+		if (!b->sys)
+			continue;
+		if (prev == b->snd_tid) {
+			bulk_tick(b, now);
+			b->snd_on = 0;
+			b->snd_asleep = prev_asleep;
+		} else if (b->rcv_tid && prev == b->rcv_tid) {
+			bulk_tick(b, now);
+			b->rcv_on = 0;
+		}
+		if (next == b->snd_tid) {
+			bulk_tick(b, now);
+			b->snd_on = 1;
+		} else if (b->rcv_tid && next == b->rcv_tid) {
+			bulk_tick(b, now);
+			b->rcv_on = 1;
+		}
+	}
+}
+
+/* The receiver of sk returns from a read at now (running since run_ts): it is the reader of
+ * every slot on sk, running since its switch in. */
+static __always_inline void bulk_read(__u64 sk, __u32 tid, __u64 run_ts, __u64 now)
+{
+	struct fl_bulk_slot *b;
+	__u32 i;
+
+	for (i = 0; i < FL_BULK_SLOTS; i++) {
+		b = &bulk_slots[i];
+		if (!b->sys || b->rsk != sk)
+			continue;
+		if (!b->rcv_tid)
+			b->rcv_tid = tid;
+		if (b->rcv_tid != tid)
+			continue;
+		if (!b->rcv_on && run_ts > b->slice_t && run_ts < now)
+			bulk_tick(b, run_ts);
+		b->rcv_on = 1;
+		bulk_tick(b, now);
+		b->rcv_in = 0;
+	}
+}
+
+/* The receiver of a slot enters a syscall at now: where its last recv() stage begins. */
+static __always_inline void bulk_entry(__u32 tid, __u64 now)
+{
+	struct fl_bulk_slot *b;
+	__u32 i;
+
+	for (i = 0; i < FL_BULK_SLOTS; i++) {
+		b = &bulk_slots[i];
+		if (!b->sys || b->rcv_tid != tid)
+			continue;
+		bulk_tick(b, now);
+		b->rcv_in = 1;
+		__builtin_memcpy(b->at_entry, b->acc, sizeof(b->acc));
+		b->entry_ts = now;
+	}
 }
 
 /*
@@ -1026,12 +1278,30 @@ static __always_inline void kstage_mark(int fk)
  * handover's own boundary); the next message of the same syscall starts from here.
  */
 static __always_inline void kstages_take(struct task_st *t, __u64 t0, __u64 now, __u32 kind,
-					 __u32 *k)
+					 __u32 *k, __u32 *e_pre, __u32 *bslot)
 {
 	int last = kind == FL_UNIX ? FK_WAKE_END : FK_SEND_EXIT;
 	__u64 from = t0;
 
 	__builtin_memset(k, 0, FK__COUNT * sizeof(*k));
+	if (bulk && t && t->bslot && t->dr_sys == t0) {	/* sliced from its first data-ready */
+		struct fl_bulk_slot *b = bulk_slot_of(t->bslot);
+		int i;
+
+		bulk_tick(b, now);
+		b->handed = 1;
+		__builtin_memcpy(k, t->k_dr, sizeof(t->k_dr));
+		for (i = 0; i < FBK__COUNT; i++)
+			e_pre[i] = b->acc[i];
+		*bslot = t->bslot;
+		t->bslot = 0;
+		t->dr_sys = 0;
+		__builtin_memset(t->k_acc, 0, sizeof(t->k_acc));
+		t->k_last = now;
+		return;
+	}
+	if (t)
+		t->dr_sys = 0;	/* the next message of this syscall has its own first chunk */
 	if (t && t->sys_ts && t->k_sys == t->sys_ts && t->sys_ts == t0) {
 		__builtin_memcpy(k, t->k_acc, sizeof(t->k_acc));
 		__builtin_memset(t->k_acc, 0, sizeof(t->k_acc));
@@ -1192,8 +1462,9 @@ static __always_inline int on_send(struct sock *sk, int ret, int direct)
 	e->tid = tid;
 	e->match = match;
 	__builtin_memcpy(e->comm, comm, FL_COMM_LEN);
+	e->bslot = 0;
 	if (kstages)
-		kstages_take(t, t0, now, k.kind, e->k);
+		kstages_take(t, t0, now, k.kind, e->k, e->bk_pre, &e->bslot);
 	__sync_fetch_and_add(&d->tail, 1);
 	__sync_val_compare_and_swap(&d->writer, 1, 0);
 	/* the receiver may have returned the last byte before this tracepoint ran */
@@ -1274,6 +1545,8 @@ static __always_inline int on_recv(struct sock *sk, int ret, int flags, int dire
 	t = task_find(task);
 	r->match = fill_task(r->comm, &r->tgid, &r->tid, t, task);
 	d->r_match = r->match ? END_YES : END_NO;
+	if (bulk && bulk_active)
+		bulk_read((__u64)sk, r->tid, t ? t->run_ts : 0, now);
 	if (unknown && r->match) {
 		miss(FM_NO_DIR);
 		/* a first send boundary that ran since dir_new did not see this: taken back here */
@@ -1321,8 +1594,18 @@ int BPF_PROG(tp_sys_enter, struct pt_regs *regs, long nr)
 	if (!t)
 		return 0;
 	if (io) {
+		if (bulk && t->bslot) {	/* its last send ended without a handover (failed) */
+			struct fl_bulk_slot *b = bulk_slot_of(t->bslot);
+
+			if (b->sys == t->dr_sys && b->snd_tid == (__u32)bpf_get_current_pid_tgid())
+				bulk_free(b);
+			t->bslot = 0;
+			t->dr_sys = 0;
+		}
 		t->sys_ts = bpf_ktime_get_ns();
 		t->sys_nr = nr;
+		if (bulk && bulk_active && !is_send_nr(nr))
+			bulk_entry((__u32)bpf_get_current_pid_tgid(), t->sys_ts);
 	} else {
 		t->poll_pend = bpf_ktime_get_ns();
 	}
@@ -1395,7 +1678,27 @@ KSTAGE_TP(tcp_sendmsg_locked, FK_PROTO)
 KSTAGE_TP(net_dev_queue, FK_DEV_QUEUE)
 KSTAGE_SOFTIRQ_TP(softirq_entry, FK_SOFTIRQ)
 KSTAGE_TP(netif_receive_skb, FK_IP_RCV)
-KSTAGE_TP(sk_data_ready, FK_DATA_READY)
+
+/* Data ready on sk inside a send: the first in its syscall is where a message sent in several
+ * chunks starts to be sliced, the second (on the same socket) that it is one. */
+SEC("?tp_btf/sk_data_ready")
+int BPF_PROG(tp_k_sk_data_ready, struct sock *sk)
+{
+	struct task_st *t = kstage_mark(FK_DATA_READY);
+
+	if (!bulk || !t)
+		return 0;
+	if (t->dr_sys != t->sys_ts) {
+		t->dr_sys = t->sys_ts;
+		t->dr_t = t->k_last;
+		t->dr_sk = (__u64)sk;
+		__builtin_memcpy(t->k_dr, t->k_acc, sizeof(t->k_acc));
+		t->bslot = 0;
+	} else if (!t->bslot && t->dr_sk == (__u64)sk) {
+		bulk_start(t, (__u32)bpf_get_current_pid_tgid(), t->k_last);
+	}
+	return 0;
+}
 KSTAGE_SOFTIRQ_TP(softirq_exit, FK_WAKE_END)
 
 /* ---- kernel stages of the receiver (--detail full) ---- */
@@ -1415,9 +1718,21 @@ SEC("?tp_btf/sched_switch")
 int BPF_PROG(tp_k_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
 	struct task_st *t = task_find_other(next);
+	__u64 now = bpf_ktime_get_ns();
+	bool slept;
 
 	if (t)
-		t->run_ts = bpf_ktime_get_ns();
+		t->run_ts = now;
+	if (!bulk)
+		return 0;
+	slept = !preempt && asleep(prev);
+	/* the sender sleeps inside a send whose first chunk left (for buffer space): sliced
+	 * from there, as --compare slices it (preempted, it is not) */
+	t = slept ? task_find_other(prev) : NULL;
+	if (t && t->dr_sys && t->dr_sys == t->sys_ts && !t->bslot)
+		bulk_start(t, prev->pid, now);
+	if (bulk_active)
+		bulk_switch(prev->pid, next->pid, slept, now);
 	return 0;
 }
 

@@ -57,6 +57,41 @@ enum fl_rkstage {
 	FR__COUNT,
 };
 
+/*
+ * A message sent in several chunks (--detail full, a kernel with sock:sk_data_ready): from
+ * its first data-ready to the recv() return that ends it, its time is sliced by who runs,
+ * as --compare slices it (same order as its C_BULK_*). Each slice is a child of the stage
+ * it falls in: send;call up to the handover, then the receiver's last stage.
+ */
+enum fl_bulk {
+	FBK_SEND_COPY,	/* the sender runs inside its send() */
+	FBK_RECV_COPY,	/* the sender does not, the receiver runs inside its recv() */
+	FBK_WAIT_SPACE,	/* neither: the sender sleeps in send() (buffer full) */
+	FBK_WAIT_CPU,	/* neither runs its side */
+	FBK__COUNT,
+};
+
+/* The stages a message's slices are children of (fl_bulk sums). */
+enum fl_bulk_of { FBO_SEND, FBO_BUSY, FBO_BLOCKED, FBO_RECV, FBO__COUNT };
+
+#define FL_BULK_SLOTS	4	/* messages sliced at once; more: not sliced, counted */
+
+/* A message being sliced (enum fl_bulk); sys 0: free. Sender and receiver are known by
+ * thread id, so that their switches find it without a lookup per switch. */
+struct fl_bulk_slot {
+	__u64 sys;		/* the sender's send syscall entry: its message's t0 */
+	__u64 slice_t;		/* the last slice boundary */
+	__u64 rsk;		/* the receiving sock */
+	__u64 acc[FBK__COUNT];	/* slices since its first data-ready */
+	__u64 at_entry[FBK__COUNT];	/* acc at the receiver's last syscall entry, */
+	__u64 entry_ts;		/* that entry */
+	__u64 start;		/* when it was claimed */
+	__u32 snd_tid, rcv_tid;	/* rcv_tid 0: not known yet */
+	__u8 snd_on, snd_asleep, handed, rcv_on;
+	__u8 rcv_in;		/* the receiver is in a syscall (from its entry to its read) */
+	__u8 pad[3];
+};
+
 /* Which receiver boundaries the run attached (rodata rkstages bits). */
 enum fl_rkstage_seen { FRS_RUN = 1, FRS_COPY = 2 };
 
@@ -101,6 +136,8 @@ struct fl_stats {
 	__u64 st_cnt[FS__COUNT];
 	__u64 k_sum[FK__COUNT];	/* enum fl_kstage: they add up to st_sum[FS_SEND] */
 	__u64 rk_sum[FR__COUNT];	/* enum fl_rkstage: parts of the receiver's stages */
+	__u64 bk_sum[FBO__COUNT][FBK__COUNT];	/* sliced messages' slices, by parent */
+	__u64 bulk_msgs;	/* messages sliced */
 	__u32 lat_hist[FL_NBUCKETS];
 	__u32 st_hist[FS__COUNT][FL_NBUCKETS];
 };
@@ -130,6 +167,7 @@ struct fl_outlier {
 	__u64 latency_ns;
 	__u64 k[FK__COUNT];	/* enum fl_kstage: send;call cut (--detail full) */
 	__u64 rk[FR__COUNT];	/* enum fl_rkstage: the receiver's stages cut */
+	__u64 bk[FBO__COUNT][FBK__COUNT];	/* a sliced message's slices */
 	__u32 stages;		/* bit per enum fl_stage the message passed through */
 	__u32 unseen;		/* enum fl_unseen bits */
 	__u32 bytes;

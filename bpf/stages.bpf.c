@@ -508,18 +508,6 @@ static __always_inline void bulk_tick(int r, __u64 now, __u32 cpu)
 	m->slice_mark = mark;
 }
 
-/* task_struct::state became __state in 5.14 */
-struct task_struct___pre514 {
-	long state;
-} __attribute__((preserve_access_index));
-
-/* t is tp_btf's task pointer: a direct (CO-RE relocated) load, no probe-read helper call */
-static __always_inline bool asleep(struct task_struct *t)
-{
-	if (bpf_core_field_exists(t->__state))
-		return t->__state != 0;
-	return ((struct task_struct___pre514 *)t)->state != 0;
-}
 
 /* The receiver is switched in at now (0: read the clock here): the latest switch before it
  * copies is when it ran. */

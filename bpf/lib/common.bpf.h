@@ -88,4 +88,17 @@ int BPF_PROG(fx_##func) { __u64 ret = 0; bpf_get_func_ret(ctx, &ret); body; retu
 SEC("?kretprobe/" #func)							\
 int BPF_KRETPROBE(kr_##func, __u64 ret) { body; return 0; }
 
+/* task_struct::state became __state in 5.14 */
+struct task_struct___pre514 {
+	long state;
+} __attribute__((preserve_access_index));
+
+/* t is tp_btf's task pointer: a direct (CO-RE relocated) load, no probe-read helper call */
+static __always_inline bool asleep(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->__state))
+		return t->__state != 0;
+	return ((struct task_struct___pre514 *)t)->state != 0;
+}
+
 #endif

@@ -398,6 +398,8 @@ const struct stage_stat *trace_stage(const struct trace_result *r, const char *n
 	return NULL;
 }
 
+_Static_assert(NR_BULK == STAGE_NR_BULK, "one list of bulk slices");
+
 static bool has_bulk(struct tracer *tr)
 {
 	struct stage_acc acc;
@@ -413,9 +415,6 @@ static bool has_bulk(struct tracer *tr)
 static void add_bulk_stages(struct tracer *tr, struct trace_result *res, uint64_t per,
 			    double probe_cost_ns)
 {
-	static const char *const names[NR_BULK] = {
-		"bulk;send_copy", "bulk;recv_copy", "bulk;wait_space", "bulk;wait_cpu",
-	};
 	struct stage_acc acc;
 	int k;
 
@@ -423,7 +422,7 @@ static void add_bulk_stages(struct tracer *tr, struct trace_result *res, uint64_
 		return;
 	for (k = 0; k < NR_BULK; k++) {
 		read_slot(tr, C_BULK_SEND_COPY + k, &acc);
-		add_stage(res, names[k], &acc, per, probe_cost_ns, false);
+		add_stage(res, stage_bulk_names[k], &acc, per, probe_cost_ns, false);
 	}
 }
 

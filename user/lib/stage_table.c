@@ -9,6 +9,10 @@
 
 #include "stage_table.h"
 
+const char *const stage_bulk_names[STAGE_NR_BULK] = {
+	"bulk;send_copy", "bulk;recv_copy", "bulk;wait_space", "bulk;wait_cpu",
+};
+
 #define BOTH(x) { x, x }
 static const struct stage_boundary boundaries[B__COUNT] = {
 	[B_SEND_ENTER] = { .always = true, .doc = "send syscall entry (message starts)" },

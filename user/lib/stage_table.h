@@ -49,6 +49,10 @@ void stage_name(enum transport t, int prev, int last, bool per_call, bool functi
 /* A stage on TCP's network path only (TCP/IP output, loopback device, receive softirq, merged
  * names too): UDS hands the skb straight to the peer's queue. */
 bool stage_tcp_only(const char *name);
+/* The slices of a message sent in several chunks, in --compare's C_BULK_* and --trace's
+ * enum fl_bulk order (sender running, receiver running, sender asleep for space, neither). */
+#define STAGE_NR_BULK 4
+extern const char *const stage_bulk_names[STAGE_NR_BULK];
 /* --list-stages */
 void stages_list(FILE *f);
 

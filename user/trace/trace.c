@@ -23,6 +23,7 @@
 #include "backlog.h"
 #include "backlog_table.h"
 #include "capability.h"
+#include "flows.h"	/* before the skeleton: its .bss has struct fl_bulk_slot */
 #include "flows.skel.h"
 #include "interrupt.h"
 #include "trace.h"

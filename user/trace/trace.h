@@ -84,7 +84,7 @@ struct ep_name {
 };
 
 /* send;call's kernel stages, and three receiver's stages cut in two or three */
-#define TR_MAX_KSTAGES (FK__COUNT + FR__COUNT + 3)
+#define TR_MAX_KSTAGES (FK__COUNT + FR__COUNT + 3 + FBO__COUNT * FBK__COUNT)
 
 /* What a TCP flow would cost over AF_UNIX on this host (predict/predict.c fills it, docs/PREDICT.md). */
 struct flow_if_unix {
@@ -129,6 +129,8 @@ struct flow {
 	struct flow_if_unix if_unix;
 	uint64_t lat_sum, st_sum[FS__COUNT], st_cnt[FS__COUNT], k_sum[FK__COUNT];
 	uint64_t rk_sum[FR__COUNT];
+	uint64_t bk_sum[FBO__COUNT][FBK__COUNT];	/* sliced messages' slices (enum fl_bulk_of) */
+	uint64_t bulk_msgs;	/* messages sliced (sent in several chunks) */
 	struct sparse_hist lat_hist, st_hist[FS__COUNT];
 };
 
@@ -144,6 +146,7 @@ struct trace_outlier {
 	uint32_t unseen;	/* enum fl_unseen: boundaries not seen */
 	uint64_t stage_ns[FS__COUNT];
 	uint64_t k[FK__COUNT], rk[FR__COUNT];	/* its kernel stages' values, as the flows' */
+	uint64_t bk[FBO__COUNT][FBK__COUNT];	/* its slices, if it was sliced */
 	uint32_t kseen, rkseen;	/* the run's kstages and rkstages */
 };
 
@@ -161,6 +164,7 @@ struct trace_run {
 	struct ep_name *names;	/* unix endpoint names moved out of the uaddrs map, by id */
 	int n_names, names_cap;
 	uint64_t names_lost;	/* names neither the map nor names had room for */
+	uint64_t bulk_unsliced;	/* messages in several chunks not sliced: no free slot */
 	uint64_t procs_exited;		/* followed processes that exited (--pid, -- COMMAND) */
 	uint64_t procs_unfollowed;	/* their children not followed: the process map was full */
 	const char *attach_mode;
@@ -198,6 +202,8 @@ const char *trace_transport_name(int transport);	/* "unix", "tcp" */
 extern const char *const fl_stage_names[FS__COUNT];
 /* wait;epoll's part after the receiver runs again: the poll call's own return */
 #define EPOLL_RETURN_STAGE "wait;epoll_return"
+/* wait;busy's part that a sliced message's slices do not cover: the receiver's own work */
+#define BUSY_OTHER_STAGE "app;busy"
 /* The boundary of the stage table (enum boundary) that ends each kernel stage (enum
  * fl_kstage): its name and its tracepoint (TCP's marker) come from the table. */
 extern const int kstage_boundary[FK__COUNT];
@@ -206,6 +212,7 @@ struct kstage_in {
 	int transport;		/* enum fl_transport */
 	uint32_t seen, rseen;	/* the run's kstages and rkstages bits */
 	const uint64_t *k, *rk;	/* enum fl_kstage, enum fl_rkstage */
+	const uint64_t (*bk)[FBK__COUNT];	/* enum fl_bulk_of x enum fl_bulk */
 	const uint64_t *st_sum;	/* enum fl_stage */
 	uint32_t st_mask;	/* the stages passed through */
 	double per;		/* divide by: messages */

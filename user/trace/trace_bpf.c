@@ -18,6 +18,7 @@
 #include <bpf/libbpf.h>
 
 #include "capability.h"
+#include "flows.h"	/* before the skeleton: its .bss has struct fl_bulk_slot */
 #include "flows.skel.h"
 #include "trace_bpf.h"
 #include "trace_outliers.h"
@@ -106,6 +107,8 @@ static void kstages_select(struct flows_bpf *skel)
 		if (rseen & rkstage_progs[i].bit)
 			bpf_program__set_autoload(skel_prog(skel, rkstage_progs[i].prog), true);
 	skel->rodata->rkstages = rseen;
+	/* slicing starts at a send's first data-ready and needs both tasks' switches */
+	skel->rodata->bulk = (seen & (1u << FK_DATA_READY)) && (rseen & FRS_RUN);
 }
 
 void trace_bpf_hit_ns(struct flows_bpf *skel, double hit_ns[FK__COUNT])

@@ -17,6 +17,7 @@
 #include <bpf/libbpf.h>
 
 #include "backlog_table.h"
+#include "flows.h"	/* before the skeleton: its .bss has struct fl_bulk_slot */
 #include "flows.skel.h"
 #include "trace_collect.h"
 #include "util.h"
@@ -333,6 +334,9 @@ static int add_stats(struct flow *f, const struct fl_stats *s)
 		f->k_sum[st] += s->k_sum[st];
 	for (st = 0; st < FR__COUNT; st++)
 		f->rk_sum[st] += s->rk_sum[st];
+	for (st = 0; st < FBO__COUNT * FBK__COUNT; st++)
+		f->bk_sum[st / FBK__COUNT][st % FBK__COUNT] += s->bk_sum[st / FBK__COUNT][st % FBK__COUNT];
+	f->bulk_msgs += s->bulk_msgs;
 	return err;
 }
 
@@ -385,13 +389,36 @@ static void kstage_add(struct kcut *c, int of, const char *name, uint64_t sum)
 	k->ns_per_msg = (double)sum / c->per;
 }
 
+_Static_assert(FBK__COUNT == STAGE_NR_BULK, "one list of bulk slices");
+
+/* Did sliced messages leave slices under a stage (a row of enum fl_bulk_of, or NULL)? */
+static bool bulk_any(const uint64_t *bk)
+{
+	int i;
+
+	for (i = 0; bk && i < FBK__COUNT; i++)
+		if (bk[i])
+			return true;
+	return false;
+}
+
+/* The slices of sliced messages under stage of, when it has any. */
+static void bulk_kstages(struct kcut *c, int of, const uint64_t *bk)
+{
+	int i;
+
+	for (i = 0; bulk_any(bk) && i < FBK__COUNT; i++)
+		kstage_add(c, of, stage_bulk_names[i], bk[i]);
+}
+
 /*
  * send;call's kernel stages, named from the stage table for the transport by the boundary
  * that ends each and the last one seen before it (merged as --compare merges what a mode
  * cannot see). The handover always ends one; a boundary that does not mark the transport's
  * path (a NET_RX softirq inside an AF_UNIX send) gives its time to the next stage.
  */
-static void send_kstages(struct kcut *c, enum transport t, uint32_t seen, const uint64_t *k)
+static void send_kstages(struct kcut *c, enum transport t, uint32_t seen, const uint64_t *k,
+			 const uint64_t *bk)
 {
 	int handover = t == TR_UNIX ? FK_WAKE_END : FK_SEND_EXIT, prev = B_SEND_ENTER, i;
 	char name[STAGE_NAME_LEN];
@@ -408,24 +435,30 @@ static void send_kstages(struct kcut *c, enum transport t, uint32_t seen, const 
 		carry = 0;
 		prev = b;
 	}
+	bulk_kstages(c, FS_SEND, bk);
 }
 
 /*
- * The receiver's parts of a stage: the first children's sums as measured, the last child
- * what remains of the stage (each clamped so that none goes below zero).
+ * The receiver's parts of a stage: the first children's sums as measured, then the slices of
+ * the sliced messages that ended in it (bk, or NULL), the last child what remains of the
+ * stage (each clamped so that none goes below zero).
  */
 static void recv_kstages(struct kcut *c, int of, int n, const char *const *names,
-			 const uint64_t *sums)
+			 const uint64_t *sums, const uint64_t *bk)
 {
-	uint64_t left = c->st_sum[of];
+	uint64_t left = c->st_sum[of], sliced = 0;
 	int i;
 
+	for (i = 0; bk && i < FBK__COUNT; i++)
+		sliced += bk[i];
+	left = left > sliced ? left - sliced : 0;
 	for (i = 0; i < n - 1; i++) {
 		uint64_t v = sums[i] < left ? sums[i] : left;
 
 		kstage_add(c, of, names[i], v);
 		left -= v;
 	}
+	bulk_kstages(c, of, bk);
 	kstage_add(c, of, names[n - 1], left);
 }
 
@@ -435,23 +468,29 @@ int trace_kstages_cut(const struct kstage_in *in, struct flow_kstage *out)
 	const char *run = stage_boundary(B_RUN)->stage[t], *copy = stage_boundary(B_COPY_DONE)->stage[t],
 		   *ret = stage_boundary(B_RECV_EXIT)->stage[t];
 	const uint64_t *rk = in->rk;
+	const uint64_t (*bk)[FBK__COUNT] = in->bk;
 	struct kcut c = { out, 0, in->per, in->st_sum };
 
 	if (in->per <= 0)
 		return 0;
 	if (in->seen)
-		send_kstages(&c, t, in->seen, in->k);
+		send_kstages(&c, t, in->seen, in->k, bk ? bk[FBO_SEND] : NULL);
+	/* a sliced message's receiver between two reads of it: the rest is its own work */
+	if (bk && bulk_any(bk[FBO_BUSY]))
+		recv_kstages(&c, FS_BUSY, 1, (const char *[]){ BUSY_OTHER_STAGE }, NULL,
+			     bk[FBO_BUSY]);
 	if ((in->rseen & FRS_RUN) && (in->rseen & FRS_COPY)) {
 		if (in->st_mask & (1u << FS_RECV_BLOCKED))
 			recv_kstages(&c, FS_RECV_BLOCKED, 3, (const char *[]){ run, copy, ret },
-				     (uint64_t[]){ rk[FR_BLOCKED_RUN], rk[FR_BLOCKED_COPY] });
+				     (uint64_t[]){ rk[FR_BLOCKED_RUN], rk[FR_BLOCKED_COPY] },
+				     bk ? bk[FBO_BLOCKED] : NULL);
 		if (in->st_mask & (1u << FS_RECV))
 			recv_kstages(&c, FS_RECV, 2, (const char *[]){ copy, ret },
-				     (uint64_t[]){ rk[FR_RECV_COPY] });
+				     (uint64_t[]){ rk[FR_RECV_COPY] }, bk ? bk[FBO_RECV] : NULL);
 	}
 	if ((in->rseen & FRS_RUN) && (in->st_mask & (1u << FS_EPOLL)))
 		recv_kstages(&c, FS_EPOLL, 2, (const char *[]){ run, EPOLL_RETURN_STAGE },
-			     (uint64_t[]){ rk[FR_EPOLL_RUN] });
+			     (uint64_t[]){ rk[FR_EPOLL_RUN] }, NULL);
 	return c.n;
 }
 
@@ -468,7 +507,7 @@ uint32_t trace_stages_passed(const uint64_t *st_cnt)
 
 static void kstages_name(struct flow *f, uint32_t seen, uint32_t rseen)
 {
-	struct kstage_in in = { f->transport, seen, rseen, f->k_sum, f->rk_sum, f->st_sum,
+	struct kstage_in in = { f->transport, seen, rseen, f->k_sum, f->rk_sum, f->bk_sum, f->st_sum,
 				trace_stages_passed(f->st_cnt), (double)f->messages };
 
 	f->n_kstages = trace_kstages_cut(&in, f->kstages);
@@ -687,6 +726,7 @@ int trace_collect(struct flows_bpf *skel, const struct trace_opts *o, struct tra
 	run->dirs_evicted = dirs_evicted(skel);
 	run->runs_skipped = attach_runs_skipped(skel->obj);
 	run->names_lost = skel->bss->names_lost;
+	run->bulk_unsliced = skel->bss->bulk_unsliced;
 	run->procs_exited = skel->bss->procs_exited;
 	run->procs_unfollowed = skel->bss->procs_unfollowed;
 	return err;

@@ -31,6 +31,7 @@ struct series {
 		uint64_t n;		/* all: the +Inf bucket */
 	} lat, st[FS__COUNT];
 	uint64_t st_sum[FS__COUNT], st_cnt[FS__COUNT], k_sum[FK__COUNT], rk_sum[FR__COUNT];
+	uint64_t bk_sum[FBO__COUNT][FBK__COUNT];
 };
 
 static void label(FILE *f, const char *name, const char *v, bool first)
@@ -98,6 +99,8 @@ static void add_flow(struct series *s, const struct flow *fl)
 		s->k_sum[i] += fl->k_sum[i];
 	for (i = 0; i < FR__COUNT; i++)
 		s->rk_sum[i] += fl->rk_sum[i];
+	for (i = 0; i < FBO__COUNT * FBK__COUNT; i++)
+		s->bk_sum[i / FBK__COUNT][i % FBK__COUNT] += fl->bk_sum[i / FBK__COUNT][i % FBK__COUNT];
 }
 
 /* The series' kernel stages, in ns (not per message), cut as the report cuts a flow's. */
@@ -105,7 +108,7 @@ static int kernel_stages(const struct trace_run *run, const struct series *s,
 			 struct flow_kstage *ks)
 {
 	struct kstage_in in = { s->tr, run->kstages, run->rkstages, s->k_sum, s->rk_sum,
-				s->st_sum, trace_stages_passed(s->st_cnt), 1.0 };
+				s->bk_sum, s->st_sum, trace_stages_passed(s->st_cnt), 1.0 };
 
 	return trace_kstages_cut(&in, ks);
 }

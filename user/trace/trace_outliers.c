@@ -14,6 +14,7 @@
 
 #include <bpf/libbpf.h>
 
+#include "flows.h"	/* before the skeleton: its .bss has struct fl_bulk_slot */
 #include "flows.skel.h"
 #include "trace_collect.h"
 #include "trace_outliers.h"
@@ -69,6 +70,7 @@ static int take(void *ctx, void *data, size_t size)
 	memcpy(x->stage_ns, r->stage_ns, sizeof(x->stage_ns));
 	memcpy(x->k, r->k, sizeof(x->k));
 	memcpy(x->rk, r->rk, sizeof(x->rk));
+	memcpy(x->bk, r->bk, sizeof(x->bk));
 	x->kseen = run->kstages;
 	x->rkseen = run->rkstages;
 	return 0;

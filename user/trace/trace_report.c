@@ -178,8 +178,8 @@ const struct trace_outlier **trace_outliers_slowest(const struct trace_run *run)
 
 static int outlier_kstages(const struct trace_outlier *x, struct flow_kstage *ks)
 {
-	struct kstage_in in = { x->transport, x->kseen, x->rkseen, x->k, x->rk, x->stage_ns,
-				x->stages, 1 };
+	struct kstage_in in = { x->transport, x->kseen, x->rkseen, x->k, x->rk, x->bk,
+				x->stage_ns, x->stages, 1 };
 
 	return trace_kstages_cut(&in, ks);
 }
@@ -441,6 +441,7 @@ void trace_flow_json(struct jw *w, const struct flow *fl)
 	jw_u64(w, "misses", fl->misses);
 	jw_u64(w, "cross_cpu", fl->cross_cpu);
 	jw_u64(w, "connections", fl->conns);
+	jw_u64(w, "bulk_messages", fl->bulk_msgs);
 	jw_arr_begin(w, "stages");
 	for (st = 0; st < FS__COUNT; st++) {
 		const struct flow_stage *g = &fl->stages[st];
@@ -493,6 +494,7 @@ void trace_json_write(const struct trace_run *run, FILE *f)
 	jw_u64(&w, "socket_states_evicted", run->dirs_evicted);
 	jw_u64(&w, "program_runs_skipped", run->runs_skipped);
 	jw_u64(&w, "endpoint_names_lost", run->names_lost);
+	jw_u64(&w, "bulk_unsliced", run->bulk_unsliced);
 	jw_u64(&w, "processes_exited", run->procs_exited);
 	jw_u64(&w, "processes_not_followed", run->procs_unfollowed);
 	jw_bool(&w, "interrupted", run->interrupted);
