@@ -79,13 +79,30 @@ def check_flow_contract(f):
     # kernel stages, where the kernel has their tracepoints, partition the stage they cut:
     # send;call (the sender's), recv;blocked, wait;epoll, recv;copy+return (the receiver's)
     ks = f["kernel_stages"]
+    # (wait;busy: a message sliced into bulk;* whose receiver was between two of its reads)
     assert all(set(k) == {"name", "of", "ns_per_msg"} and k["ns_per_msg"] >= 0 and
-               k["of"] in ("send;call", "recv;blocked", "wait;epoll", "recv;copy+return")
+               k["of"] in ("send;call", "wait;busy", "recv;blocked", "wait;epoll",
+                           "recv;copy+return")
                for k in ks), ks
+    assert isinstance(f["bulk_messages"], int) and 0 <= f["bulk_messages"] <= f["messages"]
     for of in {k["of"] for k in ks}:
         assert by[of]["count"], (of, ks)
         assert sum(k["ns_per_msg"] for k in ks if k["of"] == of) == pytest.approx(
             by[of]["ns_per_msg"], rel=1e-4, abs=1), (of, ks, by[of])
+
+
+def check_network_stages(f):
+    """Issue 29: --detail full cuts a TCP flow's send;call into TCP/IP output, the loopback
+    device and the receive softirq (merged names where the kernel lacks a tracepoint), each
+    non-zero; an AF_UNIX flow has none of them; send;call's kernel stages add up to it."""
+    k = {x["name"]: x["ns_per_msg"] for x in f["kernel_stages"] if x["of"] == "send;call"}
+    net = [n for n in k if "tcp_ip_out" in n or "dev_xmit" in n or "rx_softirq" in n]
+    if f["transport"] == "tcp":
+        assert len(net) >= 3 and all(k[n] > 0 for n in net), (f["endpoint"], k)
+    else:
+        assert k and not net, (f["endpoint"], k)
+    send = next(s["ns_per_msg"] for s in f["stages"] if s["name"] == "send;call")
+    assert sum(k.values()) == pytest.approx(send, rel=0.01), k
 
 
 def check_top_contract(doc, trace):
@@ -212,9 +229,11 @@ def echo_go(tmp_path_factory):
 def test_go_echo_pair_exact(trace, tmp_path, echo_go, transport):
     """A Go program (netpoller, goroutines on several threads, read/write syscalls): every
     message and byte of its echo pair, one flow, under -- COMMAND."""
-    f, info, _ = traced_echo_flow(trace, tmp_path, [echo_go], transport, 2000, 100, "pid")
+    f, info, _ = traced_echo_flow(trace + ["--detail", "full"], tmp_path, [echo_go], transport,
+                                  2000, 100, "pid")
     assert f["sender"]["comm"] == f["receiver"]["comm"] == "echo_go"
     assert f["sender"]["pids"] == f["receiver"]["pids"] == [info["pid"]]
+    check_network_stages(f)
 
 
 def test_command_follows_children_only(trace, tmp_path):
@@ -664,6 +683,7 @@ def commandstats_calls(sock):
 @pytest.mark.parametrize("clients", [1, 10])
 def test_redis_both_transports(trace, tmp_path, redis, clients):
     port, sock = redis
+    trace = trace + ["--detail", "full"]
     # in a VM matrix guest (qemu TCG, UDSVM=1) redis-benchmark makes ~100 requests/s: 300 each
     n = 300 if os.environ.get("UDSVM") else 20000
     results = {}
@@ -690,6 +710,7 @@ def test_redis_both_transports(trace, tmp_path, redis, clients):
         for f in (req[0], rep[0]):
             assert abs(f["messages"] - total) <= 0.02 * total, (f["messages"], calls, doc["misses"])
             assert f["transport"] == transport
+            check_network_stages(f)
             if clients == 1:
                 # one request at a time: each end waits in epoll_wait for the other's
                 # message, so most messages pass through wait;epoll (the poll-family
@@ -781,6 +802,7 @@ def test_nginx_php_fpm(trace, tmp_path, procs, world_dir, transport):
     st = start_stack(procs, world_dir, upstream, backlog=128, children=2)
     out = tmp_path / "fpm.json"
     # stopped at teardown by procs if the test fails before its Ctrl-C
+    trace = trace + ["--detail", "full"]
     tracer = procs(trace + flt + ["--json", str(out)], stdout=subprocess.PIPE,
                    stderr=subprocess.PIPE, text=True)
     n = 300
@@ -815,6 +837,8 @@ def test_nginx_php_fpm(trace, tmp_path, procs, world_dir, transport):
     assert req[0]["messages"] == n and rep[0]["messages"] == n
     assert req[0]["misses"] == 0 and rep[0]["misses"] == 0
     assert set(req[0]["sender"]["pids"]) <= set(st["workers"])
+    check_network_stages(req[0])
+    check_network_stages(rep[0])
 
 
 def test_cgroup_selects_exactly_its_processes(trace, tmp_path, test_cgroup):

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from test_trace import (run_trace, flows_at, check_top_contract, commandstats_calls, trace,  # noqa: F401 (fixture)
-                        redis, ECHO)
+from conftest import free_port
+from test_trace import (run_trace, flows_at, check_top_contract, check_network_stages,
+                        commandstats_calls, trace, redis, ECHO)  # noqa: F401 (fixtures)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -116,14 +117,33 @@ def test_redis_connection_per_incr(trace, tmp_path, redis, transport):
     assert req["connections"] == req["messages"] and rep["connections"] == rep["messages"], \
         (req, rep)
     for f in (req, rep):
-        k = kstages(f)
-        net = [name for name in k if "tcp_ip_out" in name or "dev_xmit" in name or
-               "rx_softirq" in name]
-        if transport == "tcp":
-            assert len(net) >= 3 and all(k[name] > 0 for name in net), k
-        else:
-            assert not net, k
-        assert sum(k.values()) == pytest.approx(parent_ns(f, "send;call"), rel=0.01), k
+        check_network_stages(f)
+
+
+@pytest.mark.parametrize("transport", ["unix", "tcp"])
+def test_connection_per_greeting(trace, tmp_path, transport):
+    """The classic connect-per-message benchmark (scripts/recipes/greet.py: the server sends a
+    12-byte greeting and closes, the client connects, reads to EOF and closes), 3000
+    connections (300 in a guest): every greeting counted, one connection each, and its
+    kernel stages: TCP's output, loopback device and receive softirq on TCP, none on AF_UNIX."""
+    n = 300 if os.environ.get("UDSVM") else 3000
+    greet = [sys.executable, str(REPO / "scripts" / "recipes" / "greet.py")]
+    where = (["--unix", str(tmp_path / "greet.sock")] if transport == "unix" else
+             ["--port", str(free_port())])
+    cmd = ["sh", "-c", f"{shlex.join(greet + ['server'] + where)} & s=$!; "
+           f"for i in $(seq 100); do {shlex.join(greet + ['client'] + where + ['-n', '1'])} "
+           f">/dev/null 2>&1 && break; sleep 0.05; done; "
+           f"{shlex.join(greet + ['client'] + where + ['-n', str(n)])}; r=$?; kill $s; exit $r"]
+    full = trace + ["--detail", "full"]
+    res, doc = run_trace(full, tmp_path, ["--"] + cmd, timeout=300)
+    assert res.returncode == 0, res.stderr
+    check_top_contract(doc, full)
+    endpoint = where[1] if transport == "unix" else f"127.0.0.1:{where[1]}"
+    [f] = flows_at(doc, endpoint)
+    # the client that waited for the server's socket made one more connection
+    assert f["messages"] == n + 1 and f["connections"] == n + 1, (f["messages"], doc["misses"])
+    assert f["bytes"] == 12 * (n + 1)
+    check_network_stages(f)
 
 
 def all_kstages(f):
