@@ -111,6 +111,8 @@ struct task_st {
 	__u64 dr_sk;		/* its receiving sock, */
 	__u32 k_dr[FK__COUNT];	/* and k_acc then: the stages a sliced message keeps */
 	__u32 bslot;		/* 1 + the slot slicing its message (0: none) */
+	__u32 dr_chunks;	/* data-readies on dr_sk in the send */
+	__u32 dr_slept;		/* it slept in the send after the first */
 };
 
 struct msg_ent {
@@ -1142,9 +1144,11 @@ static __always_inline struct task_st *kstage_mark(int fk)
 		t->k_sys = t->sys_ts;
 		t->k_last = t->sys_ts;
 	}
-	/* TCP's protocol entry fires again for each skb a large send allocates: its first is
-	 * the boundary (as --compare stamps it), the others are inside the stages after it */
-	if (fk == FK_PROTO && t->k_acc[FK_PROTO])
+	/* a boundary's first crossing in a message ends its stage, as --compare stamps it:
+	 * TCP's protocol entry fires again for each skb a large send allocates, a NET_RX
+	 * softirq again for the next segment or an ACK; later crossings are inside the stages
+	 * after it (and still the send's time) */
+	if (t->k_acc[fk])
 		return t;
 	if (now > t->k_last)
 		t->k_acc[fk] += now - t->k_last;
@@ -1154,8 +1158,10 @@ static __always_inline struct task_st *kstage_mark(int fk)
 
 /*
  * The send of task t (thread tid) left its first chunk and goes on (a second data-ready, or
- * it sleeps inside the send): a slot slices it from that first data-ready on, the
- * sender running until now. The receiver is the direction's last reader until one reads.
+ * it leaves the CPU inside the send): a slot slices it from that first data-ready on, the
+ * sender running until now; whether it is a message in several chunks is known at its
+ * handover. The receiver is the direction's last reader until one reads (bulk_read): known
+ * from the start, its entry into the recv() that ends the message is seen too.
  * No free slot: a slot claimed a second ago belongs to a message that has not completed
  * (lost with its direction, or a reader that stopped): taken; else this one is not sliced,
  * counted.
@@ -1284,7 +1290,9 @@ static __always_inline void kstages_take(struct task_st *t, __u64 t0, __u64 now,
 	__u64 from = t0;
 
 	__builtin_memset(k, 0, FK__COUNT * sizeof(*k));
-	if (bulk && t && t->bslot && t->dr_sys == t0) {	/* sliced from its first data-ready */
+	if (bulk && t && t->bslot && t->dr_sys == t0 &&
+	    (t->dr_chunks > 1 || t->dr_slept)) {
+		/* several chunks (or a sleep for space): sliced from its first data-ready */
 		struct fl_bulk_slot *b = bulk_slot_of(t->bslot);
 		int i;
 
@@ -1299,6 +1307,10 @@ static __always_inline void kstages_take(struct task_st *t, __u64 t0, __u64 now,
 		__builtin_memset(t->k_acc, 0, sizeof(t->k_acc));
 		t->k_last = now;
 		return;
+	}
+	if (bulk && t && t->bslot) {	/* one chunk, the sender preempted: not sliced */
+		bulk_free(bulk_slot_of(t->bslot));
+		t->bslot = 0;
 	}
 	if (t)
 		t->dr_sys = 0;	/* the next message of this syscall has its own first chunk */
@@ -1694,8 +1706,12 @@ int BPF_PROG(tp_k_sk_data_ready, struct sock *sk)
 		t->dr_sk = (__u64)sk;
 		__builtin_memcpy(t->k_dr, t->k_acc, sizeof(t->k_acc));
 		t->bslot = 0;
-	} else if (!t->bslot && t->dr_sk == (__u64)sk) {
-		bulk_start(t, (__u32)bpf_get_current_pid_tgid(), t->k_last);
+		t->dr_chunks = 1;
+		t->dr_slept = 0;
+	} else if (t->dr_sk == (__u64)sk) {
+		t->dr_chunks++;
+		if (!t->bslot)
+			bulk_start(t, (__u32)bpf_get_current_pid_tgid(), t->k_last);
 	}
 	return 0;
 }
@@ -1726,11 +1742,14 @@ int BPF_PROG(tp_k_sched_switch, bool preempt, struct task_struct *prev, struct t
 	if (!bulk)
 		return 0;
 	slept = !preempt && asleep(prev);
-	/* the sender sleeps inside a send whose first chunk left (for buffer space): sliced
-	 * from there, as --compare slices it (preempted, it is not) */
-	t = slept ? task_find_other(prev) : NULL;
-	if (t && t->dr_sys && t->dr_sys == t->sys_ts && !t->bslot)
-		bulk_start(t, prev->pid, now);
+	/* the sender leaves the CPU inside a send whose first chunk left: sliced from there
+	 * on, a message in several chunks if it slept (for buffer space) or has more chunks */
+	t = task_find_other(prev);
+	if (t && t->dr_sys && t->dr_sys == t->sys_ts) {
+		t->dr_slept |= slept;
+		if (!t->bslot)
+			bulk_start(t, prev->pid, now);
+	}
 	if (bulk_active)
 		bulk_switch(prev->pid, next->pid, slept, now);
 	return 0;

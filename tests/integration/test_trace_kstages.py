@@ -164,10 +164,21 @@ def send_boundaries(stages):
     send;sock does), so a mode that merges two stages still meets the other at their end."""
     at, out = 0.0, {}
     for name, ns in stages:
-        if not name.startswith(SEND_SIDE) or name == "send;return":
+        if not name.startswith(SEND_SIDE) or name.startswith("send;return"):
             break
         at += ns
-        out[re.split(r"[;+]", name)[-1]] = at
+        # a function-level name (fentry, kprobe: send;sock;unix_stream_sendmsg) is part of
+        # its stage (send;sock)
+        out[name.split(";")[1].split("+")[-1]] = at
+    return out
+
+
+def stage_level(stages):
+    """--compare's stages summed by stage (group;stage), function-level names folded in."""
+    out = {}
+    for s in stages:
+        name = ";".join(s["name"].split(";")[:2])
+        out[name] = out.get(name, 0) + s["ns_per_msg"]
     return out
 
 
@@ -186,22 +197,29 @@ def test_same_stages_as_compare(trace, tmp_path):
     """udsprobe --compare's own ping-pong on one CPU at 64 B, 64 KiB and 1 MiB, traced by
     --trace as a foreign program while --compare's tracer traces it too: for each run both
     traced, every stage both report agrees within 10 % or 150 ns (issue 29), the slices of the
-    messages sent in several chunks (bulk;*) included. The sender's stages are compared
-    between the boundaries both tracers have (--trace's kernel stages are cut at tracepoints in
-    every mode, --compare's at functions in fentry and kprobe mode: a merged stage is compared
-    with the sum of the stages it merges). Two differences are by design: --trace's send ends
-    at the handover (sock_send_length), --compare's at the send syscall's exit. So
-    send;return is not compared, and the sender's return path after the handover is
-    bulk;wait_cpu for --trace and bulk;send_copy for --compare: those two are compared as their
-    sum.
-    In tracepoint mode AF_UNIX's deliver;enqueue_wakeup ends at sock_send_length in both
-    tracers: --trace attached first, so its handler runs first there and its time falls in
-    --compare's stage; that handler's mean time per run, from the kernel's BPF run-time
-    statistics (kernel.bpf_stats_enabled) read before --trace detaches, is taken off
-    --compare's figure (measured: 124-127 ns of difference, the handler 194 ns a run)."""
+    messages sent in several chunks (bulk;*) included. --compare runs in tracepoint mode, whose
+    boundaries are --trace's kernel stages' in every mode (its fentry/kprobe boundaries are
+    other functions); --trace runs in the mode of the run (the guests: fentry, kprobe). The
+    sender's stages are compared between the boundaries both have (a stage is known by the
+    boundary that ends it: a merged stage meets the sum of those it merges). Two differences
+    are by design: --trace's send ends at the handover (sock_send_length), --compare's at the
+    send syscall's exit. So send;return is not compared, and the sender's return path after
+    the handover is bulk;wait_cpu for --trace and bulk;send_copy for --compare: those two are
+    compared as their sum. The same for the reader: its read ends at sock_recv_length for
+    --trace, at the syscall's exit for --compare, so its return path while the sender sleeps
+    for space is bulk;wait_space for one and bulk;recv_copy for the other: bulk;recv_copy is
+    compared alone and with bulk;wait_space.
+    At a tracepoint both attach, --trace's handler runs first (attached first) and its time
+    falls in --compare's stage. In tracepoint mode that matters at AF_UNIX's
+    deliver;enqueue_wakeup, which ends at sock_send_length in both: the handler's mean time
+    per run, from the kernel's BPF run-time statistics (kernel.bpf_stats_enabled) read before
+    --trace detaches, is taken off --compare's figure (measured: 124-127 ns of difference, the
+    handler 194 ns a run). Under qemu TCG (fentry, kprobe) a handler's run is a large part of a
+    stage: each end of a compared interval may move by one probe hit (below)."""
     cj, stats = tmp_path / "compare.json", tmp_path / "stats.json"
     compare = [trace[0], "--compare", "--mode", "pingpong", "--size", "64,64K,1M", "--cpu",
-               "same", "--duration", "1", "--json", str(cj)] + trace[2:]
+               "same", "--duration", "1", "--warmup", "0", "--json", str(cj),
+               "--attach", "tracepoint"]
     # the handler's statistics while it is still loaded: the command's last step
     cmd = ["sh", "-c", " ".join(map(shlex.quote, compare)) +
            f" && bpftool prog show name tp_sock_send_length --json > {shlex.quote(str(stats))}"]
@@ -224,12 +242,14 @@ def test_same_stages_as_compare(trace, tmp_path):
     sliced_by_trace = has_tracepoint("sock", "sk_data_ready")
     compared = []
     for r in cdoc["results"]:
-        built_in = {s["name"]: s["ns_per_msg"] for s in r["stages"]}
+        built_in = stage_level(r["stages"])
         t, size = r["transport"], r["msg_size"]
-        # the traced run's flow: its messages are the compare's plus its warm-up (~2000);
-        # each size runs untraced first, then traced (the later processes)
+        # the traced run's flow: the same messages (no warm-up: its first messages, slower
+        # where they fault in buffers, would be in one tracer's mean only) and a few of the
+        # workload's own (its ready and end handshakes); each size runs untraced first, then
+        # traced (the later processes)
         flows = [f for f in doc["flows"] if f["transport"] == t and
-                 r["messages"] <= f["messages"] <= r["messages"] + 4000]
+                 r["messages"] <= f["messages"] <= r["messages"] + 20]
         assert flows, ([(f["endpoint"], f["messages"]) for f in doc["flows"]], r["messages"])
         f = max(flows, key=lambda f: max(f["sender"]["pids"]))
         k = all_kstages(f)
@@ -242,6 +262,11 @@ def test_same_stages_as_compare(trace, tmp_path):
         pairs = compared_send_stages(
             [(x["name"], x["ns_per_msg"]) for x in f["kernel_stages"] if x["of"] == "send;call"],
             [(s["name"], s["ns_per_msg"]) for s in r["stages"]])
+        if not tracepoint and t == "unix":
+            # fentry/kprobe: --trace's handover is its probe on the socket layer's send
+            # return, before the sock_send_length tracepoint that ends --compare's AF_UNIX
+            # deliver;enqueue_wakeup: another boundary
+            pairs = [p for p in pairs if not p[0].endswith("..enqueue_wakeup")]
         ends = [p[0].split("..")[1] for p in pairs]
         if tracepoint and sliced_by_trace:	# this host's kernel: every boundary both have
             assert ends == {("unix", False): ["sock", "enqueue_wakeup"],
@@ -250,21 +275,34 @@ def test_same_stages_as_compare(trace, tmp_path):
                                              "ip_tcp_in", "enqueue_wakeup"],
                             ("tcp", True): ["syscall", "tcp_ip_out", "dev_xmit", "backlog",
                                             "ip_tcp_in"]}[(t, bulk)], (t, size, ends)
-        else:
-            assert len(ends) >= (3 if t == "tcp" else 1), (t, size, ends, k, built_in)
+        else:	# a kernel without sk_data_ready (6.1): AF_UNIX's send is one stage to the
+            # handover, whose boundary differs (above)
+            assert len(ends) >= (3 if t == "tcp" else int(sliced_by_trace)), \
+                (t, size, ends, k, built_in)
         if bulk:
-            pairs += [(n, k[n], built_in[n]) for n in ("bulk;recv_copy", "bulk;wait_space")]
-            pairs.append(("bulk;send_copy+wait_cpu", k["bulk;send_copy"] + k["bulk;wait_cpu"],
-                          built_in["bulk;send_copy"] + built_in["bulk;wait_cpu"]))
+            pairs.append(("bulk;recv_copy", k["bulk;recv_copy"], built_in["bulk;recv_copy"]))
+            for a, b in (("send_copy", "wait_cpu"), ("recv_copy", "wait_space")):
+                pairs.append((f"bulk;{a}+{b}", k[f"bulk;{a}"] + k[f"bulk;{b}"],
+                              built_in[f"bulk;{a}"] + built_in[f"bulk;{b}"]))
         else:
             pairs.append(("recv;copy", k["recv;copy"], built_in["recv;copy"]))
+        # --trace in fentry or kprobe mode (a guest): at each end of a compared interval both
+        # tracers run a handler on the same tracepoint, one after the other, each end moving
+        # by one run: one probe hit as --compare's calibration measured it (~0.5 us under
+        # qemu TCG, where 10 % of a stage is a few of them)
+        hit = (r["calibrated_probe_ns"] / r["probe_hits_per_msg"]
+               if not tracepoint and r.get("probe_hits_per_msg") else 0)
         for name, got, ref in pairs:
             if tracepoint and t == "unix" and name.endswith("..enqueue_wakeup"):
                 ref -= handler
-            compared.append((t, size, name, round(got), round(ref)))
-            assert abs(got - ref) <= max(0.10 * ref, 150), (t, size, name, got, ref, handler)
-    print("\n(transport, size, stage, --trace ns, --compare ns):", compared)
-    assert len(compared) >= (34 if tracepoint and sliced_by_trace else 10), compared
+            ok = abs(got - ref) <= max(0.10 * ref, 150) + 2 * hit
+            compared.append((t, size, name, round(got), round(ref), round(2 * hit), ok))
+    print("\n(transport, size, stage, --trace ns, --compare ns, slack, within):", compared)
+    assert all(c[-1] for c in compared), ([c for c in compared if not c[-1]], handler)
+    # every pair: 34 here (6.18, tracepoint); fentry/kprobe without AF_UNIX's handover stage
+    # 30; without sk_data_ready (6.1) the 64 B run's 6 and no slices
+    assert len(compared) >= (34 if tracepoint and sliced_by_trace else
+                             30 if sliced_by_trace else 6), compared
 
 
 def test_detail_syscall(trace, tmp_path):
