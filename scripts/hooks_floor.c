@@ -26,6 +26,7 @@
 #include <bpf/libbpf.h>
 
 #include "capability.h"
+#include "flows.h"	/* before the skeleton: its .bss has struct fl_bulk_slot */
 #include "flows.skel.h"
 #include "hooks_floor.skel.h"
 #include "trace_bpf.h"
