@@ -13,6 +13,8 @@ import statistics
 import subprocess
 import sys
 
+from benchlib import cpu_name
+
 UDSPROBE = os.environ.get("UDSPROBE", "./udsprobe")
 MINIMAL = os.environ.get("BENCH_PINGPONG", ".output/bench_pingpong")
 QUICK = os.environ.get("BENCH_QUICK") == "1"
@@ -101,12 +103,7 @@ def main():
                             f"{'yes' if ok else '**no**'} |")
 
     uname = platform.uname()
-    cpu = "unknown"
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
+    cpu = cpu_name()
     version = subprocess.run([UDSPROBE, "--version"], capture_output=True, text=True).stdout.strip()
     with open("/proc/loadavg") as f:
         load = " ".join(f.read().split()[:3])
