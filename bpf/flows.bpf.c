@@ -656,6 +656,17 @@ static __always_inline struct fl_bulk_slot *bulk_of(const struct msg_ent *e)
 	return b->sys == e->t0 && b->snd_tid == e->tid ? b : NULL;
 }
 
+/* The slot of task t's send (thread tid), unless taken back as stale since, or NULL. */
+static __always_inline struct fl_bulk_slot *bulk_own(const struct task_st *t, __u32 tid)
+{
+	struct fl_bulk_slot *b;
+
+	if (!t->bslot)
+		return NULL;
+	b = bulk_slot_of(t->bslot);
+	return b->sys == t->dr_sys && b->snd_tid == tid ? b : NULL;
+}
+
 static __always_inline void bulk_free(struct fl_bulk_slot *b)
 {
 	if (b && __sync_lock_test_and_set(&b->sys, 0))
@@ -1250,10 +1261,10 @@ static __always_inline void bulk_read(__u64 sk, __u32 tid, __u64 run_ts, __u64 n
 		b = &bulk_slots[i];
 		if (!b->sys || b->rsk != sk)
 			continue;
-		if (!b->rcv_tid)
+		if (b->rcv_tid != tid) {	/* not known, or another thread reads now */
 			b->rcv_tid = tid;
-		if (b->rcv_tid != tid)
-			continue;
+			b->rcv_on = 0;
+		}
 		if (!b->rcv_on && run_ts > b->slice_t && run_ts < now)
 			bulk_tick(b, run_ts);
 		b->rcv_on = 1;
@@ -1286,14 +1297,13 @@ static __always_inline void bulk_entry(__u32 tid, __u64 now)
 static __always_inline void kstages_take(struct task_st *t, __u64 t0, __u64 now, __u32 kind,
 					 __u32 *k, __u32 *e_pre, __u32 *bslot)
 {
+	struct fl_bulk_slot *b = bulk && t ? bulk_own(t, (__u32)bpf_get_current_pid_tgid()) : NULL;
 	int last = kind == FL_UNIX ? FK_WAKE_END : FK_SEND_EXIT;
 	__u64 from = t0;
 
 	__builtin_memset(k, 0, FK__COUNT * sizeof(*k));
-	if (bulk && t && t->bslot && t->dr_sys == t0 &&
-	    (t->dr_chunks > 1 || t->dr_slept)) {
+	if (b && t->dr_sys == t0 && (t->dr_chunks > 1 || t->dr_slept)) {
 		/* several chunks (or a sleep for space): sliced from its first data-ready */
-		struct fl_bulk_slot *b = bulk_slot_of(t->bslot);
 		int i;
 
 		bulk_tick(b, now);
@@ -1308,10 +1318,10 @@ static __always_inline void kstages_take(struct task_st *t, __u64 t0, __u64 now,
 		t->k_last = now;
 		return;
 	}
-	if (bulk && t && t->bslot) {	/* one chunk, the sender preempted: not sliced */
-		bulk_free(bulk_slot_of(t->bslot));
+	if (b)	/* one chunk, the sender preempted: not sliced */
+		bulk_free(b);
+	if (t)
 		t->bslot = 0;
-	}
 	if (t)
 		t->dr_sys = 0;	/* the next message of this syscall has its own first chunk */
 	if (t && t->sys_ts && t->k_sys == t->sys_ts && t->sys_ts == t0) {
@@ -1607,10 +1617,7 @@ int BPF_PROG(tp_sys_enter, struct pt_regs *regs, long nr)
 		return 0;
 	if (io) {
 		if (bulk && t->bslot) {	/* its last send ended without a handover (failed) */
-			struct fl_bulk_slot *b = bulk_slot_of(t->bslot);
-
-			if (b->sys == t->dr_sys && b->snd_tid == (__u32)bpf_get_current_pid_tgid())
-				bulk_free(b);
+			bulk_free(bulk_own(t, (__u32)bpf_get_current_pid_tgid()));
 			t->bslot = 0;
 			t->dr_sys = 0;
 		}
