@@ -680,7 +680,7 @@ def commandstats_calls(sock):
     return calls
 
 
-@pytest.mark.parametrize("clients", [1, 10])
+@pytest.mark.parametrize("clients", [1, 10, 50])
 def test_redis_both_transports(trace, tmp_path, redis, clients):
     port, sock = redis
     trace = trace + ["--detail", "full"]
