@@ -181,6 +181,37 @@ TEST(trace_outlier_kernel_stages)
 	free(s);
 }
 
+/* A flow whose messages pass every stage, some sliced under each of the four stages slices
+ * go to: every kernel stage fits (TR_MAX_KSTAGES), those of one stage add up to it, the
+ * slices sit before each receiver stage's rest, and wait;busy's rest is app;busy. */
+TEST(trace_kstages_with_slices_under_every_stage)
+{
+	const uint64_t k[FK__COUNT] = { 100, 200, 100, 100, 200, 200, 100 };
+	const uint64_t rk[FR__COUNT] = { 300, 400, 50, 200 };
+	const uint64_t bk[FBO__COUNT][FBK__COUNT] = {
+		{ 1000, 2000, 30, 40 }, { 10, 20, 0, 5 }, { 100, 200, 0, 50 }, { 60, 70, 0, 0 } };
+	const uint64_t st[FS__COUNT] = { 1000 + 3070, 400, 100, 2000, 600 };
+	struct kstage_in in = { FL_TCP, (1u << FK__COUNT) - 1, FRS_RUN | FRS_COPY, k, rk, bk, st,
+				(1u << FS__COUNT) - 1, 1 };
+	struct flow_kstage out[TR_MAX_KSTAGES + 1];
+	double sum[FS__COUNT] = { 0 };
+	int n, i;
+
+	memset(out, 0, sizeof(out));
+	n = trace_kstages_cut(&in, out);
+	CHECK(n == TR_MAX_KSTAGES);	/* every parent cut: the bound is exact */
+	CHECK(out[TR_MAX_KSTAGES].name[0] == 0);	/* nothing past it */
+	for (i = 0; i < n; i++)
+		sum[out[i].of] += out[i].ns_per_msg;
+	for (i = 0; i < FS__COUNT; i++)
+		CHECK(sum[i] == (double)st[i]);
+	for (i = 0; i < n && strcmp(out[i].name, "app;busy"); i++)
+		;
+	CHECK(i < n && out[i].of == FS_BUSY && out[i].ns_per_msg == st[FS_BUSY] - 35);
+	CHECK(!strcmp(out[i - 4].name, "bulk;send_copy") && out[i - 4].of == FS_BUSY);
+	CHECK(!strcmp(out[n - 1].name, EPOLL_RETURN_STAGE));
+}
+
 TEST(trace_outliers_text_slowest_first_capped)
 {
 	struct trace_outlier xs[TR_TEXT_OUTLIERS + 5];

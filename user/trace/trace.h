@@ -83,8 +83,9 @@ struct ep_name {
 	struct fl_uaddr ua;
 };
 
-/* send;call's kernel stages, and three receiver's stages cut in two or three */
-#define TR_MAX_KSTAGES (FK__COUNT + FR__COUNT + 3 + FBO__COUNT * FBK__COUNT)
+/* send;call's kernel stages, and three receiver's stages cut in two or three (each measured
+ * child and a rest), the slices under four stages, and wait;busy's rest (app;busy) */
+#define TR_MAX_KSTAGES (FK__COUNT + FR__COUNT + 3 + FBO__COUNT * FBK__COUNT + 1)
 
 /* What a TCP flow would cost over AF_UNIX on this host (predict/predict.c fills it, docs/PREDICT.md). */
 struct flow_if_unix {
