@@ -14,18 +14,10 @@ from pathlib import Path
 import pytest
 
 from conftest import free_port
-from test_trace import (run_trace, flows_at, check_top_contract, check_network_stages,
-                        commandstats_calls, trace, redis, ECHO)  # noqa: F401 (fixtures)
+from test_trace import (run_trace, flows_at, check_top_contract, check_network_stages, kstages,
+                        parent_ns, commandstats_calls, trace, redis, ECHO)  # noqa: F401 (fixtures)
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def kstages(f, of="send;call"):
-    return {k["name"]: k["ns_per_msg"] for k in f["kernel_stages"] if k["of"] == of}
-
-
-def parent_ns(f, of):
-    return next(s["ns_per_msg"] for s in f["stages"] if s["name"] == of)
 
 
 def has_tracepoint(system, name):
@@ -259,9 +251,8 @@ def test_same_stages_as_compare(trace, tmp_path):
             (t, size, f["bulk_messages"], f["messages"])
         if bulk and not sliced_by_trace:
             continue
-        pairs = compared_send_stages(
-            [(x["name"], x["ns_per_msg"]) for x in f["kernel_stages"] if x["of"] == "send;call"],
-            [(s["name"], s["ns_per_msg"]) for s in r["stages"]])
+        pairs = compared_send_stages(list(kstages(f).items()),
+                                     [(s["name"], s["ns_per_msg"]) for s in r["stages"]])
         if not tracepoint and t == "unix":
             # fentry/kprobe: --trace's handover is its probe on the socket layer's send
             # return, before the sock_send_length tracepoint that ends --compare's AF_UNIX
