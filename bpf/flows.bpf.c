@@ -113,6 +113,7 @@ struct task_st {
 	__u32 bslot;		/* 1 + the slot slicing its message (0: none) */
 	__u32 dr_chunks;	/* data-readies on dr_sk in the send */
 	__u32 dr_slept;		/* it slept in the send after the first */
+	__u32 dr_skip;		/* not sliced (filtered out, or no free slot): not tried again */
 };
 
 struct msg_ent {
@@ -673,6 +674,14 @@ static __always_inline void bulk_free(struct fl_bulk_slot *b)
 		__sync_fetch_and_add(&bulk_active, -1);
 }
 
+/* Task t's send is not (or no longer) sliced: its slot, if still its own, is free again. */
+static __always_inline void bulk_release(struct task_st *t, struct fl_bulk_slot *b)
+{
+	bulk_free(b);
+	t->bslot = 0;
+	t->dr_sys = 0;
+}
+
 /*
  * The stages of one message into o: they partition t0 (send entry) → t3 (the
  * recv() return that brought its last byte). o->bound gets the boundaries on one
@@ -1173,6 +1182,8 @@ static __always_inline struct task_st *kstage_mark(int fk)
  * sender running until now; whether it is a message in several chunks is known at its
  * handover. The receiver is the direction's last reader until one reads (bulk_read): known
  * from the start, its entry into the recv() that ends the message is seen too.
+ * Only a send the filters keep (the sender counts, or the direction's last receiver does):
+ * other programs' large sends took every slot. Called in the sender's context.
  * No free slot: a slot claimed a second ago belongs to a message that has not completed
  * (lost with its direction, or a reader that stopped): taken; else this one is not sliced,
  * counted.
@@ -1181,17 +1192,26 @@ static __always_inline void bulk_start(struct task_st *t, __u32 tid, __u64 now)
 {
 	struct fl_bulk_slot *b = NULL;
 	struct dir_key k = {};
-	struct dir_st *d;
-	__u32 seq, i, slot = 0;
-	__u64 old;
+	struct dir_st *d = NULL;
+	char comm[FL_COMM_LEN];
+	__u32 seq, i, slot = 0, tgid, ctid;
 
+	if (dir_key_of((struct sock *)t->dr_sk, false, SK_PROBE, &k, &seq))
+		d = bpf_map_lookup_elem(&dirs, &k);
+	if ((d && d->ep_out) ||
+	    (!(d && d->r_match == END_YES) &&
+	     !fill_task(comm, &tgid, &ctid, t, bpf_get_current_task_btf()))) {
+		t->dr_skip = 1;
+		return;
+	}
 	for (i = 0; i < FL_BULK_SLOTS && !slot; i++)
 		if (!__sync_val_compare_and_swap(&bulk_slots[i].sys, 0, t->dr_sys)) {
 			slot = i + 1;
 			__sync_fetch_and_add(&bulk_active, 1);
 		}
 	for (i = 0; i < FL_BULK_SLOTS && !slot; i++) {
-		old = bulk_slots[i].sys;
+		__u64 old = bulk_slots[i].sys;
+
 		if (old && bulk_slots[i].start + 1000000000ULL < now &&
 		    __sync_val_compare_and_swap(&bulk_slots[i].sys, old, t->dr_sys) == old)
 			slot = i + 1;
@@ -1200,7 +1220,7 @@ static __always_inline void bulk_start(struct task_st *t, __u32 tid, __u64 now)
 		b = bulk_slot_of(slot);
 	if (!b) {
 		__sync_fetch_and_add(&bulk_unsliced, 1);
-		t->dr_sys = 0;	/* not again for this send */
+		t->dr_skip = 1;
 		return;
 	}
 	__builtin_memset(b->acc, 0, sizeof(b->acc));
@@ -1208,12 +1228,7 @@ static __always_inline void bulk_start(struct task_st *t, __u32 tid, __u64 now)
 	b->entry_ts = 0;
 	b->rsk = t->dr_sk;
 	b->snd_tid = tid;
-	b->rcv_tid = 0;
-	if (dir_key_of((struct sock *)t->dr_sk, false, SK_PROBE, &k, &seq)) {
-		d = bpf_map_lookup_elem(&dirs, &k);
-		if (d && d->last.ret_ts)
-			b->rcv_tid = d->last.tid;
-	}
+	b->rcv_tid = d && d->last.ret_ts ? d->last.tid : 0;
 	b->snd_on = 1;
 	b->snd_asleep = b->handed = b->rcv_on = 0;
 	b->rcv_in = 1;	/* a reader not known yet is most likely waiting in its read */
@@ -1318,12 +1333,10 @@ static __always_inline void kstages_take(struct task_st *t, __u64 t0, __u64 now,
 		t->k_last = now;
 		return;
 	}
-	if (b)	/* one chunk, the sender preempted: not sliced */
-		bulk_free(b);
+	/* one chunk (the sender preempted): not sliced; the next message of this syscall has
+	 * its own first chunk */
 	if (t)
-		t->bslot = 0;
-	if (t)
-		t->dr_sys = 0;	/* the next message of this syscall has its own first chunk */
+		bulk_release(t, b);
 	if (t && t->sys_ts && t->k_sys == t->sys_ts && t->sys_ts == t0) {
 		__builtin_memcpy(k, t->k_acc, sizeof(t->k_acc));
 		__builtin_memset(t->k_acc, 0, sizeof(t->k_acc));
@@ -1616,11 +1629,8 @@ int BPF_PROG(tp_sys_enter, struct pt_regs *regs, long nr)
 	if (!t)
 		return 0;
 	if (io) {
-		if (bulk && t->bslot) {	/* its last send ended without a handover (failed) */
-			bulk_free(bulk_own(t, (__u32)bpf_get_current_pid_tgid()));
-			t->bslot = 0;
-			t->dr_sys = 0;
-		}
+		if (bulk && t->bslot)	/* its last send ended without a handover (failed) */
+			bulk_release(t, bulk_own(t, (__u32)bpf_get_current_pid_tgid()));
 		t->sys_ts = bpf_ktime_get_ns();
 		t->sys_nr = nr;
 		if (bulk && bulk_active && !is_send_nr(nr))
@@ -1715,9 +1725,10 @@ int BPF_PROG(tp_k_sk_data_ready, struct sock *sk)
 		t->bslot = 0;
 		t->dr_chunks = 1;
 		t->dr_slept = 0;
+		t->dr_skip = 0;
 	} else if (t->dr_sk == (__u64)sk) {
 		t->dr_chunks++;
-		if (!t->bslot)
+		if (!t->bslot && !t->dr_skip)
 			bulk_start(t, (__u32)bpf_get_current_pid_tgid(), t->k_last);
 	}
 	return 0;
@@ -1741,20 +1752,23 @@ SEC("?tp_btf/sched_switch")
 int BPF_PROG(tp_k_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
 	struct task_st *t = task_find_other(next);
-	__u64 now = bpf_ktime_get_ns();
+	__u64 now;
 	bool slept;
 
+	if (!t && !bulk)
+		return 0;
+	now = bpf_ktime_get_ns();
 	if (t)
 		t->run_ts = now;
 	if (!bulk)
 		return 0;
-	slept = !preempt && asleep(prev);
+	slept = switched_to_sleep(preempt, prev);
 	/* the sender leaves the CPU inside a send whose first chunk left: sliced from there
 	 * on, a message in several chunks if it slept (for buffer space) or has more chunks */
 	t = task_find_other(prev);
 	if (t && t->dr_sys && t->dr_sys == t->sys_ts) {
 		t->dr_slept |= slept;
-		if (!t->bslot)
+		if (!t->bslot && !t->dr_skip)
 			bulk_start(t, prev->pid, now);
 	}
 	if (bulk_active)

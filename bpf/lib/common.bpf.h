@@ -101,4 +101,10 @@ static __always_inline bool asleep(struct task_struct *t)
 	return ((struct task_struct___pre514 *)t)->state != 0;
 }
 
+/* sched_switch's prev leaves the CPU to wait (not preempted while runnable) */
+static __always_inline bool switched_to_sleep(bool preempt, struct task_struct *prev)
+{
+	return !preempt && asleep(prev);
+}
+
 #endif

@@ -18,6 +18,8 @@ from test_trace import (run_trace, flows_at, check_top_contract, check_network_s
                         parent_ns, commandstats_calls, trace, redis, ECHO)  # noqa: F401 (fixtures)
 
 REPO = Path(__file__).resolve().parents[2]
+SLOW = str(REPO / "tests" / "trace" / "slow_pair.py")
+HOGS = str(REPO / "tests" / "trace" / "bulk_hogs.py")
 
 
 def has_tracepoint(system, name):
@@ -183,6 +185,32 @@ def compared_send_stages(trace_stages, compare_stages):
         out.append((f"{prev}..{k}", a[k] - pa, b[k] - pb))
         pa, pb, prev = a[k], b[k], k
     return out
+
+
+def test_other_programs_large_sends_take_no_slot(trace, tmp_path):
+    """Six pairs outside the trace send 256 KiB messages that sleep for buffer space and go on
+    in chunks (tests/trace/bulk_hogs.py) while -- COMMAND's lock-step pair sends 40 x 256 KiB
+    over AF_UNIX, after a first 3000 B message read half a second late (the other programs'
+    sends that began before the trace have ended by then): every traced message in several
+    chunks is sliced, none is counted unsliced. The 4 slots go to sends the process filters
+    keep; before, the other programs' sends took them all."""
+    n, size = 40, 262144
+    hogs = subprocess.Popen([sys.executable, HOGS, "6", "600"], stdout=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    try:
+        assert hogs.stdout.readline().strip() == "ready"
+        cmd = [sys.executable, SLOW, "unix", str(tmp_path / "bulk.sock"), str(n + 1), "0",
+               "500", str(size)]
+        res, doc = run_trace(trace + ["--detail", "full"], tmp_path, ["--"] + cmd)
+    finally:
+        os.killpg(hogs.pid, 9)
+        hogs.wait()
+    assert res.returncode == 0, res.stderr
+    [f] = flows_at(doc, str(tmp_path / "bulk.sock"))
+    assert f["messages"] == 2 * (n + 1), f["messages"]
+    sliced = has_tracepoint("sock", "sk_data_ready")
+    assert (doc["bulk_unsliced"], f["bulk_messages"]) == (0, n if sliced else 0), \
+        (doc["bulk_unsliced"], f["bulk_messages"])
 
 
 def test_same_stages_as_compare(trace, tmp_path):

@@ -3,9 +3,9 @@
 server, each answered by a 1-byte ack before the next; before reading the messages whose
 numbers are in DELAYED the server sleeps DELAY_MS first, so exactly those messages are slow.
 
-usage: slow_pair.py unix PATH|tcp M DELAYED DELAY_MS
+usage: slow_pair.py unix PATH|tcp M DELAYED DELAY_MS [SIZE]
     DELAYED: comma-separated message numbers (0-based). A delayed message i is 3000 + i
-    bytes long, every other one 200 bytes, so each outlier can be told by its size.
+    bytes long, every other one SIZE bytes (200), so each outlier can be told by its size.
 Prints one JSON line: {"transport", "endpoint", "messages", "delayed": {i: bytes},
 "server_pid", "client_pid"}.
 """
@@ -18,8 +18,8 @@ import time
 from pair_common import listener, recv_exactly
 
 
-def size_of(i, delayed):
-    return 3000 + i if i in delayed else 200
+def size_of(i, delayed, size=200):
+    return 3000 + i if i in delayed else size
 
 
 def main():
@@ -28,6 +28,7 @@ def main():
     srv, addr, endpoint = listener(kind, args)
     m, delay = int(args[0]), int(args[2]) / 1000.0
     delayed = {int(x) for x in args[1].split(",") if x}
+    size = int(args[3]) if len(args) > 3 else 200
     srv.listen(1)
     pid = os.fork()
     if pid == 0:  # the client
@@ -35,7 +36,7 @@ def main():
         c = socket.socket(srv.family, socket.SOCK_STREAM)
         c.connect(addr)
         for i in range(m):
-            c.sendall(b"m" * size_of(i, delayed))
+            c.sendall(b"m" * size_of(i, delayed, size))
             recv_exactly(c, 1)
         c.close()
         os._exit(0)
@@ -43,7 +44,7 @@ def main():
     for i in range(m):
         if i in delayed:
             time.sleep(delay)
-        recv_exactly(conn, size_of(i, delayed))
+        recv_exactly(conn, size_of(i, delayed, size))
         conn.sendall(b"a")
     _, status = os.waitpid(pid, 0)
     conn.close()
