@@ -122,7 +122,7 @@ TRACE_TEST=$IT/test_trace.py::test_redis_both_transports[1]
 # the kernel stages per mode and kernel (names merged where a tracepoint is missing); their
 # timings against --compare's only on the host (TCG times are not representative); and a
 # connection per small message, whose close and reuse races the matcher must survive per mode
-KSTAGE_TESTS="$IT/test_trace_kstages.py::test_echo_pair_kernel_stages $IT/test_trace_kstages.py::test_detail_syscall $IT/test_trace_kstages.py::test_redis_connection_per_incr $IT/test_trace_kstages.py::test_connection_per_greeting $IT/test_trace_kstages.py::test_same_stages_as_compare $IT/test_trace.py::test_small_request_churn_exact"
+KSTAGE_TESTS="$IT/test_trace_kstages.py::test_echo_pair_kernel_stages $IT/test_trace_kstages.py::test_other_programs_large_sends_take_no_slot $IT/test_trace_kstages.py::test_detail_syscall $IT/test_trace_kstages.py::test_redis_connection_per_incr $IT/test_trace_kstages.py::test_connection_per_greeting $IT/test_trace_kstages.py::test_same_stages_as_compare $IT/test_trace.py::test_small_request_churn_exact"
 SINGLE_TCG=${UDSPROBE_VM_SINGLE_TCG:-all}
 RESULTS=${UDSPROBE_VM_RESULTS:-$REPO/.output/vm/matrix}
 ALL_MODES="fentry kprobe tracepoint"
@@ -210,7 +210,7 @@ for k in "${KERNELS[@]}" "${ARM64[@]}"; do
 done
 for k in "${KERNELS[@]}" "${ARM64[@]}"; do
 	m=$(trace_modes "$k")
-	echo "${TRACE_TEST#"$IT"/} and test_trace_kstages.py's echo pairs, connection per INCR and per greeting, and the same stages as --compare on $k: ${m:-not run} (~5 min per mode under TCG; UDSPROBE_VM_TRACE)"
+	echo "${TRACE_TEST#"$IT"/} and test_trace_kstages.py's echo pairs, slots beside other programs' sends, connection per INCR and per greeting, and the same stages as --compare on $k: ${m:-not run} (~5 min per mode under TCG; UDSPROBE_VM_TRACE)"
 done
 for k in "${KERNELS[@]}" "${ARM64[@]}"; do
 	m=$(predict_modes "$k")
