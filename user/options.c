@@ -161,15 +161,6 @@ static const struct argp_option opts[] = {
 	{},
 };
 
-/* Bad usage inside argp's callback: say what, point at --help, exit 2 (argp's own way). */
-static void usage_error(const char *fmt, const char *arg)
-{
-	fprintf(stderr, "udsprobe: ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\nTry 'udsprobe --help' for more information.\n");
-	exit(2);
-}
-
 static int lookup(const char *name, const char *const *names, int n)
 {
 	int i;
@@ -188,7 +179,7 @@ static int list_items(const char *opt, char *arg, char **items, int max)
 
 	if (n == -EINVAL && *arg) {
 		snprintf(msg, sizeof(msg), "%s: '%s' has an empty item (a comma too many)", opt, arg);
-		usage_error("%s", msg);
+		usage_exit("%s", msg);
 	}
 	return n;
 }
@@ -199,7 +190,7 @@ static void parse_name_list(const char *opt, char *arg, const char *const *names
 	int i, k, cnt = list_items(opt, arg, items, ARRAY_SIZE(items));
 
 	if (cnt <= 0)
-		usage_error("%s needs a comma-separated list", opt);
+		usage_exit("%s needs a comma-separated list", opt);
 	for (i = 0; i < n; i++)
 		out[i] = false;
 	for (i = 0; i < cnt; i++) {
@@ -227,12 +218,9 @@ static const struct argp_child argp_children[] = {
 /* Two actions given: 0 if it is the same one again, else say so and return -EINVAL. */
 static int set_action(struct options *o, enum action act)
 {
-	if (o->action != ACT_NONE && o->action != act) {
-		fprintf(stderr, "udsprobe: %s and %s exclude each other: give one action\n"
-			"Try 'udsprobe --help' for more information.\n", action_options[o->action],
-			action_options[act]);
-		return -EINVAL;
-	}
+	if (o->action != ACT_NONE && o->action != act)
+		return usage_error("%s and %s exclude each other: give one action",
+				   action_options[o->action], action_options[act]);
 	o->action = act;
 	return 0;
 }
@@ -274,10 +262,10 @@ static void parse_sizes(struct compare_opts *cmp, char *arg)
 	int i, n = list_items("--size", arg, items, ARRAY_SIZE(items));
 
 	if (n <= 0 || n > MAX_SIZES)
-		usage_error("--size takes 1 to 16 sizes, e.g. 64,4K,1M", NULL);
+		usage_exit("--size takes 1 to 16 sizes, e.g. 64,4K,1M");
 	for (i = 0; i < n; i++)
 		if (parse_bytes(items[i], 1, WL_MAX_MSG_SIZE, &cmp->sizes[i]))
-			usage_error("--size: '%s' is not a size from 1 to 16M (e.g. 64, 4K, 1M)", items[i]);
+			usage_exit("--size: '%s' is not a size from 1 to 16M (e.g. 64, 4K, 1M)", items[i]);
 	cmp->n_sizes = n;
 }
 
@@ -288,16 +276,16 @@ static void parse_thinks(struct compare_opts *cmp, char *arg)
 	int i, j, n = list_items("--think", arg, items, ARRAY_SIZE(items));
 
 	if (n <= 0 || n > MAX_THINKS)
-		usage_error("--think takes 1 to 8 durations, e.g. 0,10us,100us,1ms", NULL);
+		usage_exit("--think takes 1 to 8 durations, e.g. 0,10us,100us,1ms");
 	for (i = 0; i < n; i++) {
 		if (strcmp(items[i], "0") && parse_duration_ns(items[i], 100000000ull, &cmp->thinks[i]))
-			usage_error("--think: '%s' is not 0 or a duration with a unit (ns, us, ms, s) "
+			usage_exit("--think: '%s' is not 0 or a duration with a unit (ns, us, ms, s) "
 				    "up to 100ms, e.g. 50us", items[i]);
 		if (!strcmp(items[i], "0"))
 			cmp->thinks[i] = 0;
 		for (j = 0; j < i; j++)
 			if (cmp->thinks[j] == cmp->thinks[i])
-				usage_error("--think: '%s' is given twice", items[i]);
+				usage_exit("--think: '%s' is given twice", items[i]);
 	}
 	cmp->n_thinks = n;
 }
@@ -306,10 +294,10 @@ static void parse_thinks(struct compare_opts *cmp, char *arg)
 static void parse_output(struct options *o, int key, char *arg)
 {
 	if (!*arg)
-		usage_error(key == OPT_JSON ? "--json needs a path or '-'" : key == OPT_OUT ?
-			    "--out needs a directory" : "--folded and --svg need a path", NULL);
+		usage_exit(key == OPT_JSON ? "--json needs a path or '-'" : key == OPT_OUT ?
+			    "--out needs a directory" : "--folded and --svg need a path");
 	if (key == OPT_SVG && !strcmp(arg, "-"))
-		usage_error("--svg needs a file path", NULL);
+		usage_exit("--svg needs a file path");
 	*(key == OPT_JSON ? &o->json_path : key == OPT_FOLDED ? &o->folded_path :
 	  key == OPT_SVG ? &o->svg_path : &o->out_dir) = arg;
 }
@@ -334,7 +322,7 @@ static void parse_btf(const char *path)
 	else
 		return;
 	snprintf(msg, sizeof(msg), "--btf %s: %s", path, why);
-	usage_error("%s", msg);
+	usage_exit("%s", msg);
 }
 
 /* argp's callback: one case per option, so it grows with the option table (one place to read). */
@@ -364,7 +352,7 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 	case OPT_ATTACH:
 		i = attach_mode_parse(arg);
 		if (i < 0)
-			usage_error("--attach: unknown mode '%s' (valid: auto fentry kprobe tracepoint)",
+			usage_exit("--attach: unknown mode '%s' (valid: auto fentry kprobe tracepoint)",
 				    arg);
 		o->cmp.attach = i;
 		break;
@@ -385,15 +373,15 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_COUNT:
 		if (parse_u64(arg, 1, 1000000000ull, &o->cmp.count))
-			usage_error("--count: '%s' is not a whole number from 1 to 1000000000", arg);
+			usage_exit("--count: '%s' is not a whole number from 1 to 1000000000", arg);
 		break;
 	case OPT_DURATION:
 		if (parse_seconds(arg, 3600, &o->cmp.duration_s))
-			usage_error("--duration: '%s' is not a number of seconds in (0, 3600]", arg);
+			usage_exit("--duration: '%s' is not a number of seconds in (0, 3600]", arg);
 		break;
 	case OPT_REPEAT:
 		if (parse_u64(arg, 1, 100, &v))
-			usage_error("--repeat: '%s' is not a whole number from 1 to 100", arg);
+			usage_exit("--repeat: '%s' is not a whole number from 1 to 100", arg);
 		o->cmp.repeat = (int)v;
 		break;
 	case OPT_SWEEP:
@@ -404,7 +392,7 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_WARMUP:
 		if (parse_u64(arg, 0, 10000000ull, &o->cmp.warmup))
-			usage_error("--warmup: '%s' is not a whole number from 0 to 10000000", arg);
+			usage_exit("--warmup: '%s' is not a whole number from 0 to 10000000", arg);
 		break;
 	case OPT_JSON:
 	case OPT_FOLDED:
@@ -415,7 +403,7 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 	case ARGP_KEY_ARG:
 		if (trace_requested())
 			return ARGP_ERR_UNKNOWN;	/* -- COMMAND: trace.c */
-		usage_error("unexpected argument '%s'", arg);
+		usage_exit("unexpected argument '%s'", arg);
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -486,19 +474,14 @@ static int check_programs(const struct parse_state *ps)
 {
 	int i;
 
-	if (ps->opts->action != ACT_COMPARE) {
-		fprintf(stderr, "udsprobe: --server, --client-unix, --client-tcp and --ready-timeout "
-			"need --compare\n"
-			"Try 'udsprobe --help' for more information.\n");
-		return -EINVAL;
-	}
+	if (ps->opts->action != ACT_COMPARE)
+		return usage_error("--server, --client-unix, --client-tcp and --ready-timeout "
+			"need --compare");
 	for (i = 0; i < ps->n_scoped; i++)
-		if (strcmp(ps->scoped[i].name, "--json") && strcmp(ps->scoped[i].name, "--out")) {
-			fprintf(stderr, "udsprobe: %s is an option of the built-in workload; --compare of "
-				"programs (--client-unix, --client-tcp) takes --json and --out\n"
-				"Try 'udsprobe --help' for more information.\n", ps->scoped[i].name);
-			return -EINVAL;
-		}
+		if (strcmp(ps->scoped[i].name, "--json") && strcmp(ps->scoped[i].name, "--out"))
+			return usage_error("%s is an option of the built-in workload; --compare of "
+				"programs (--client-unix, --client-tcp) takes --json and --out",
+					   ps->scoped[i].name);
 	return programs_check();
 }
 
@@ -517,10 +500,8 @@ static int check_scoped(const struct parse_state *ps)
 			if (ps->scoped[i].actions & (1u << a))
 				snprintf(takers + strlen(takers), sizeof(takers) - strlen(takers), "%s%s",
 					 takers[0] ? " and " : "", action_options[a]);
-		fprintf(stderr, "udsprobe: %s does not take %s (an option of %s only)\n"
-			"Try 'udsprobe --help' for more information.\n", action_options[act],
-			ps->scoped[i].name, takers);
-		return -EINVAL;
+		return usage_error("%s does not take %s (an option of %s only)",
+				   action_options[act], ps->scoped[i].name, takers);
 	}
 	return 0;
 }
@@ -538,47 +519,33 @@ int options_parse(int argc, char **argv, struct options *o)
 	if (argp_parse(&argp, argc, argv, 0, NULL, &ps))
 		return -EINVAL;
 	if (backlog_requested()) {	/* --backlog is parsed by backlog.c's argp child */
-		if (o->action != ACT_NONE) {
-			fprintf(stderr, "udsprobe: --backlog and %s exclude each other: give one action\n"
-				"Try 'udsprobe --help' for more information.\n", action_options[o->action]);
-			return -EINVAL;
-		}
+		if (o->action != ACT_NONE)
+			return usage_error("--backlog and %s exclude each other: give one action",
+					   action_options[o->action]);
 		o->action = ACT_BACKLOG;
 	}
 	if (trace_requested() && (err = set_action(o, ACT_TRACE)))	/* trace.c's argp child */
 		return err;
 	if (programs_requested() && (err = check_programs(&ps)))
 		return err;
-	if (o->action == ACT_NONE) {
-		fprintf(stderr, "udsprobe: nothing to do: give --compare, --backlog, --trace, --check or --list-stages\n"
-			"Try 'udsprobe --help' for more information.\n");
-		return -EINVAL;
-	}
+	if (o->action == ACT_NONE)
+		return usage_error("nothing to do: give --compare, --backlog, --trace, --check or "
+				   "--list-stages");
 	if ((err = check_scoped(&ps)))
 		return err;
 	if (trace_detail_given() && o->action != ACT_TRACE &&
-	    !(o->action == ACT_COMPARE && programs_requested())) {
-		fprintf(stderr, "udsprobe: --detail needs --trace or --compare of programs\n"
-			"Try 'udsprobe --help' for more information.\n");
-		return -EINVAL;
-	}
-	if (o->action == ACT_TRACE && !trace_live() && !backlog_prom_path() && backlog_interval()) {
-		fprintf(stderr, "udsprobe: --trace takes --interval with --live or --prom only (how "
-			"often they are redrawn, rewritten)\nTry 'udsprobe --help' for more "
-			"information.\n");
-		return -EINVAL;
-	}
-	if (trace_live() && o->json_path && !strcmp(o->json_path, "-")) {
-		fprintf(stderr, "udsprobe: --live draws on stdout and --json - writes there: give "
-			"--json a file\nTry 'udsprobe --help' for more information.\n");
-		return -EINVAL;
-	}
+	    !(o->action == ACT_COMPARE && programs_requested()))
+		return usage_error("--detail needs --trace or --compare of programs");
+	if (o->action == ACT_TRACE && !trace_live() && !backlog_prom_path() && backlog_interval())
+		return usage_error("--trace takes --interval with --live or --prom only (how "
+			"often they are redrawn, rewritten)");
+	if (trace_live() && o->json_path && !strcmp(o->json_path, "-"))
+		return usage_error("--live draws on stdout and --json - writes there: give "
+			"--json a file");
 	if (predict_requested() && o->action != ACT_TRACE &&
-	    !(o->action == ACT_COMPARE && programs_requested())) {
-		fprintf(stderr, "udsprobe: --if-unix needs --trace or --compare of programs "
-			"(--client-tcp)\nTry 'udsprobe --help' for more information.\n");
-		return -EINVAL;
-	}
+	    !(o->action == ACT_COMPARE && programs_requested()))
+		return usage_error("--if-unix needs --trace or --compare of programs "
+			"(--client-tcp)");
 	if (o->action == ACT_COMPARE && programs_requested())
 		return 0;	/* no workload to set up */
 	return o->action == ACT_COMPARE ? compare_validate(o, ps.sweep) : 0;

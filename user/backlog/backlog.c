@@ -99,15 +99,6 @@ static const struct argp_option bl_options[] = {
 	{},
 };
 
-static int bad_usage(const char *fmt, const char *arg)
-{
-	fprintf(stderr, "udsprobe: ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\nTry 'udsprobe --help' for more information.\n");
-	exit(2);
-	return 0;
-}
-
 /* An option of the watch alone given (the first, by name), or NULL. */
 static const char *watch_option_given(void)
 {
@@ -140,30 +131,30 @@ static error_t bl_parse(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_UNIX:
 		if (opts.f.n_unix == MAX_FILTERS)
-			bad_usage("--unix: at most 16 paths", NULL);
+			usage_exit("--unix: at most 16 paths");
 		if (parse_unix_addr(arg, path, &len))
-			bad_usage("--unix: '%s' is not a socket path (1 to 107 bytes, or @NAME; "
+			usage_exit("--unix: '%s' is not a socket path (1 to 107 bytes, or @NAME; "
 				  "\\\\, \\0 and \\xHH escapes)", arg);
 		opts.f.unix_paths[opts.f.n_unix++] = arg;
 		break;
 	case OPT_PORT:
 		if (opts.f.n_ports == MAX_FILTERS)
-			bad_usage("--port: at most 16 ports", NULL);
+			usage_exit("--port: at most 16 ports");
 		if (parse_u64(arg, 1, 65535, &v))
-			bad_usage("--port: '%s' is not a port number from 1 to 65535", arg);
+			usage_exit("--port: '%s' is not a port number from 1 to 65535", arg);
 		opts.f.ports[opts.f.n_ports++] = v;
 		break;
 	case OPT_PID:
 		if (opts.f.n_pids == MAX_FILTERS)
-			bad_usage("--pid: at most 16 pids", NULL);
+			usage_exit("--pid: at most 16 pids");
 		if (parse_u64(arg, 1, 4194304, &v))
-			bad_usage("--pid: '%s' is not a process id", arg);
+			usage_exit("--pid: '%s' is not a process id", arg);
 		opts.f.pids[opts.f.n_pids++] = v;
 		break;
 	case OPT_NETNS:
 		if (bl_netns_parse(arg, &opts.f.netns, why, sizeof(why))) {
 			snprintf(msg, sizeof(msg), "--netns: '%s': %s", arg, why);
-			bad_usage("%s", msg);
+			usage_exit("%s", msg);
 		}
 		if (parse_u64(arg, 1, UINT32_MAX, &v))
 			opts.f.netns_path = arg;
@@ -172,17 +163,17 @@ static error_t bl_parse(int key, char *arg, struct argp_state *state)
 		if (bl_cgroup_parse(arg, opts.f.cgroup_rel, sizeof(opts.f.cgroup_rel),
 				    &opts.f.cgroup_id, why, sizeof(why))) {
 			snprintf(msg, sizeof(msg), "--cgroup: '%s': %s", arg, why);
-			bad_usage("%s", msg);
+			usage_exit("%s", msg);
 		}
 		opts.f.cgroup = arg;
 		break;
 	case OPT_INTERVAL:
 		if (parse_seconds(arg, 86400, &opts.interval_s) || opts.interval_s < 0.1)
-			bad_usage("--interval: '%s' is not a number of seconds in [0.1, 86400]", arg);
+			usage_exit("--interval: '%s' is not a number of seconds in [0.1, 86400]", arg);
 		break;
 	case OPT_PROM:
 		if (!*arg)
-			bad_usage("--prom needs a path", NULL);
+			usage_exit("--prom needs a path");
 		opts.prom_path = arg;
 		break;
 	case OPT_METRICS: {
@@ -190,7 +181,7 @@ static error_t bl_parse(int key, char *arg, struct argp_state *state)
 		unsigned int salen;
 
 		if (metrics_http_parse(arg, &sa, &salen))
-			bad_usage("--metrics: '%s' is not ADDR:PORT (a numeric IPv4 address, [IPv6] "
+			usage_exit("--metrics: '%s' is not ADDR:PORT (a numeric IPv4 address, [IPv6] "
 				  "or nothing for all, and a port from 1 to 65535)", arg);
 		opts.metrics_addr = arg;
 		break;
@@ -203,7 +194,7 @@ static error_t bl_parse(int key, char *arg, struct argp_state *state)
 		else if (!strcmp(arg, "diag"))
 			opts.source = BL_SOURCE_DIAG;
 		else
-			bad_usage("--backlog-source: '%s' is not auto, iter or diag", arg);
+			usage_exit("--backlog-source: '%s' is not auto, iter or diag", arg);
 		opts.source_given = true;
 		break;
 	case OPT_BL_ATTACH:
@@ -216,10 +207,10 @@ static error_t bl_parse(int key, char *arg, struct argp_state *state)
 		if (opts.enabled)
 			break;
 		if ((name = watch_option_given()))
-			bad_usage(trace_requested() ? "--trace does not take %s (an option of --backlog "
+			usage_exit(trace_requested() ? "--trace does not take %s (an option of --backlog "
 				  "only)" : "%s needs --backlog", name);
 		if (!trace_requested() && (name = filter_option_given()))
-			bad_usage("%s needs --backlog or --trace", name);
+			usage_exit("%s needs --backlog or --trace", name);
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -298,14 +289,14 @@ static int check_args(struct bl_loop *r, enum attach_mode attach, enum attach_mo
 	if (opts.attach) {
 		m = attach_mode_parse(opts.attach);
 		if (m < 0) {
-			fprintf(stderr, "udsprobe: --backlog-attach: unknown mode '%s' (valid: auto "
-				"fentry kprobe tracepoint)\nTry 'udsprobe --help' for more information.\n",
+			usage_error("--backlog-attach: unknown mode '%s' (valid: auto "
+				"fentry kprobe tracepoint)",
 				opts.attach);
 			return 2;
 		}
 		if (attach != ATTACH_AUTO && m != ATTACH_AUTO && m != (int)attach) {
-			fprintf(stderr, "udsprobe: --attach %s and --backlog-attach %s disagree: give "
-				"one of them\nTry 'udsprobe --help' for more information.\n",
+			usage_error("--attach %s and --backlog-attach %s disagree: give "
+				"one of them",
 				attach_mode_names[attach], opts.attach);
 			return 2;
 		}

@@ -95,31 +95,19 @@ bool programs_requested(void)
 
 int programs_check(void)
 {
-	if (!popts.client[PG_TCP]) {
-		fprintf(stderr, "udsprobe: --compare of programs needs --client-tcp, and --client-unix "
+	if (!popts.client[PG_TCP])
+		return usage_error("--compare of programs needs --client-tcp, and --client-unix "
 			"to measure the switch (the same client, once per transport); with --client-tcp "
-			"alone the unix side is predicted (docs/PREDICT.md)\n"
-			"Try 'udsprobe --help' for more information.\n");
-		return -EINVAL;
-	}
-	if (!popts.client[PG_UNIX] && popts.server && !strstr(popts.server, "{port}")) {
-		fprintf(stderr, "udsprobe: with --client-tcp alone, --server must listen on {port}\n"
-			"Try 'udsprobe --help' for more information.\n");
-		return -EINVAL;
-	}
-	if (!popts.client[PG_UNIX] && !predict_wanted()) {
-		fprintf(stderr, "udsprobe: --compare of programs with --client-tcp alone predicts the "
+			"alone the unix side is predicted (docs/PREDICT.md)");
+	if (!popts.client[PG_UNIX] && popts.server && !strstr(popts.server, "{port}"))
+		return usage_error("with --client-tcp alone, --server must listen on {port}");
+	if (!popts.client[PG_UNIX] && !predict_wanted())
+		return usage_error("--compare of programs with --client-tcp alone predicts the "
 			"unix side, which --if-unix off (or UDSPROBE_IF_UNIX=off) turns off: give "
-			"--client-unix too, or --trace for a trace alone\n"
-			"Try 'udsprobe --help' for more information.\n");
-		return -EINVAL;
-	}
-	if (popts.server && !strstr(popts.server, "{unix}") && !strstr(popts.server, "{port}")) {
-		fprintf(stderr, "udsprobe: --server names neither {unix} nor {port}: udsprobe "
-			"waits until the server accepts there and traces that endpoint\n"
-			"Try 'udsprobe --help' for more information.\n");
-		return -EINVAL;
-	}
+			"--client-unix too, or --trace for a trace alone");
+	if (popts.server && !strstr(popts.server, "{unix}") && !strstr(popts.server, "{port}"))
+		return usage_error("--server names neither {unix} nor {port}: udsprobe "
+			"waits until the server accepts there and traces that endpoint");
 	return 0;
 }
 

@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <math.h>
 #include <sched.h>
 #include <signal.h>
@@ -134,6 +135,33 @@ int split_list(char *s, char **items, int max_items)
 	return n;
 }
 
+static void say_usage(const char *fmt, va_list ap)
+{
+	fprintf(stderr, "udsprobe: ");
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\nTry 'udsprobe --help' for more information.\n");
+}
+
+int usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	say_usage(fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+void usage_exit(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	say_usage(fmt, ap);
+	va_end(ap);
+	exit(2);
+}
+
 void option_once(const struct argp_option *table, int key, uint64_t *seen)
 {
 	int i;
@@ -141,11 +169,8 @@ void option_once(const struct argp_option *table, int key, uint64_t *seen)
 	for (i = 0; i < 64 && (table[i].name || table[i].key || table[i].doc); i++) {
 		if (table[i].key != key || !table[i].name || !table[i].arg)
 			continue;
-		if (*seen & (1ull << i)) {
-			fprintf(stderr, "udsprobe: --%s is given twice: give it once\n"
-				"Try 'udsprobe --help' for more information.\n", table[i].name);
-			exit(2);
-		}
+		if (*seen & (1ull << i))
+			usage_exit("--%s is given twice: give it once", table[i].name);
 		*seen |= 1ull << i;
 		return;
 	}

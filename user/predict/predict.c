@@ -51,11 +51,8 @@ static enum if_unix_mode mode_of(const char *what, const char *arg)
 
 	for (i = 0; i < ARRAY_SIZE(names) && strcmp(arg, names[i]); i++)
 		;
-	if (i == ARRAY_SIZE(names)) {
-		fprintf(stderr, "udsprobe: %s: '%s' is not a mode: auto, cached, fresh or off\n"
-			"Try 'udsprobe --help' for more information.\n", what, arg);
-		exit(2);
-	}
+	if (i == ARRAY_SIZE(names))
+		usage_exit("%s: '%s' is not a mode: auto, cached, fresh or off", what, arg);
 	return i;
 }
 

@@ -102,22 +102,17 @@ static error_t tr_parse(int key, char *arg, struct argp_state *state)
 		break;
 	}
 	case OPT_SLOWER_THAN:
-		if (parse_duration_ns(arg, 60000000000ull, &topts.slower_than_ns)) {
-			fprintf(stderr, "udsprobe: --slower-than: '%s' is not a duration with a unit "
-				"(ns, us, ms, s) in (0, 60s], e.g. 2ms\n"
-				"Try 'udsprobe --help' for more information.\n", arg);
-			exit(2);
-		}
+		if (parse_duration_ns(arg, 60000000000ull, &topts.slower_than_ns))
+			usage_exit("--slower-than: '%s' is not a duration with a unit "
+				"(ns, us, ms, s) in (0, 60s], e.g. 2ms", arg);
 		break;
 	case OPT_LIVE:
 		topts.live = true;
 		break;
 	case OPT_DETAIL:
-		if (strcmp(arg, "full") && strcmp(arg, "syscall")) {
-			fprintf(stderr, "udsprobe: --detail: '%s' is not a detail level: full or "
-				"syscall\nTry 'udsprobe --help' for more information.\n", arg);
-			exit(2);
-		}
+		if (strcmp(arg, "full") && strcmp(arg, "syscall"))
+			usage_exit("--detail: '%s' is not a detail level: full or "
+				"syscall", arg);
 		topts.full_detail = !strcmp(arg, "full");
 		topts.detail_given = true;
 		break;
@@ -130,19 +125,13 @@ static error_t tr_parse(int key, char *arg, struct argp_state *state)
 		break;
 	case ARGP_KEY_END:
 		/* "--" and nothing after it: not a run of the whole host until Ctrl-C */
-		if (topts.enabled && !topts.argv && state->quoted && state->quoted >= state->argc) {
-			fprintf(stderr, "udsprobe: --trace: nothing after '--': give the command to run "
-				"(-- COMMAND [ARG...]), or drop the '--'\n"
-				"Try 'udsprobe --help' for more information.\n");
-			exit(2);
-		}
+		if (topts.enabled && !topts.argv && state->quoted && state->quoted >= state->argc)
+			usage_exit("--trace: nothing after '--': give the command to run "
+				"(-- COMMAND [ARG...]), or drop the '--'");
 		/* --detail: also --compare of programs (options.c checks) */
-		if (!topts.enabled && (topts.n_comms || topts.slower_than_ns || topts.live)) {
-			fprintf(stderr, "udsprobe: %s needs --trace\n"
-				"Try 'udsprobe --help' for more information.\n",
+		if (!topts.enabled && (topts.n_comms || topts.slower_than_ns || topts.live))
+			usage_exit("%s needs --trace",
 				topts.n_comms ? "--comm" : topts.live ? "--live" : "--slower-than");
-			exit(2);
-		}
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
