@@ -546,6 +546,8 @@ int options_parse(int argc, char **argv, struct options *o)
 	    !(o->action == ACT_COMPARE && programs_requested()))
 		return usage_error("--if-unix needs --trace or --compare of programs "
 			"(--client-tcp)");
+	if (o->action == ACT_BACKLOG)
+		return backlog_check_attach(o->cmp.attach);
 	if (o->action == ACT_COMPARE && programs_requested())
 		return 0;	/* no workload to set up */
 	return o->action == ACT_COMPARE ? compare_validate(o, ps.sweep) : 0;

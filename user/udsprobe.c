@@ -232,13 +232,11 @@ static int do_check(void)
 
 static int do_backlog(void)
 {
-	int status;
+	int err;
 
-	if (env.json_path && outfile_check("--json", env.json_path))
-		return -EIO;
-	status = backlog_main(env.json_path, env.cmp.duration_s, env.cmp.attach, env.verbose);
-	/* backlog_main reports in exit statuses (2: usage, said already) */
-	return status == 0 ? 0 : status == 2 ? -EINVAL : -EIO;
+	if (env.json_path && (err = outfile_check("--json", env.json_path)))
+		return err;
+	return backlog_main(env.json_path, env.cmp.duration_s, env.verbose);
 }
 
 static int do_list_stages(void)
@@ -249,13 +247,12 @@ static int do_list_stages(void)
 
 static int do_trace(void)
 {
-	int status;
+	int err;
 
-	if (env.json_path && outfile_check("--json", env.json_path))
-		return -EIO;
-	status = trace_main(env.json_path, env.out_dir, env.cmp.duration_s, env.cmp.attach,
-			    env.verbose);
-	return status == 0 ? 0 : status == 2 ? -EINVAL : -EIO;
+	if (env.json_path && (err = outfile_check("--json", env.json_path)))
+		return err;
+	return trace_main(env.json_path, env.out_dir, env.cmp.duration_s, env.cmp.attach,
+			  env.verbose);
 }
 
 /* The actions, as bpftool's cmds[]: each returns 0 or -errno; main maps that to the exit status. */
@@ -277,8 +274,7 @@ int main(int argc, char **argv)
 	if (options_parse(argc, argv, &env))
 		return 2;
 	interrupt_setup();
+	/* usage errors exit 2 while parsing; a command's -errno is a runtime failure */
 	err = cmds[env.action]();
-	if (err == -EINVAL && (env.action == ACT_BACKLOG || env.action == ACT_TRACE))
-		return 2;
 	return err ? 1 : 0;
 }

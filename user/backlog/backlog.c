@@ -47,6 +47,7 @@ static struct bl_opts {
 	const char *prom_path;
 	const char *metrics_addr;
 	const char *attach;
+	enum attach_mode want;	/* the mode asked for: --attach, else --backlog-attach */
 	enum bl_source source;
 	bool source_given;
 	bool quiet;
@@ -278,36 +279,37 @@ static void prom_write(struct bl_loop *r)
 	}
 }
 
-/* --attach (parsed by udsprobe.c)/--backlog-attach, privileges, the output files: 0, or the
- * exit status. */
-static int check_args(struct bl_loop *r, enum attach_mode attach, enum attach_mode *want)
+int backlog_check_attach(enum attach_mode attach)
+{
+	int m;
+
+	opts.want = attach;
+	if (!opts.attach)
+		return 0;
+	m = attach_mode_parse(opts.attach);
+	if (m < 0)
+		return usage_error("--backlog-attach: unknown mode '%s' (valid: auto fentry kprobe "
+				   "tracepoint)", opts.attach);
+	if (attach != ATTACH_AUTO && m != ATTACH_AUTO && m != (int)attach)
+		return usage_error("--attach %s and --backlog-attach %s disagree: give one of them",
+				   attach_mode_names[attach], opts.attach);
+	if (m != ATTACH_AUTO)
+		opts.want = m;
+	return 0;
+}
+
+/* Privileges and the output files: 0, or -errno (said). */
+static int check_args(struct bl_loop *r)
 {
 	char msg[256];
-	int m, err;
+	int err;
 
-	*want = attach;
-	if (opts.attach) {
-		m = attach_mode_parse(opts.attach);
-		if (m < 0) {
-			usage_error("--backlog-attach: unknown mode '%s' (valid: auto "
-				"fentry kprobe tracepoint)",
-				opts.attach);
-			return 2;
-		}
-		if (attach != ATTACH_AUTO && m != ATTACH_AUTO && m != (int)attach) {
-			usage_error("--attach %s and --backlog-attach %s disagree: give "
-				"one of them",
-				attach_mode_names[attach], opts.attach);
-			return 2;
-		}
-		if (m != ATTACH_AUTO)
-			*want = m;
-	}
-	if (privileges_check("--backlog", "as a service given those (udsprobe-backlog.service)"))
-		return 1;
+	if ((err = privileges_check("--backlog",
+				    "as a service given those (udsprobe-backlog.service)")))
+		return err;
 	if (opts.prom_path && metrics_file_target_ok(opts.prom_path, msg, sizeof(msg))) {
 		fprintf(stderr, "udsprobe: cannot write --prom %s: %s\n", opts.prom_path, msg);
-		return 1;
+		return -EINVAL;
 	}
 	if (opts.metrics_addr &&
 	    (err = metrics_http_open(opts.metrics_addr, &r->http, msg, sizeof(msg)))) {
@@ -315,15 +317,16 @@ static int check_args(struct bl_loop *r, enum attach_mode attach, enum attach_mo
 			err == -EADDRINUSE ? "; another process listens there (ss -ltnp names it): "
 			"stop it or give --metrics another port" : err == -EADDRNOTAVAIL ?
 			"; no interface of this host has that address" : "");
-		return 1;
+		return err;
 	}
 	if (r->json_path && !strcmp(r->json_path, "-")) {
 		r->json = stdout;
 		r->out = stderr;	/* keep stdout pure JSON lines */
 	} else if (r->json_path && !(r->json = fopen(r->json_path, "w"))) {
+		err = -errno;
 		fprintf(stderr, "udsprobe: cannot write --json %s: %s\n", r->json_path,
-			strerror(errno));
-		return 1;
+			strerror(-err));
+		return err;
 	}
 	return 0;
 }
@@ -562,13 +565,12 @@ static void finish(struct bl_loop *r)
 	}
 }
 
-int backlog_main(const char *json_path, double duration_s, enum attach_mode attach, int verbose)
+int backlog_main(const char *json_path, double duration_s, int verbose)
 {
-	enum attach_mode want = ATTACH_AUTO;
 	struct bl_loop r = { .out = stdout, .json_path = json_path };
 	int ret;
 
-	ret = check_args(&r, attach, &want);
+	ret = check_args(&r);
 	if (ret)
 		goto out;
 	libbpf_setup(verbose);	/* -v: libbpf warnings, -vv: debug (as for --compare) */
@@ -581,8 +583,8 @@ int backlog_main(const char *json_path, double duration_s, enum attach_mode atta
 	r.t0 = now_ns();
 	if (duration_s)
 		r.end_ns = r.t0 + (uint64_t)(duration_s * 1e9);
-	ret = 1;
-	if (start(&r, want))
+	ret = start(&r, opts.want);
+	if (ret)
 		goto out;
 	r.t0 = now_ns();	/* the run starts when the start line is out */
 	if (duration_s)
@@ -601,7 +603,7 @@ int backlog_main(const char *json_path, double duration_s, enum attach_mode atta
 	live_close(r.live);	/* the terminal as it was, before the summary */
 	r.live = NULL;
 	finish(&r);
-	ret = r.write_failed ? 1 : 0;
+	ret = r.write_failed ? -EIO : 0;
 out:
 	metrics_http_close(r.http);
 	bl_bpf_close(&r.b);

@@ -23,13 +23,14 @@ double backlog_interval(void);
 /* --prom PATH (--backlog's, --trace's too), or NULL. */
 const char *backlog_prom_path(void);
 
+/* --backlog-attach against the shared --attach (ATTACH_AUTO: not given), when parsing:
+ * 0, or -EINVAL (a usage error, said). */
+int backlog_check_attach(enum attach_mode attach);
 /*
  * Run --backlog until --duration or udsprobe_stop (interrupt.h: udsprobe's one signal
  * handler). json_path and duration_s come from udsprobe's shared --json/--duration options
- * (NULL / 0 = none); attach is the shared --attach mode, parsed once by udsprobe.c
- * (ATTACH_AUTO = --backlog-attach or auto). Returns the process exit status: 0 ok,
- * 1 runtime failure, 2 bad usage.
+ * (NULL / 0 = none). 0, or -errno (said).
  */
-int backlog_main(const char *json_path, double duration_s, enum attach_mode attach, int verbose);
+int backlog_main(const char *json_path, double duration_s, int verbose);
 
 #endif

@@ -553,20 +553,19 @@ int trace_main(const char *json_path, const char *out_dir, double duration_s,
 	struct outdir od = { .fd = -1 };
 	struct trace_run run = {};
 	struct tmpdir janitor = { .fd = -1 };
-	int err, status = 0, n;
+	int err, e, n;
 
 	o.n_comms = trace_comms(o.comms, FL_MAX_COMMS);
-	if (privileges_check("--trace", "as a service given those (udsprobe-trace.service)"))
-		return 1;
-	if (out_dir && outdir_open(&od, "--out", out_dir))
-		return 1;
+	if ((err = privileges_check("--trace", "as a service given those (udsprobe-trace.service)")))
+		return err;
+	if (out_dir && (err = outdir_open(&od, "--out", out_dir)))
+		return err;
 	if (o.argv) {
 		/* the command's process group is stopped should udsprobe be killed; what leaves
 		 * the group (a daemon's setsid) comes to us when its parent exits, not to init */
 		err = tmpdir_create(&janitor, NULL, 0);
 		if (err) {
 			tmpdir_say_failure(&janitor, "--trace: ", "", err);
-			status = 1;
 			goto out;
 		}
 		o.guard = &janitor;
@@ -578,24 +577,22 @@ int trace_main(const char *json_path, const char *out_dir, double duration_s,
 		fprintf(stderr, "udsprobe: --trace: %d process%s '%s' started outside its process "
 			"group (a daemon) %s still running; stopped\n", n, n == 1 ? "" : "es",
 			o.argv[0], n == 1 ? "was" : "were");
-	if (err) {
-		status = 1;
+	if (err)
 		goto out;
-	}
 	if (run.exec_errno)
-		status = 1;	/* the command never ran (said above): a runtime failure */
+		err = -run.exec_errno;	/* the command never ran (said above) */
 	predict_if_unix(&run, attach, verbose);
 	if (!json_path || strcmp(json_path, "-"))
 		trace_report_text(&run, &o, stdout);
-	if (json_path && trace_report_json(&run, json_path))
-		status = 1;
-	if (od.fd >= 0 && trace_out_at(&run, &od))
-		status = 1;
+	if (json_path && (e = trace_report_json(&run, json_path)))
+		err = err ? err : e;
+	if (od.fd >= 0 && (e = trace_out_at(&run, &od)))
+		err = err ? err : e;
 out:
 	/* a directory udsprobe created for --out but never wrote into goes again */
 	if (od.fd >= 0)
 		outdir_close(&od, true);
 	tmpdir_remove(&janitor);
 	trace_run_free(&run);
-	return status;
+	return err;
 }

@@ -41,7 +41,7 @@ int trace_out_at(const struct trace_run *run, struct outdir *od);
 double trace_svg_scale(const struct trace_run *run, int n);
 
 /* The whole --trace action in mode attach (--attach): run, then the reports (text, --json
- * PATH, --out DIR); returns the exit status 0/1/2. */
+ * PATH, --out DIR). 0, or -errno (said). */
 int trace_main(const char *json_path, const char *out_dir, double duration_s,
 	       enum attach_mode attach, int verbose);
 
