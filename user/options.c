@@ -462,7 +462,7 @@ static int compare_validate(struct options *o, bool sweep)
 		 !strcmp(o->json_path, "-"))
 		why = "--json - and --folded - cannot both go to stdout";
 	if (why) {
-		fprintf(stderr, "udsprobe: %s\n", why);
+		say_error("%s", why);
 		return -EINVAL;
 	}
 	cmp->verbose = o->verbose;

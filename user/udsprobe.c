@@ -79,8 +79,8 @@ static int compare_lock(void)
 	 * still holds the open file (seen as one run ends and the next starts) */
 	if (holder)
 		snprintf(who, sizeof(who), " (pid %ld)", holder);
-	fprintf(stderr, "udsprobe: waiting for another udsprobe --compare%s to finish: two at once "
-		"would share CPUs and trace each other's workloads (Ctrl-C gives up)\n", who);
+	say_error("waiting for another udsprobe --compare%s to finish: two at once "
+		"would share CPUs and trace each other's workloads (Ctrl-C gives up)", who);
 	/* poll, not a blocking flock: a Ctrl-C landing just before a blocking call would be
 	 * missed until the other run ends */
 	while (flock(fd, LOCK_EX | LOCK_NB)) {
@@ -89,12 +89,12 @@ static int compare_lock(void)
 		if (errno != EWOULDBLOCK) {
 			int err = -errno;
 
-			fprintf(stderr, "udsprobe: cannot lock %s: %s\n", path, strerror(-err));
+			say_error("cannot lock %s: %s", path, strerror(-err));
 			close(fd);
 			return err;
 		}
 		if (udsprobe_stop) {
-			fprintf(stderr, "udsprobe: interrupted while waiting\n");
+			say_error("interrupted while waiting");
 			close(fd);
 			return -EINTR;
 		}
@@ -166,13 +166,13 @@ static int do_compare(void)
 	if (err && cmp.n_pairs) {
 		/* say what completed: the runs before the failure are still valid numbers */
 		if (err == -EINTR)
-			fprintf(stderr, "udsprobe: interrupted; the %d completed run%s follow\n",
+			say_error("interrupted; the %d completed run%s follow",
 				cmp.n_pairs, cmp.n_pairs == 1 ? "" : "s");
 		else
-			fprintf(stderr, "udsprobe: the run failed (above); the %d run%s completed before "
-				"it follow\n", cmp.n_pairs, cmp.n_pairs == 1 ? "" : "s");
+			say_error("the run failed (above); the %d run%s completed before "
+				"it follow", cmp.n_pairs, cmp.n_pairs == 1 ? "" : "s");
 	} else if (err == -EINTR) {
-		fprintf(stderr, "udsprobe: interrupted before any run completed\n");
+		say_error("interrupted before any run completed");
 	}
 	if (!err || cmp.n_pairs) {
 		e = write_outputs(&cmp);
@@ -199,7 +199,7 @@ static int do_check(void)
 	if ((err = privileges_check("--check (it loads test programs)", PRIVILEGES_SETCAP)))
 		return err;
 	if (!kernel_has_btf() && !btf_file()) {
-		fprintf(stderr, "udsprobe: %s\n", btf_missing_hint());
+		say_error("%s", btf_missing_hint());
 		return -ENOENT;
 	}
 	err = ensure_tracefs();

@@ -273,7 +273,7 @@ static void prom_write(struct bl_loop *r)
 		return;
 	err = bl_write_prom(&r->s, opts.prom_path);
 	if (err && !r->write_failed) {	/* said once; later intervals try again */
-		fprintf(stderr, "udsprobe: cannot write --prom %s: %s\n", opts.prom_path,
+		say_error("cannot write --prom %s: %s", opts.prom_path,
 			err == -EEXIST ? "it is no longer a regular file" : strerror(-err));
 		r->write_failed = true;
 	}
@@ -308,12 +308,12 @@ static int check_args(struct bl_loop *r)
 				    "as a service given those (udsprobe-backlog.service)")))
 		return err;
 	if (opts.prom_path && metrics_file_target_ok(opts.prom_path, msg, sizeof(msg))) {
-		fprintf(stderr, "udsprobe: cannot write --prom %s: %s\n", opts.prom_path, msg);
+		say_error("cannot write --prom %s: %s", opts.prom_path, msg);
 		return -EINVAL;
 	}
 	if (opts.metrics_addr &&
 	    (err = metrics_http_open(opts.metrics_addr, &r->http, msg, sizeof(msg)))) {
-		fprintf(stderr, "udsprobe: cannot serve --metrics %s: %s%s\n", opts.metrics_addr, msg,
+		say_error("cannot serve --metrics %s: %s%s", opts.metrics_addr, msg,
 			err == -EADDRINUSE ? "; another process listens there (ss -ltnp names it): "
 			"stop it or give --metrics another port" : err == -EADDRNOTAVAIL ?
 			"; no interface of this host has that address" : "");
@@ -324,7 +324,7 @@ static int check_args(struct bl_loop *r)
 		r->out = stderr;	/* keep stdout pure JSON lines */
 	} else if (r->json_path && !(r->json = fopen(r->json_path, "w"))) {
 		err = -errno;
-		fprintf(stderr, "udsprobe: cannot write --json %s: %s\n", r->json_path,
+		say_error("cannot write --json %s: %s", r->json_path,
 			strerror(-err));
 		return err;
 	}
@@ -355,12 +355,12 @@ static int start(struct bl_loop *r, enum attach_mode want)
 	bl_netns_scan(s, true);
 	err = bl_sample(s, &r->b);
 	if (err) {
-		fprintf(stderr, "udsprobe: reading listeners failed: %s\n", strerror(-err));
+		say_error("reading listeners failed: %s", strerror(-err));
 		return err;
 	}
 	bl_resolve_owners(s);
 	if (opts.prom_path && (err = bl_write_prom(s, opts.prom_path))) {
-		fprintf(stderr, "udsprobe: cannot write --prom %s: %s\n", opts.prom_path,
+		say_error("cannot write --prom %s: %s", opts.prom_path,
 			strerror(-err));
 		return err;
 	}
@@ -490,7 +490,7 @@ static bool output_gone(struct bl_loop *r)
 
 	if (!f)
 		return false;
-	fprintf(stderr, "udsprobe: --backlog: writing %s failed (%s); stopping\n",
+	say_error("--backlog: writing %s failed (%s); stopping",
 		f == stdout ? "to standard output" : f == stderr ? "to standard error" : r->json_path,
 		f == stdout && stdout_errno() ? strerror(stdout_errno()) :
 		"a closed pipe or a full disk");
@@ -560,7 +560,7 @@ static void finish(struct bl_loop *r)
 		bl_json_summary(s, r->json, t);
 	prom_write(r);
 	if (r->json && r->json != r->gone && (ferror(r->json) || fflush_noted(r->json))) {
-		fprintf(stderr, "udsprobe: writing --json %s failed\n", r->json_path);
+		say_error("writing --json %s failed", r->json_path);
 		r->write_failed = true;
 	}
 }
@@ -594,8 +594,8 @@ int backlog_main(const char *json_path, double duration_s, int verbose)
 
 		r.live = live_open(why, sizeof(why));
 		if (!r.live)
-			fprintf(stderr, "udsprobe: --backlog: no full-screen view (%s): a block of "
-				"text every interval\n", why);
+			say_error("--backlog: no full-screen view (%s): a block of "
+				"text every interval", why);
 		else
 			bl_live_frame(&r.s, r.live, &r.view, 0);
 	}

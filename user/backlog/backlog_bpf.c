@@ -302,14 +302,14 @@ static int choose_source(struct bl_bpf *b)
 	int err;
 
 	if (!btf_has_func("bpf_iter_tcp")) {
-		fprintf(stderr, "udsprobe: --backlog needs the BPF iterator iter/tcp (Linux 5.9+) to "
-			"find TCP listeners; kernel %s lacks it\n", kernel_release());
+		say_error("--backlog needs the BPF iterator iter/tcp (Linux 5.9+) to "
+			"find TCP listeners; kernel %s lacks it", kernel_release());
 		return -ENOTSUP;
 	}
 	if (b->source == BL_SOURCE_ITER && !iter_unix) {
-		fprintf(stderr, "udsprobe: --backlog-source iter: kernel %s has no iter/unix (Linux "
+		say_error("--backlog-source iter: kernel %s has no iter/unix (Linux "
 			"5.17+); use --backlog-source auto, which reads AF_UNIX queues through "
-			"sock_diag here\n", kernel_release());
+			"sock_diag here", kernel_release());
 		return -ENOTSUP;
 	}
 	b->unix_diag = b->source == BL_SOURCE_DIAG || !iter_unix;
@@ -320,8 +320,8 @@ static int choose_source(struct bl_bpf *b)
 		 "forced with --backlog-source diag" : "this kernel has no iter/unix (before 5.17)");
 	err = bl_diag_unix_listeners(0, diag_discard, NULL);
 	if (err) {
-		fprintf(stderr, "udsprobe: --backlog: %s, and sock_diag cannot list AF_UNIX sockets: "
-			"%s; load the unix_diag module (modprobe unix_diag; CONFIG_UNIX_DIAG)\n",
+		say_error("--backlog: %s, and sock_diag cannot list AF_UNIX sockets: "
+			"%s; load the unix_diag module (modprobe unix_diag; CONFIG_UNIX_DIAG)",
 			b->source_why, strerror(-err));
 		return -ENOTSUP;
 	}
@@ -344,13 +344,13 @@ int bl_bpf_setup(struct bl_bpf *b, enum attach_mode want)
 	if (want != ATTACH_AUTO) {	/* say which of the two went wrong */
 		err = mode_try(want, &t, reason, sizeof(reason));
 		if (err && !t.open_failed) {
-			fprintf(stderr, "udsprobe: --attach %s is not available here: %s\n"
-				"Try --attach auto to use the best mode this kernel has.\n",
+			say_error("--attach %s is not available here: %s\n"
+				"Try --attach auto to use the best mode this kernel has.",
 				attach_mode_names[want], reason);
 			return -ENOTSUP;
 		}
 		if (err) {
-			fprintf(stderr, "udsprobe: --attach %s: %s\n", attach_mode_names[want], reason);
+			say_error("--attach %s: %s", attach_mode_names[want], reason);
 			return -EINVAL;
 		}
 		b->mode = want;
@@ -360,7 +360,7 @@ int bl_bpf_setup(struct bl_bpf *b, enum attach_mode want)
 	}
 	err = attach_choose(want, mode_try, &t, &b->mode, b->why, sizeof(b->why));
 	if (err) {
-		fprintf(stderr, "udsprobe: %s (%s)\n", attach_failure(err), b->why);
+		say_error("%s (%s)", attach_failure(err), b->why);
 		return err == -ENOMEM ? err : -ENOTSUP;
 	}
 	return 0;

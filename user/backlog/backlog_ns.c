@@ -243,7 +243,7 @@ static int ns_enter(struct bl_state *s, struct bl_netns *ns)
 static int ns_leave(struct bl_state *s)
 {
 	if (setns(s->self_netfd, CLONE_NEWNET) < 0) {
-		fprintf(stderr, "udsprobe: cannot return to udsprobe's own network namespace: %s\n",
+		say_error("cannot return to udsprobe's own network namespace: %s",
 			strerror(errno));
 		return -errno;
 	}

@@ -101,7 +101,7 @@ static int traced_pair(struct tracer *tr, const struct compare_opts *opts, struc
 			break;
 		cmp->attach_ns = MAX(cmp->attach_ns, attach_ns);
 		if (!opts->quiet)
-			fprintf(stderr, "udsprobe: [%d/%d] %-8s %-5s %7llu B cpu=%s%s traced (%s)\n", n + 1,
+			say_error("[%d/%d] %-8s %-5s %7llu B cpu=%s%s traced (%s)", n + 1,
 				total, mode_names[pr->mode], transport_names[t],
 				(unsigned long long)pr->msg_size, place_names[pr->place],
 				think_note(x->cfg.think_ns, think, sizeof(think)), cmp->attach_mode);
@@ -201,7 +201,7 @@ static int run_pair(struct tracer *tr, const struct compare_opts *opts, struct c
 			.think_ns = sp->think_ns,
 		};
 		if (!opts->quiet)
-			fprintf(stderr, "udsprobe: [%d/%d] %-8s %-5s %7llu B cpu=%s%s untraced\n", sp->n + 1,
+			say_error("[%d/%d] %-8s %-5s %7llu B cpu=%s%s untraced", sp->n + 1,
 				sp->total, mode_names[sp->mode], transport_names[t],
 				(unsigned long long)sp->size, place_names[sp->place],
 				think_note(sp->think_ns, think, sizeof(think)));
@@ -263,7 +263,7 @@ int compare_run(const struct compare_opts *opts, struct comparison *cmp)
 		cmp->stage_granularity = tracer_granularity(tr);
 		cmp->missing = strdup(tracer_missing(tr));
 		if (!opts->quiet)
-			fprintf(stderr, "udsprobe: attach mode %s (%s); calibrating probe cost...\n",
+			say_error("attach mode %s (%s); calibrating probe cost...",
 				cmp->attach_mode, cmp->attach_reason);
 		/* Ctrl-C while loading or calibrating: stop here, not after the first run */
 		if (!udsprobe_stop)

@@ -33,7 +33,7 @@ int server_start(struct program_server *s, const char *cmd, const char *out_path
 	snprintf(s->out_path, sizeof(s->out_path), "%s", out_path);
 	fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0) {
-		fprintf(stderr, "udsprobe: --server: cannot create %s for its output: %s\n", out_path,
+		say_error("--server: cannot create %s for its output: %s", out_path,
 			strerror(errno));
 		return -errno;
 	}
@@ -41,7 +41,7 @@ int server_start(struct program_server *s, const char *cmd, const char *out_path
 	if (pid < 0) {
 		int err = -errno;
 
-		fprintf(stderr, "udsprobe: --server: cannot fork: %s\n", strerror(-err));
+		say_error("--server: cannot fork: %s", strerror(-err));
 		close(fd);
 		return err;
 	}
@@ -57,7 +57,7 @@ int server_start(struct program_server *s, const char *cmd, const char *out_path
 		dup2(fd, 1);
 		dup2(fd, 2);
 		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-		fprintf(stderr, "udsprobe: --server: cannot run /bin/sh: %s\n", strerror(errno));
+		say_error("--server: cannot run /bin/sh: %s", strerror(errno));
 		_exit(127);
 	}
 	setpgid(pid, pid);	/* both sides: whichever runs first */
@@ -161,19 +161,19 @@ int server_wait_ready(struct program_server *s, const char *unix_path, const uns
 		if (ready)
 			return 0;
 		if (!server_alive(s)) {
-			fprintf(stderr, "udsprobe: --server '%s' exited with status %d before it "
-				"accepted connections on %s.\n", s->cmd, s->exit_status, where);
+			say_error("--server '%s' exited with status %d before it "
+				"accepted connections on %s.", s->cmd, s->exit_status, where);
 			say_output(s);
 			return -ECHILD;
 		}
 		if (udsprobe_stop) {
-			fprintf(stderr, "udsprobe: interrupted while waiting for --server\n");
+			say_error("interrupted while waiting for --server");
 			return -EINTR;
 		}
 		if (now_ns() >= end) {
-			fprintf(stderr, "udsprobe: --server '%s' did not accept connections on %s "
+			say_error("--server '%s' did not accept connections on %s "
 				"within %g s (--ready-timeout); it was stopped. Does the command use "
-				"{unix} and {port} and stay in the foreground?\n", s->cmd, where,
+				"{unix} and {port} and stay in the foreground?", s->cmd, where,
 				timeout_s);
 			say_output(s);
 			return -ETIMEDOUT;

@@ -64,7 +64,7 @@ static error_t pg_parse(int key, char *arg, struct argp_state *state)
 	case OPT_CLIENT_UNIX:
 	case OPT_CLIENT_TCP:
 		if (!*arg) {
-			fprintf(stderr, "udsprobe: --%s needs a command\n",
+			say_error("--%s needs a command",
 				key == OPT_SERVER ? "server" : key == OPT_CLIENT_UNIX ? "client-unix" :
 				"client-tcp");
 			exit(2);
@@ -73,8 +73,8 @@ static error_t pg_parse(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_READY_TIMEOUT:
 		if (parse_seconds(arg, 600, &popts.ready_timeout_s)) {
-			fprintf(stderr, "udsprobe: --ready-timeout: '%s' is not a number of seconds in "
-				"(0, 600]\n", arg);
+			say_error("--ready-timeout: '%s' is not a number of seconds in "
+				"(0, 600]", arg);
 			exit(2);
 		}
 		popts.ready_timeout_given = true;
@@ -197,7 +197,7 @@ static int setup(struct program_compare *pc)
 	if (!err)
 		err = free_port(pc->port, &pc->port2);
 	if (err) {
-		fprintf(stderr, "udsprobe: --compare: cannot find a free loopback port: %s\n",
+		say_error("--compare: cannot find a free loopback port: %s",
 			strerror(-err));
 		return err;
 	}
@@ -280,7 +280,7 @@ static int check_client(const struct program_compare *pc, int s)
 
 	if (sd->exit_status == 0)
 		return 0;
-	fprintf(stderr, "udsprobe: %s '%s' failed with exit status %d%s\n", programs_client_opt(s),
+	say_error("%s '%s' failed with exit status %d%s", programs_client_opt(s),
 		sd->cmd, sd->exit_status, sd->output_len ? "; it printed (the end):" : " and printed nothing");
 	if (sd->output_len) {
 		size_t from = sd->output_len > 2000 ? sd->output_len - 2000 : 0;
@@ -361,7 +361,7 @@ static int run_clients(struct program_compare *pc, struct program_server *srv, i
 		if (err)
 			return err;
 		if (srv->pid > 0 && !server_alive(srv)) {
-			fprintf(stderr, "udsprobe: --server '%s' exited (status %d) during the %s run\n",
+			say_error("--server '%s' exited (status %d) during the %s run",
 				srv->cmd, srv->exit_status, s == PG_UNIX ? "unix" : "tcp");
 			return -ECHILD;
 		}

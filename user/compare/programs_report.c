@@ -561,7 +561,7 @@ int programs_main(const char *json_path, const char *out_dir, int verbose)
 	/* an interrupted run or a failed client: the report of what ran, statuses included */
 	if (!err || pc.side[PG_UNIX].ran || pc.side[PG_TCP].ran) {
 		if (err)
-			fprintf(stderr, "udsprobe: %s; the report of what ran follows\n",
+			say_error("%s; the report of what ran follows",
 				err == -EINTR ? "interrupted" : "the run failed (above)");
 		e = write_outputs(&pc, json_path, &od);
 		err = err ? err : e;

@@ -65,7 +65,7 @@ int report_folded(const struct comparison *cmp, const char *path)
 	int err;
 
 	if (!comparison_has_stages(cmp)) {
-		fprintf(stderr, "udsprobe: --folded: nothing written to '%s': %s\n", path,
+		say_error("--folded: nothing written to '%s': %s", path,
 			no_stages_reason(cmp));
 		return -ENODATA;
 	}

@@ -137,7 +137,7 @@ struct out_set *out_set_begin(struct outdir *od)
 	struct out_set *s = calloc(1, sizeof(*s));
 
 	if (!s) {
-		fprintf(stderr, "udsprobe: --out: out of memory\n");
+		say_error("--out: out of memory");
 		return NULL;
 	}
 	s->od = od;
@@ -256,12 +256,12 @@ int report_out_at(const struct comparison *cmp, struct outdir *od)
 	KEEP(out_set_end(set));
 #undef KEEP
 	if (!comparison_has_stages(cmp))
-		fprintf(stderr, "udsprobe: wrote %s/report.md and report.json%s%s; no stage SVG or "
-			"folded stacks: %s\n", od->path, sweep ? ", sweep.svg" : "",
+		say_error("wrote %s/report.md and report.json%s%s; no stage SVG or "
+			"folded stacks: %s", od->path, sweep ? ", sweep.svg" : "",
 			think ? ", think.svg" : "", no_stages_reason(cmp));
 	else if (!err)
-		fprintf(stderr, "udsprobe: wrote %s/: report.md, report.json, %s%sstages.folded, "
-			"unix.folded, tcp.folded, udsprobe.svg and per-run flame-*.svg, diff-*.svg\n",
+		say_error("wrote %s/: report.md, report.json, %s%sstages.folded, "
+			"unix.folded, tcp.folded, udsprobe.svg and per-run flame-*.svg, diff-*.svg",
 			od->path, sweep ? "sweep.svg (the size curve), " : "",
 			think ? "think.svg (across think times), " : "");
 	return err;

@@ -588,7 +588,7 @@ int report_svg(const struct comparison *cmp, const char *path)
 	int err;
 
 	if (!comparison_has_stages(cmp)) {
-		fprintf(stderr, "udsprobe: --svg: nothing written to '%s': %s\n", path,
+		say_error("--svg: nothing written to '%s': %s", path,
 			no_stages_reason(cmp));
 		return -ENODATA;
 	}

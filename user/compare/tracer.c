@@ -96,12 +96,12 @@ int tracer_open(enum attach_mode req, int verbose, struct tracer **out)
 
 	*out = NULL;
 	if (!kernel_has_btf() && !btf_file()) {
-		fprintf(stderr, "udsprobe: %s\n", btf_missing_hint());
+		say_error("%s", btf_missing_hint());
 		return -ENOENT;
 	}
 	err = ensure_tracefs();
 	if (err && verbose)
-		fprintf(stderr, "udsprobe: note: cannot mount tracefs: %s\n", strerror(-err));
+		say_error("note: cannot mount tracefs: %s", strerror(-err));
 	libbpf_setup(verbose);
 	tr = calloc(1, sizeof(*tr));
 	if (!tr)
@@ -110,11 +110,11 @@ int tracer_open(enum attach_mode req, int verbose, struct tracer **out)
 	err = attach_choose(req, tracer_probe_mode, NULL, &tr->mode, why, sizeof(why));
 	if (err) {
 		if (req != ATTACH_AUTO)
-			fprintf(stderr, "udsprobe: cannot trace in the forced mode: %s\n"
+			say_error("cannot trace in the forced mode: %s\n"
 				"udsprobe: try --attach auto (udsprobe --check lists what this kernel "
-				"supports)\n", why);
+				"supports)", why);
 		else
-			fprintf(stderr, "udsprobe: %s: %s\n", attach_failure(err), why);
+			say_error("%s: %s", attach_failure(err), why);
 		free(tr);
 		return err;
 	}
@@ -123,23 +123,23 @@ int tracer_open(enum attach_mode req, int verbose, struct tracer **out)
 	tr->skel = stages_bpf__open_opts(btf_open_opts());
 	if (!tr->skel) {
 		err = -errno;
-		fprintf(stderr, "udsprobe: opening the BPF object failed: %s\n", strerror(-err));
+		say_error("opening the BPF object failed: %s", strerror(-err));
 		goto fail;
 	}
 	select_programs(tr);
 	tracer_calib_prepare(tr);
 	err = stages_bpf__load(tr->skel);
 	if (err) {
-		fprintf(stderr, "udsprobe: loading the %s-mode BPF programs failed: %s (rerun with -vv "
-			"for the verifier log)\n", attach_mode_names[tr->mode], strerror(-err));
+		say_error("loading the %s-mode BPF programs failed: %s (rerun with -vv "
+			"for the verifier log)", attach_mode_names[tr->mode], strerror(-err));
 		goto fail;
 	}
 	compute_availability(tr);
 	/* then each fentry program attaches once, at its first run, and detaches at close */
 	tr->keep_links = tr->mode == ATTACH_FENTRY && !tracer_fentry_can_reattach();
 	if (tr->keep_links && verbose)
-		fprintf(stderr, "udsprobe: note: this kernel cannot re-attach a detached fentry "
-			"program: they stay attached from the first run to the end\n");
+		say_error("note: this kernel cannot re-attach a detached fentry "
+			"program: they stay attached from the first run to the end");
 	*out = tr;
 	return 0;
 fail:
@@ -249,7 +249,7 @@ int tracer_attach(struct tracer *tr, enum transport t, uint64_t *attach_ns)
 		link = tracer_attach_prog(p);
 		err = libbpf_get_error(link);
 		if (err) {
-			fprintf(stderr, "udsprobe: attaching %s (%s) failed: %s\n",
+			say_error("attaching %s (%s) failed: %s",
 				bpf_program__name(p->prog), bpf_program__section_name(p->prog),
 				strerror(-err));
 			drop_links(tr);

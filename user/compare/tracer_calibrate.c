@@ -347,20 +347,20 @@ double tracer_calibrate(struct tracer *tr)
 	/* every try's probe rounds */
 	want = (uint64_t)rounds * calls * tries;
 	if (hits < want) {
-		fprintf(stderr, "udsprobe: warning: the calibration probe fired %llu times for %llu "
-			"calls; the corrected breakdown subtracts only syscall-tracepoint hits\n",
+		say_error("warning: the calibration probe fired %llu times for %llu "
+			"calls; the corrected breakdown subtracts only syscall-tracepoint hits",
 			(unsigned long long)hits, (unsigned long long)want);
 		return 0;
 	}
 	if (other_ns <= 0 || sys_ns <= 0)
-		fprintf(stderr, "udsprobe: warning: probe-cost calibration measured no cost for %s "
+		say_error("warning: probe-cost calibration measured no cost for %s "
 			"in %d tries (noise larger than one probe hit); the corrected breakdown "
-			"subtracts less\n", other_ns <= 0 ? "a probe hit" : "a syscall-tracepoint hit",
+			"subtracts less", other_ns <= 0 ? "a probe hit" : "a syscall-tracepoint hit",
 			tries);
 	return MAX(other_ns, 0.0);
 fail:
-	fprintf(stderr, "udsprobe: warning: probe-cost calibration could not attach %s: %s; the "
-		"corrected breakdown subtracts nothing\n", what, strerror(errno));
+	say_error("warning: probe-cost calibration could not attach %s: %s; the "
+		"corrected breakdown subtracts nothing", what, strerror(errno));
 	tracer_reset_state(tr);
 	return 0;
 }

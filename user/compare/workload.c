@@ -99,8 +99,8 @@ static int pick_cpus(enum cpu_place place, int *client_cpu, int *server_cpu)
 	*client_cpu = allowed_cpu(0);
 	*server_cpu = place == CPU_SAME ? *client_cpu : allowed_cpu(1);
 	if (*client_cpu < 0 || *server_cpu < 0) {
-		fprintf(stderr, "udsprobe: --cpu %s needs %d usable CPU%s, this process may use %d "
-			"(taskset, cgroup cpuset); use --cpu %s\n", place_names[place],
+		say_error("--cpu %s needs %d usable CPU%s, this process may use %d "
+			"(taskset, cgroup cpuset); use --cpu %s", place_names[place],
 			place == CPU_SAME ? 1 : 2, place == CPU_SAME ? "" : "s", allowed_cpu_count(),
 			place == CPU_SPLIT ? "same or none" : "none");
 		return -EINVAL;
@@ -172,12 +172,12 @@ static int reap(pid_t pid, const char *who, struct shared *sh, bool *failed, str
 		const char *msg = !strcmp(who, "client") ? sh->client_msg : sh->server_msg;
 
 		if (msg[0])
-			fprintf(stderr, "udsprobe: workload %s failed: %s\n", who, msg);
+			say_error("workload %s failed: %s", who, msg);
 		else if (WIFSIGNALED(status))
-			fprintf(stderr, "udsprobe: workload %s killed by signal %d\n", who,
+			say_error("workload %s killed by signal %d", who,
 				WTERMSIG(status));
 		else
-			fprintf(stderr, "udsprobe: workload %s exited with %d\n", who,
+			say_error("workload %s exited with %d", who,
 				WEXITSTATUS(status));
 	}
 	*failed = true;
@@ -192,7 +192,7 @@ static struct shared *shared_map(uint64_t cap, size_t *len)
 	*len = sizeof(*sh) + cap * sizeof(uint64_t);
 	sh = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (sh == MAP_FAILED) {
-		fprintf(stderr, "udsprobe: cannot map %zu bytes for samples: %s\n", *len,
+		say_error("cannot map %zu bytes for samples: %s", *len,
 			strerror(errno));
 		return NULL;
 	}
@@ -340,13 +340,13 @@ int workload_run(const struct wl_config *cfg, const struct wl_hooks *hooks, stru
 	lfd = make_listener(cfg, &ep);
 	if (lfd < 0) {
 		err = lfd;
-		fprintf(stderr, "udsprobe: cannot create the %s listener: %s\n",
+		say_error("cannot create the %s listener: %s",
 			transport_names[cfg->transport], strerror(-err));
 		goto out_unmap;
 	}
 	if (pipe2(go, O_CLOEXEC)) {
 		err = -errno;
-		fprintf(stderr, "udsprobe: workload: cannot make a pipe: %s\n", strerror(-err));
+		say_error("workload: cannot make a pipe: %s", strerror(-err));
 		goto out_close;
 	}
 
@@ -355,7 +355,7 @@ int workload_run(const struct wl_config *cfg, const struct wl_hooks *hooks, stru
 		server_child(cfg, sh, lfd, scpu);
 	if (server < 0) {
 		err = -errno;
-		fprintf(stderr, "udsprobe: workload: cannot start the server process: %s\n",
+		say_error("workload: cannot start the server process: %s",
 			strerror(-err));
 		goto out_close;
 	}
@@ -367,7 +367,7 @@ int workload_run(const struct wl_config *cfg, const struct wl_hooks *hooks, stru
 	}
 	if (client < 0) {
 		err = -errno;
-		fprintf(stderr, "udsprobe: workload: cannot start the client process: %s\n",
+		say_error("workload: cannot start the client process: %s",
 			strerror(-err));
 		failed = true;	/* said: the server's SIGKILL below is ours, not its failure */
 		kill(server, SIGKILL);
@@ -382,7 +382,7 @@ int workload_run(const struct wl_config *cfg, const struct wl_hooks *hooks, stru
 	if (hooks && hooks->spawned) {
 		err = hooks->spawned(hooks->ctx, client, server);
 		if (err) {
-			fprintf(stderr, "udsprobe: workload: preparing the run failed: %s\n",
+			say_error("workload: preparing the run failed: %s",
 				strerror(-err));
 			failed = true;	/* the kills below are ours */
 			kill(client, SIGKILL);
@@ -393,7 +393,7 @@ int workload_run(const struct wl_config *cfg, const struct wl_hooks *hooks, stru
 	/* one byte each: both start together */
 	if (write(go[1], "gg", 2) != 2) {
 		err = -errno;
-		fprintf(stderr, "udsprobe: workload: cannot start the processes: %s\n",
+		say_error("workload: cannot start the processes: %s",
 			strerror(-err));
 		failed = true;
 		kill(client, SIGKILL);

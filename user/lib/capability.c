@@ -21,6 +21,7 @@
 #include <bpf/libbpf.h>
 
 #include "capability.h"
+#include "util.h"
 
 static int verbosity;
 
@@ -389,8 +390,8 @@ int privileges_check(const char *action, const char *remedy)
 
 	if ((bpf && perfmon) || (caps & (1ull << CAP_SYS_ADMIN)))
 		return 0;
-	fprintf(stderr, "udsprobe: %s needs root (CAP_BPF and CAP_PERFMON; this process lacks %s): "
-		"run it with sudo, or %s\n", action,
+	say_error("%s needs root (CAP_BPF and CAP_PERFMON; this process lacks %s): "
+		"run it with sudo, or %s", action,
 		!bpf && !perfmon ? "both" : !bpf ? "CAP_BPF" : "CAP_PERFMON", remedy);
 	return -EPERM;
 }

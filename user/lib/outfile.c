@@ -154,18 +154,18 @@ static int target_ok(const char *what, int dirfd, const char *name, const char *
 	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW)) {
 		if (errno == ENOENT)
 			return 0;
-		fprintf(stderr, "udsprobe: %s: cannot check '%s': %s\n", what, path, strerror(errno));
+		say_error("%s: cannot check '%s': %s", what, path, strerror(errno));
 		return -errno;
 	}
 	if (S_ISLNK(st.st_mode)) {
-		fprintf(stderr, "udsprobe: %s: '%s' is a symbolic link; udsprobe does not write through "
+		say_error("%s: '%s' is a symbolic link; udsprobe does not write through "
 			"links (one planted by another user could make root overwrite any file): remove "
-			"it or give the real path\n", what, path);
+			"it or give the real path", what, path);
 		return -ELOOP;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		fprintf(stderr, "udsprobe: %s: '%s' exists and is not a regular file; give a file "
-			"path ('-' writes to standard output)\n", what, path);
+		say_error("%s: '%s' exists and is not a regular file; give a file "
+			"path ('-' writes to standard output)", what, path);
 		return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
 	}
 	return 0;
@@ -180,11 +180,11 @@ static int open_parent(const char *what, const char *path, const char **name)
 
 	*name = slash ? slash + 1 : path;
 	if (!**name || !strcmp(*name, ".") || !strcmp(*name, "..")) {
-		fprintf(stderr, "udsprobe: %s: '%s' names a directory; give a file path\n", what, path);
+		say_error("%s: '%s' names a directory; give a file path", what, path);
 		return -EISDIR;
 	}
 	if (strlen(*name) > NAME_MAX || strlen(path) >= PATH_MAX) {
-		fprintf(stderr, "udsprobe: %s: '%s': %s\n", what, path, strerror(ENAMETOOLONG));
+		say_error("%s: '%s': %s", what, path, strerror(ENAMETOOLONG));
 		return -ENAMETOOLONG;
 	}
 	if (!slash)
@@ -197,7 +197,7 @@ static int open_parent(const char *what, const char *path, const char **name)
 	if (fd < 0) {
 		int err = -errno;
 
-		fprintf(stderr, "udsprobe: %s: cannot write '%s': directory '%s': %s\n", what, path, dir,
+		say_error("%s: cannot write '%s': directory '%s': %s", what, path, dir,
 			strerror(errno));
 		return err;
 	}
@@ -228,7 +228,7 @@ int outfile_begin_at(struct outfile *of, const char *what, int dirfd, const char
 		of->slot = pending_add(dirfd, of->tmp);
 	release_signals(&old);
 	if (fd < 0) {
-		fprintf(stderr, "udsprobe: %s: cannot write '%s': %s\n", what, of->path,
+		say_error("%s: cannot write '%s': %s", what, of->path,
 			strerror(-fd));
 		return fd;
 	}
@@ -239,7 +239,7 @@ int outfile_begin_at(struct outfile *of, const char *what, int dirfd, const char
 		close(fd);
 		unlinkat(dirfd, of->tmp, 0);
 		pending_del(of->slot);
-		fprintf(stderr, "udsprobe: %s: cannot write '%s': %s\n", what, of->path,
+		say_error("%s: cannot write '%s': %s", what, of->path,
 			strerror(-err));
 		return err;
 	}
@@ -287,7 +287,7 @@ int outfile_commit(struct outfile *of, int err)
 	if (of->to_stdout) {
 		of->f = NULL;
 		if (werr && !err)
-			fprintf(stderr, "udsprobe: %s: writing to standard output failed: %s\n",
+			say_error("%s: writing to standard output failed: %s",
 				of->what, strerror(-werr));
 		clearerr(stdout);	/* said here; close_stdout() need not say it again */
 		return err ? err : werr;
@@ -298,11 +298,11 @@ int outfile_commit(struct outfile *of, int err)
 	if (!err && !werr)
 		werr = target_ok(of->what, of->dirfd, of->name, of->path);	/* changed meanwhile? */
 	else if (werr && !err)
-		fprintf(stderr, "udsprobe: %s: writing '%s' failed: %s\n", of->what, of->path,
+		say_error("%s: writing '%s' failed: %s", of->what, of->path,
 			strerror(-werr));
 	if (!err && !werr && renameat(of->dirfd, of->tmp, of->dirfd, of->name)) {
 		werr = -errno;
-		fprintf(stderr, "udsprobe: %s: cannot write '%s': %s\n", of->what, of->path,
+		say_error("%s: cannot write '%s': %s", of->what, of->path,
 			strerror(-werr));
 	}
 	if (err || werr)
@@ -329,7 +329,7 @@ int outfile_check(const char *what, const char *path)
 	if (!err) {
 		err = probe_create(dirfd);
 		if (err)
-			fprintf(stderr, "udsprobe: %s: cannot write '%s': %s\n", what, path,
+			say_error("%s: cannot write '%s': %s", what, path,
 				strerror(-err));
 	}
 	close(dirfd);
@@ -344,7 +344,7 @@ int outdir_open(struct outdir *od, const char *what, const char *dir)
 	memset(od, 0, sizeof(*od));
 	od->fd = -1;
 	if (strlen(dir) >= sizeof(od->path)) {
-		fprintf(stderr, "udsprobe: %s: '%s': %s\n", what, dir, strerror(ENAMETOOLONG));
+		say_error("%s: '%s': %s", what, dir, strerror(ENAMETOOLONG));
 		return -ENAMETOOLONG;
 	}
 	snprintf(od->path, sizeof(od->path), "%s", dir);
@@ -352,7 +352,7 @@ int outdir_open(struct outdir *od, const char *what, const char *dir)
 		od->created = true;
 	} else if (errno != EEXIST) {
 		err = -errno;
-		fprintf(stderr, "udsprobe: %s: cannot create directory '%s': %s\n", what, dir,
+		say_error("%s: cannot create directory '%s': %s", what, dir,
 			strerror(errno));
 		return err;
 	}
@@ -361,12 +361,12 @@ int outdir_open(struct outdir *od, const char *what, const char *dir)
 		err = -errno;
 		/* O_DIRECTORY|O_NOFOLLOW on a symlink fails with ENOTDIR on Linux, not ELOOP */
 		if (errno == ELOOP || (errno == ENOTDIR && !lstat(dir, &st) && S_ISLNK(st.st_mode)))
-			fprintf(stderr, "udsprobe: %s: '%s' is a symbolic link; udsprobe does not write "
-				"through links: give the directory itself\n", what, dir);
+			say_error("%s: '%s' is a symbolic link; udsprobe does not write "
+				"through links: give the directory itself", what, dir);
 		else if (errno == ENOTDIR)
-			fprintf(stderr, "udsprobe: %s: '%s' exists and is not a directory\n", what, dir);
+			say_error("%s: '%s' exists and is not a directory", what, dir);
 		else
-			fprintf(stderr, "udsprobe: %s: cannot open directory '%s': %s\n", what, dir,
+			say_error("%s: cannot open directory '%s': %s", what, dir,
 				strerror(errno));
 		return err;
 	}
@@ -375,7 +375,7 @@ int outdir_open(struct outdir *od, const char *what, const char *dir)
 		give_back(od->fd);
 	err = probe_create(od->fd);
 	if (err) {
-		fprintf(stderr, "udsprobe: %s: cannot write into '%s': %s\n", what, dir,
+		say_error("%s: cannot write into '%s': %s", what, dir,
 			strerror(-err));
 		outdir_close(od, true);
 	} else if (od->created) {
@@ -432,7 +432,7 @@ int stdout_flush_report(void)
 	if (!fflush(stdout) && !ferror(stdout))
 		return 0;
 	err = errno ? -errno : -EIO;
-	fprintf(stderr, "udsprobe: writing the report to standard output failed: %s\n",
+	say_error("writing the report to standard output failed: %s",
 		strerror(-err));
 	clearerr(stdout);
 	return err;
@@ -452,7 +452,7 @@ void close_stdout(void)
 		err = errno;
 	}
 	if (failed) {
-		fprintf(stderr, "udsprobe: writing to standard output failed: %s\n", strerror(err));
+		say_error("writing to standard output failed: %s", strerror(err));
 		_exit(1);
 	}
 }

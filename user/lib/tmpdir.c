@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "tmpdir.h"
+#include "util.h"
 
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
@@ -148,12 +149,12 @@ fail:
 void tmpdir_say_failure(const struct tmpdir *d, const char *who, const char *what, int err)
 {
 	if (!d->janitor_failed) {
-		fprintf(stderr, "udsprobe: %s%s: %s\n", who, what, strerror(-err));
+		say_error("%s%s: %s", who, what, strerror(-err));
 		return;
 	}
 	/* the directory was fine: blaming /tmp sent people looking at the wrong thing */
-	fprintf(stderr, "udsprobe: %scannot start the process that cleans up should udsprobe be "
-		"killed: %s%s\n", who, strerror(-err), err == -EAGAIN ? " (the process limit: "
+	say_error("%scannot start the process that cleans up should udsprobe be "
+		  "killed: %s%s", who, strerror(-err), err == -EAGAIN ? " (the process limit: "
 		"pids.max of udsprobe's cgroup, or ulimit -u; raise it or end other processes)" : "");
 }
 

@@ -135,11 +135,25 @@ int split_list(char *s, char **items, int max_items)
 	return n;
 }
 
-static void say_usage(const char *fmt, va_list ap)
+/* "udsprobe: " + fmt + tail in one write: stderr is unbuffered, and a child's line must not
+ * land inside this one */
+static void say_line(const char *fmt, va_list ap, const char *tail)
 {
-	fprintf(stderr, "udsprobe: ");
-	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, "\nTry 'udsprobe --help' for more information.\n");
+	char *msg = NULL;
+
+	if (vasprintf(&msg, fmt, ap) < 0)
+		msg = NULL;
+	fprintf(stderr, "udsprobe: %s%s", msg ? msg : fmt, tail);
+	free(msg);
+}
+
+void say_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	say_line(fmt, ap, "\n");
+	va_end(ap);
 }
 
 int usage_error(const char *fmt, ...)
@@ -147,7 +161,7 @@ int usage_error(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	say_usage(fmt, ap);
+	say_line(fmt, ap, "\nTry 'udsprobe --help' for more information.\n");
 	va_end(ap);
 	return -EINVAL;
 }
@@ -157,7 +171,7 @@ void usage_exit(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	say_usage(fmt, ap);
+	say_line(fmt, ap, "\nTry 'udsprobe --help' for more information.\n");
 	va_end(ap);
 	exit(2);
 }

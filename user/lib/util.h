@@ -49,6 +49,8 @@ struct argp_option;
 /* An option of `table` (an argp parser's) that takes one value, given a second time: a usage
  * error naming it (exit 2), not a silent replacement of the first value. seen: the caller's
  * mask of the table's entries given so far. Repeatable options are not passed here. */
+/* An error: "udsprobe: " and the message, a line on stderr. */
+void say_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A usage error: "udsprobe: " and the message, then where to look, on stderr. usage_error
  * returns -EINVAL; usage_exit exits 2 (argp's status), for option parsers. */
 int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

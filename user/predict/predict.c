@@ -369,7 +369,7 @@ static int cal_run(struct calibration *cal, enum attach_mode attach, int verbose
 			err = cal_connections(cal, r, verbose);
 		if (err)
 			return err;
-		fprintf(stderr, "udsprobe: --if-unix: calibration run %d of %d done\n", r + 1, CAL_RUNS);
+		say_error("--if-unix: calibration run %d of %d done", r + 1, CAL_RUNS);
 	}
 	cal->probe_ns = median3(probe[0], probe[1], probe[2]);
 	if (cal->probe_ns <= 0)
@@ -747,12 +747,12 @@ void predict_if_unix(struct trace_run *run, enum attach_mode attach, int verbose
 		memset(&cal, 0, sizeof(cal));
 		if (udsprobe_stop) {	/* the trace ended on Ctrl-C: that one ends nothing more */
 			compare_rearm();
-			fprintf(stderr, "udsprobe: --if-unix: Ctrl-C now skips the calibration (the "
-				"report follows without a prediction)\n");
+			say_error("--if-unix: Ctrl-C now skips the calibration (the "
+				"report follows without a prediction)");
 		}
-		fprintf(stderr, "udsprobe: --if-unix: calibrating AF_UNIX and TCP on this host for "
+		say_error("--if-unix: calibrating AF_UNIX and TCP on this host for "
 			"the prediction: udsprobe's ping-pong at %d sizes on one CPU and two, %d runs "
-			"(cached in %s)...\n", N_SIZES, CAL_RUNS, b->file);
+			"(cached in %s)...", N_SIZES, CAL_RUNS, b->file);
 		err = cal_run(&cal, attach, verbose);
 		if (err) {
 			snprintf(why, sizeof(why), "the AF_UNIX calibration failed (%s)",
@@ -760,8 +760,8 @@ void predict_if_unix(struct trace_run *run, enum attach_mode attach, int verbose
 		} else {
 			b->fresh = true;
 			if (cal_save(b->file, &cal))
-				fprintf(stderr, "udsprobe: --if-unix: the calibration is used but not "
-					"cached (%s not written)\n", b->file);
+				say_error("--if-unix: the calibration is used but not "
+					"cached (%s not written)", b->file);
 		}
 	}
 	if (*why) {

@@ -92,9 +92,9 @@ static error_t tr_parse(int key, char *arg, struct argp_state *state)
 		int n = topts.n_comms < FL_MAX_COMMS ? str_unescape(arg, name, FL_COMM_LEN - 1) : 0;
 
 		if (n <= 0 || memchr(name, 0, n)) {
-			fprintf(stderr, "udsprobe: --comm: '%s' is not a process name of 1 to 15 "
+			say_error("--comm: '%s' is not a process name of 1 to 15 "
 				"bytes (as the report prints it: \\\\ and \\xHH escapes), or more "
-				"than 8 were given\n", arg);
+				"than 8 were given", arg);
 			exit(2);
 		}
 		name[n] = 0;
@@ -242,7 +242,7 @@ static int set_cgroup(struct flows_bpf *skel, const char *path)
 	if (fd < 0 || bpf_map__update_elem(skel->maps.cgroup_filter, &zero, sizeof(zero), &fd,
 					   sizeof(fd), BPF_ANY)) {
 		err = -errno;
-		fprintf(stderr, "udsprobe: --trace: cannot use --cgroup %s: %s\n", path,
+		say_error("--trace: cannot use --cgroup %s: %s", path,
 			strerror(errno));
 	}
 	if (fd >= 0)
@@ -289,7 +289,7 @@ static pid_t spawn(char **argv, int *go_fd, int *err_fd)
 			_exit(127);
 		execvp(argv[0], argv);
 		err = errno;
-		fprintf(stderr, "udsprobe: --trace: cannot run '%s': %s\n", argv[0], strerror(err));
+		say_error("--trace: cannot run '%s': %s", argv[0], strerror(err));
 		/* the parent then exits 1; if this write fails it sees EOF and only exit status 127 */
 		if (write(e[1], &err, sizeof(err)) < 0)
 			_exit(127);
@@ -366,15 +366,15 @@ static void stop_group(const struct trace_opts *o, pid_t pgid, bool leader_runs,
 	if (kill(-pgid, SIGTERM))
 		return;		/* nothing left */
 	if (!leader_runs)
-		fprintf(stderr, "udsprobe: --trace: '%s' exited and left processes running in its "
-			"process group; stopping them\n", name);
+		say_error("--trace: '%s' exited and left processes running in its "
+			"process group; stopping them", name);
 	while (!group_gone(pgid, run) && now_ns() < give_up)
 		usleep(20000);
 	if (group_gone(pgid, run))
 		return;
 	/* something ignores SIGTERM: do not wait for it forever */
 	leader_runs = run->exit_status < 0;
-	fprintf(stderr, "udsprobe: --trace: %s'%s' did not exit within 2 s of SIGTERM; killed\n",
+	say_error("--trace: %s'%s' did not exit within 2 s of SIGTERM; killed",
 		leader_runs ? "" : "processes started by ", name);
 	kill(-pgid, SIGKILL);
 	if (leader_runs && waitpid(pgid, &status, 0) == pgid)
@@ -434,7 +434,7 @@ static void interval_tick(struct flows_bpf *skel, const struct trace_opts *o,
 	}
 	if (o->prom_path && (err = metrics_file_write(o->prom_path, prom_body, &snap)) &&
 	    !*prom_failed) {	/* said once; later intervals try again */
-		fprintf(stderr, "udsprobe: cannot write --prom %s: %s\n", o->prom_path,
+		say_error("cannot write --prom %s: %s", o->prom_path,
 			err == -EEXIST ? "it is no longer a regular file" : strerror(-err));
 		*prom_failed = true;
 	}
@@ -463,7 +463,7 @@ static int wait_loop(struct flows_bpf *skel, const struct trace_opts *o, pid_t c
 		if (now_ns() >= harvest) {
 			harvest = now_ns() + TR_HARVEST_NS;
 			if ((err = trace_harvest(skel, o, run))) {
-				fprintf(stderr, "udsprobe: --trace: reading the flow map failed: %s\n",
+				say_error("--trace: reading the flow map failed: %s",
 					strerror(-err));
 				break;
 			}
@@ -486,7 +486,7 @@ static int wait_loop(struct flows_bpf *skel, const struct trace_opts *o, pid_t c
 		/* one of them waits the 20 ms, the others 0 (with all waiting 0 ms the loop spun
 		 * a whole CPU): the ring buffer, the scrapes, the keys, else a sleep */
 		if (ol && (err = trace_outliers_poll(ol, 20))) {
-			fprintf(stderr, "udsprobe: --slower-than: reading the ring buffer failed: %s\n",
+			say_error("--slower-than: reading the ring buffer failed: %s",
 				strerror(-err));
 			break;
 		}
@@ -541,20 +541,20 @@ int trace_run(const struct trace_opts *o, struct trace_run *run)
 		goto out;
 	/* before the command starts: a --prom path that cannot be a file stops here */
 	if (o->prom_path && metrics_file_target_ok(o->prom_path, why, sizeof(why))) {
-		fprintf(stderr, "udsprobe: cannot write --prom %s: %s\n", o->prom_path, why);
+		say_error("cannot write --prom %s: %s", o->prom_path, why);
 		err = -EINVAL;
 		goto out;
 	}
 	/* before the command starts: a port in use stops here */
 	if (o->metrics_addr && (err = metrics_http_open(o->metrics_addr, &http, why, sizeof(why)))) {
-		fprintf(stderr, "udsprobe: cannot serve --metrics %s: %s\n", o->metrics_addr, why);
+		say_error("cannot serve --metrics %s: %s", o->metrics_addr, why);
 		goto out;
 	}
 	if (o->argv) {
 		child = spawn(o->argv, &go, &exec_err);
 		if (child < 0) {
 			err = -errno;
-			fprintf(stderr, "udsprobe: --trace: cannot start '%s': %s\n", o->argv[0],
+			say_error("--trace: cannot start '%s': %s", o->argv[0],
 				strerror(errno));
 			goto out;
 		}
@@ -569,7 +569,7 @@ int trace_run(const struct trace_opts *o, struct trace_run *run)
 	}
 	if (child > 0) {
 		if (write(go, "g", 1) != 1)
-			fprintf(stderr, "udsprobe: --trace: the command did not start\n");
+			say_error("--trace: the command did not start");
 		close(go);
 		go = -1;
 		/* EOF: it runs; an errno: execvp failed (said by the child) */
@@ -577,7 +577,7 @@ int trace_run(const struct trace_opts *o, struct trace_run *run)
 		    sizeof(run->exec_errno))
 			run->exec_errno = 0;
 	} else {
-		fprintf(stderr, "udsprobe: tracing%s; Ctrl-C to stop\n",
+		say_error("tracing%s; Ctrl-C to stop",
 			o->duration_s ? " for --duration" : "");
 	}
 	/* on while the fd is open: the kernel-stage programs' cost per hit (--if-unix), the

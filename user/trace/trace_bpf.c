@@ -302,32 +302,32 @@ int trace_bpf_open(const struct trace_opts *o, struct flows_bpf **out, enum atta
 
 	*out = NULL;
 	if (!kernel_has_btf()) {
-		fprintf(stderr, "udsprobe: --trace: no kernel BTF (/sys/kernel/btf/vmlinux): boot a "
-			"kernel with CONFIG_DEBUG_INFO_BTF=y\n");
+		say_error("--trace: no kernel BTF (/sys/kernel/btf/vmlinux): boot a "
+			"kernel with CONFIG_DEBUG_INFO_BTF=y");
 		return -ENOENT;
 	}
 	/* every mode: cur_entry() reads the current syscall's number through bpf_task_pt_regs
 	 * (5.15+), and complete() claims a message with BPF_CMPXCHG (5.12+), which 5.10's
 	 * verifier refuses anywhere in a program ("BPF_STX uses reserved fields") */
 	if (btf_enum_value("BPF_FUNC_task_pt_regs", &(long long){ 0 })) {
-		fprintf(stderr, "udsprobe: --trace: this kernel (%s) has no bpf_task_pt_regs helper "
+		say_error("--trace: this kernel (%s) has no bpf_task_pt_regs helper "
 			"(Linux 5.15+), which --trace's programs need in every attach mode "
-			"(docs/TRACE.md, \"Kernels\")\n", kernel_release());
+			"(docs/TRACE.md, \"Kernels\")", kernel_release());
 		return -EOPNOTSUPP;
 	}
 	err = attach_choose(o->attach, mode_try, &t, mode, why, sizeof(why));
 	if (err) {
 		if (o->attach != ATTACH_AUTO)
-			fprintf(stderr, "udsprobe: --trace: cannot trace in the forced mode: %s\n"
-				"udsprobe: try --attach auto (docs/TRACE.md lists what each mode needs)\n",
+			say_error("--trace: cannot trace in the forced mode: %s\n"
+				"udsprobe: try --attach auto (docs/TRACE.md lists what each mode needs)",
 				why);
 		else
-			fprintf(stderr, "udsprobe: --trace: %s (%s): %s\n", attach_failure(err),
+			say_error("--trace: %s (%s): %s", attach_failure(err),
 				kernel_release(), why);
 		return err;
 	}
 	if (o->verbose)
-		fprintf(stderr, "udsprobe: --trace: %s mode (%s)\n", attach_mode_names[*mode], why);
+		say_error("--trace: %s mode (%s)", attach_mode_names[*mode], why);
 	*out = t.skel;
 	return 0;
 }

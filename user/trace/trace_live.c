@@ -182,7 +182,7 @@ struct trace_live *trace_live_open(void)
 	cpu_model(tl->cpu, sizeof(tl->cpu));
 	tl->scr = live_open(why, sizeof(why));
 	if (!tl->scr)
-		fprintf(stderr, "udsprobe: --live: %s: the flows as plain text every interval\n",
+		say_error("--live: %s: the flows as plain text every interval",
 			why);
 	return tl;
 }

@@ -231,7 +231,7 @@ int trace_out_at(const struct trace_run *run, struct outdir *od)
 	e = out_set_end(set);
 	err = err ? err : e;
 	if (!err)
-		fprintf(stderr, "udsprobe: wrote %s/: report.md, trace.json%s%s\n", od->path,
+		say_error("wrote %s/: report.md, trace.json%s%s", od->path,
 			run->slower_than_ns ? ", slow.jsonl" : "",
 			run->n_flows ? ", flow-*.svg and flow-*.folded per flow" : "");
 	return err;

@@ -88,7 +88,7 @@ int trace_outliers_open(struct flows_bpf *skel, const struct trace_opts *o,
 		return 0;
 	t = calloc(1, sizeof(*t));
 	if (!t) {
-		fprintf(stderr, "udsprobe: --slower-than: out of memory\n");
+		say_error("--slower-than: out of memory");
 		return -ENOMEM;
 	}
 	t->skel = skel;
@@ -98,7 +98,7 @@ int trace_outliers_open(struct flows_bpf *skel, const struct trace_opts *o,
 	t->rb = ring_buffer__new(bpf_map__fd(skel->maps.outliers), take, t, NULL);
 	if (!t->rb) {
 		err = -errno;
-		fprintf(stderr, "udsprobe: --slower-than: cannot read the outliers ring buffer: %s\n",
+		say_error("--slower-than: cannot read the outliers ring buffer: %s",
 			strerror(-err));
 		free(t);
 		return err;

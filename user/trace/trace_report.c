@@ -574,8 +574,8 @@ int trace_main(const char *json_path, const char *out_dir, double duration_s,
 	}
 	err = trace_run(&o, &run);
 	if (o.argv && (n = stop_leftovers(&janitor.janitor, 1)) > 0)
-		fprintf(stderr, "udsprobe: --trace: %d process%s '%s' started outside its process "
-			"group (a daemon) %s still running; stopped\n", n, n == 1 ? "" : "es",
+		say_error("--trace: %d process%s '%s' started outside its process "
+			"group (a daemon) %s still running; stopped", n, n == 1 ? "" : "es",
 			o.argv[0], n == 1 ? "was" : "were");
 	if (err)
 		goto out;
