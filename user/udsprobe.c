@@ -273,7 +273,7 @@ int main(int argc, char **argv)
 	atexit(close_stdout);
 	if (options_parse(argc, argv, &env))
 		return 2;
-	interrupt_setup();
+	interrupt_setup(workload_interrupt);
 	/* usage errors exit 2 while parsing; a command's -errno is a runtime failure */
 	err = cmds[env.action]();
 	return err ? 1 : 0;

@@ -12,6 +12,7 @@
 #include "backlog_bpf.h"
 #include "backlog_out.h"
 #include "backlog_table.h"
+#include "unix_name.h"
 #include "backlog.skel.h"
 #include "util.h"
 

@@ -39,12 +39,6 @@ static const char *const known[] = {
 	"cycle compare/tracer compare/tracer_calibrate",
 	"cycle compare/workload compare/workload_loops",
 	"cycle trace/trace_out trace/trace_report",
-	"call lib/interrupt -> compare/workload: workload_interrupt",
-	"call trace/trace_collect -> backlog/backlog_table: fmt_unix_addr",
-	"call trace/trace_out -> compare/report_out: out_set_begin",
-	"call trace/trace_out -> compare/report_out: out_set_end",
-	"call trace/trace_out -> compare/report_out: out_set_write",
-	"call compare/programs_report -> trace/trace_report: trace_flow_json",
 };
 #define N_KNOWN (sizeof(known) / sizeof(known[0]))
 

@@ -35,6 +35,7 @@
 #include "trace.h"
 #include "outfile.h"
 #include "util.h"
+#include "unix_name.h"
 
 #define SAMPLE_NS	100000000ull	/* queue sampling period */
 

@@ -153,9 +153,6 @@ void bl_state_free(struct bl_state *s);
 
 /* Inode number of /proc/PID/ns/NAME (PID 0 = self), or 0. */
 uint32_t bl_ns_inode(int pid, const char *name);
-/* A unix name (len bytes, abstract with its leading NUL) as text, and back (-EINVAL). */
-void fmt_unix_addr(const char *path, size_t len, char *out, size_t out_len);
-int parse_unix_addr(const char *arg, char *path, uint32_t *len);
 
 struct listener *bl_add_listener(struct bl_state *s, int family);
 struct listener *bl_find_tcp(struct bl_state *s, uint32_t netns, unsigned port, bool live);

@@ -18,6 +18,7 @@
 #include "reports.h"
 #include "trace_report.h"
 #include "util.h"
+#include "out_set.h"
 
 static const char *const side_name[PG__COUNT] = { "unix", "tcp" };
 

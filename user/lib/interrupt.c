@@ -5,9 +5,9 @@
 #include "interrupt.h"
 #include "live.h"
 #include "outfile.h"
-#include "workload.h"
 
 volatile sig_atomic_t udsprobe_stop;
+static void (*stop_fn)(void);
 
 static void on_signal(int sig)
 {
@@ -19,13 +19,15 @@ static void on_signal(int sig)
 		return;
 	}
 	udsprobe_stop = 1;
-	workload_interrupt();
+	if (stop_fn)
+		stop_fn();
 }
 
-void interrupt_setup(void)
+void interrupt_setup(void (*on_stop)(void))
 {
 	struct sigaction sa = { .sa_handler = on_signal };
 
+	stop_fn = on_stop;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);

@@ -262,4 +262,9 @@ void trace_svg_write(const struct trace_run *run, const struct flow *fl, double 
 double trace_svg_scale_of(double max_ns);
 void trace_flow_folded(const struct flow *fl, FILE *f);
 
+/* One flow as an object of the "flows" array (docs/TRACE.md), for other documents too
+ * (trace_report.c). */
+struct jw;
+void trace_flow_json(struct jw *w, const struct flow *fl);
+
 #endif

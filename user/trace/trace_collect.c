@@ -21,6 +21,7 @@
 #include "flows.skel.h"
 #include "trace_collect.h"
 #include "util.h"
+#include "unix_name.h"
 
 const char *const fl_stage_names[FS__COUNT] = {
 	[FS_SEND] = "send;call",

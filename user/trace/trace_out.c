@@ -17,6 +17,7 @@
 #include "predict.h"
 #include "trace_report.h"
 #include "util.h"
+#include "out_set.h"
 
 /* "flow-1-unix-redis-benchmark-to-redis-server" (+ ext): comms reduced to [A-Za-z0-9._-]. */
 static void flow_file(int i, const struct flow *fl, const char *ext, char *buf, size_t len)

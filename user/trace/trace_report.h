@@ -13,8 +13,6 @@ struct outdir;
 #define TR_TEXT_OUTLIERS 20	/* outliers the text report and report.md show */
 #define TR_OUT_FLOWS	8	/* flows --out draws (the busiest) */
 
-/* One flow as an object of the "flows" array (docs/TRACE.md), for other documents too. */
-void trace_flow_json(struct jw *w, const struct flow *fl);
 void trace_report_text(const struct trace_run *run, const struct trace_opts *o, FILE *f);
 /* A flow's stage table: text columns, or a markdown table (md). */
 void trace_stage_table(const struct flow *fl, bool md, FILE *f);
