@@ -38,113 +38,6 @@ uint64_t bl_overflows(const struct bl_val *v)
 	return v->overflows + v->ack_overflows;
 }
 
-/*
- * The socket file a client's path named: stat the path in the client's mount
- * namespace (through /proc/PID/root of the client or of any process in that
- * namespace). Relative paths are not resolved (the client's cwd is unknown).
- */
-static bool resolve_file(struct bl_state *s, const struct bl_key *k, dev_t *dev, uint64_t *ino)
-{
-	static int last_pid;	/* the process that resolved the last foreign namespace */
-	char p[BL_PATH_LEN + 48];
-	struct dirent *e;
-	struct stat sb;
-	int pid = 0;
-	DIR *d;
-
-	if (k->path[0] != '/' || k->path_len >= BL_PATH_LEN)
-		return false;
-	if (k->mntns != s->mntns) {
-		if (k->tgid && bl_ns_inode(k->tgid, "mnt") == k->mntns)
-			pid = k->tgid;
-		else if (last_pid && bl_ns_inode(last_pid, "mnt") == k->mntns)
-			pid = last_pid;
-		for (d = pid ? NULL : opendir("/proc"); d && (e = readdir(d));)
-			if (atoi(e->d_name) > 0 && bl_ns_inode(atoi(e->d_name), "mnt") == k->mntns)
-				pid = atoi(e->d_name);
-		if (d)
-			closedir(d);
-		if (!pid)
-			return false;	/* nobody left in that namespace */
-		last_pid = pid;
-	}
-	if (pid)
-		snprintf(p, sizeof(p), "/proc/%d/root%.*s", pid, (int)k->path_len, k->path);
-	else
-		snprintf(p, sizeof(p), "%.*s", (int)k->path_len, k->path);
-	if (stat(p, &sb) || !S_ISSOCK(sb.st_mode))
-		return false;
-	*dev = sb.st_dev;
-	*ino = sb.st_ino;
-	return true;
-}
-
-/* The listener a count key belongs to: the live socket when one matches, else a
- * listener keyed like the count (created here). */
-struct listener *bl_listener_of(struct bl_state *s, const struct bl_key *k, bool create)
-{
-	struct listener *l;
-	uint64_t ino;
-	dev_t dev;
-	int i;
-
-	if (k->family == BL_TCP) {
-		l = bl_find_tcp(s, k->netns, k->port, true);
-		if (!l)
-			l = bl_find_tcp(s, k->netns, k->port, false);
-		if (l || !create)
-			return l;
-		l = bl_add_listener(s, BL_TCP);
-		if (!l)
-			return NULL;
-		l->netns = k->netns;
-		l->port = k->port;
-		bl_set_addr(l, NULL);
-	} else {
-		bool abstract = !k->path[0];
-		bool file = !abstract && resolve_file(s, k, &dev, &ino);
-
-		struct listener *closed = NULL;
-
-		for (i = 0; i < s->n; i++) {
-			l = &s->ls[i];
-			if (l->family != BL_UNIX || !l->ino)
-				continue;
-			if (abstract ? l->netns == k->netns && bl_same_name(l, k->path, k->path_len) :
-			    file ? l->file_ino == ino && l->file_dev == dev &&
-				   (l->present || bl_same_name(l, k->path, k->path_len)) :
-			    k->mntns == s->mntns && bl_same_name(l, k->path, k->path_len)) {
-				if (l->present)
-					return l;
-				closed = l;	/* a live one of that name wins */
-			}
-		}
-		if (closed)
-			return closed;
-		for (i = 0; i < s->n; i++) {
-			l = &s->ls[i];
-			if (l->family == BL_UNIX && !l->ino && bl_same_name(l, k->path, k->path_len) &&
-			    (abstract ? l->netns == k->netns : l->mntns == k->mntns))
-				return l;
-		}
-		if (!create)
-			return NULL;
-		l = bl_add_listener(s, BL_UNIX);
-		if (!l)
-			return NULL;
-		memcpy(l->path, k->path, BL_PATH_LEN);
-		l->path_len = MIN(k->path_len, (uint32_t)BL_PATH_LEN);
-		if (abstract)
-			l->netns = k->netns;
-		else
-			l->mntns = k->mntns;
-		bl_set_addr(l, NULL);
-	}
-	l->owner_done = true;
-	l->watched = bl_match_filters(s, l);
-	return l;
-}
-
 static struct client *client_add(struct client **arr, int *n, int *cap)
 {
 	struct client *c = grow_array(*arr, cap, *n, sizeof(*c), 8);
@@ -212,27 +105,6 @@ static void comm_of(struct bl_bpf *b, struct client *c)
 	str_escape(raw.comm, strnlen(raw.comm, BL_COMM_LEN), c->comm, COMM_TXT);
 	c->netns = raw.netns;
 	c->cgroup = raw.cgroup;
-}
-
-int bl_doom(struct bl_doomed *d, const struct bl_key *k)
-{
-	struct bl_key *p = grow_array(d->keys, &d->cap, d->n, sizeof(*p), 64);
-
-	if (!p)
-		return -ENOMEM;
-	d->keys = p;
-	d->keys[d->n++] = *k;
-	return 0;
-}
-
-void bl_doom_apply(struct bl_doomed *d, struct bpf_map *map)
-{
-	int i;
-
-	for (i = 0; i < d->n; i++)
-		bpf_map__delete_elem(map, &d->keys[i], sizeof(d->keys[i]), 0);
-	free(d->keys);
-	memset(d, 0, sizeof(*d));
 }
 
 /*
@@ -348,13 +220,6 @@ uint64_t bl_listen_drops(const struct listener *l)
 	       l->prev_drops - l->drops_base : 0;
 }
 
-void bl_listener_free(struct listener *l)
-{
-	free(l->clients);
-	free(l->gone);
-	free(l->h);
-}
-
 /*
  * Listeners that closed were reported once (this interval, "closed": true) and
  * are now forgotten (issue 16 item 7): a listener created and closed every 5 ms
@@ -467,20 +332,6 @@ static void freeze(struct bl_state *s, struct listener *l)
 	l->frozen = true;
 }
 
-void bl_unretire(struct listener *l)
-{
-	l->retired = false;
-	if (!l->frozen)
-		return;
-	free(l->gone);
-	l->gone = l->clients;	/* what it had is what its clients left */
-	l->n_gone = l->n_clients;
-	l->cap_gone = l->cap_clients;
-	l->clients = NULL;
-	l->n_clients = l->cap_clients = 0;
-	l->frozen = false;
-}
-
 void bl_retire_closed(struct bl_state *s, struct bl_bpf *b)
 {
 	int i, n = 0, retired = 0;
@@ -533,7 +384,6 @@ int bl_owner_pid(const struct listener *l)
 {
 	return l->n_holders ? l->holders[0] : 0;
 }
-
 
 void bl_sort(struct bl_state *s)
 {

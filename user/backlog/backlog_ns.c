@@ -384,3 +384,16 @@ void bl_netns_free(struct bl_state *s)
 	cg_mnt_fd = -1;
 	cg_mnt_tried = false;
 }
+
+/* Inode number of /proc/PID/ns/NAME (PID 0 = self), or 0. */
+uint32_t bl_ns_inode(int pid, const char *name)
+{
+	char path[64];
+	struct stat sb;
+
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/ns/%s", pid, name);
+	else
+		snprintf(path, sizeof(path), "/proc/self/ns/%s", name);
+	return stat(path, &sb) ? 0 : (uint32_t)sb.st_ino;
+}

@@ -45,19 +45,6 @@ void bl_state_free(struct bl_state *s)
 	memset(s, 0, sizeof(*s));
 }
 
-/* Inode number of /proc/PID/ns/NAME (PID 0 = self), or 0. */
-uint32_t bl_ns_inode(int pid, const char *name)
-{
-	char path[64];
-	struct stat sb;
-
-	if (pid)
-		snprintf(path, sizeof(path), "/proc/%d/ns/%s", pid, name);
-	else
-		snprintf(path, sizeof(path), "/proc/self/ns/%s", name);
-	return stat(path, &sb) ? 0 : (uint32_t)sb.st_ino;
-}
-
 struct listener *bl_add_listener(struct bl_state *s, int family)
 {
 	struct listener *l = grow_array(s->ls, &s->cap, s->n, sizeof(*l), 64);
@@ -371,3 +358,151 @@ int bl_sample(struct bl_state *s, struct bl_bpf *b)
 	return 0;
 }
 
+/*
+ * The socket file a client's path named: stat the path in the client's mount
+ * namespace (through /proc/PID/root of the client or of any process in that
+ * namespace). Relative paths are not resolved (the client's cwd is unknown).
+ */
+static bool resolve_file(struct bl_state *s, const struct bl_key *k, dev_t *dev, uint64_t *ino)
+{
+	static int last_pid;	/* the process that resolved the last foreign namespace */
+	char p[BL_PATH_LEN + 48];
+	struct dirent *e;
+	struct stat sb;
+	int pid = 0;
+	DIR *d;
+
+	if (k->path[0] != '/' || k->path_len >= BL_PATH_LEN)
+		return false;
+	if (k->mntns != s->mntns) {
+		if (k->tgid && bl_ns_inode(k->tgid, "mnt") == k->mntns)
+			pid = k->tgid;
+		else if (last_pid && bl_ns_inode(last_pid, "mnt") == k->mntns)
+			pid = last_pid;
+		for (d = pid ? NULL : opendir("/proc"); d && (e = readdir(d));)
+			if (atoi(e->d_name) > 0 && bl_ns_inode(atoi(e->d_name), "mnt") == k->mntns)
+				pid = atoi(e->d_name);
+		if (d)
+			closedir(d);
+		if (!pid)
+			return false;	/* nobody left in that namespace */
+		last_pid = pid;
+	}
+	if (pid)
+		snprintf(p, sizeof(p), "/proc/%d/root%.*s", pid, (int)k->path_len, k->path);
+	else
+		snprintf(p, sizeof(p), "%.*s", (int)k->path_len, k->path);
+	if (stat(p, &sb) || !S_ISSOCK(sb.st_mode))
+		return false;
+	*dev = sb.st_dev;
+	*ino = sb.st_ino;
+	return true;
+}
+
+/* The listener a count key belongs to: the live socket when one matches, else a
+ * listener keyed like the count (created here). */
+struct listener *bl_listener_of(struct bl_state *s, const struct bl_key *k, bool create)
+{
+	struct listener *l;
+	uint64_t ino;
+	dev_t dev;
+	int i;
+
+	if (k->family == BL_TCP) {
+		l = bl_find_tcp(s, k->netns, k->port, true);
+		if (!l)
+			l = bl_find_tcp(s, k->netns, k->port, false);
+		if (l || !create)
+			return l;
+		l = bl_add_listener(s, BL_TCP);
+		if (!l)
+			return NULL;
+		l->netns = k->netns;
+		l->port = k->port;
+		bl_set_addr(l, NULL);
+	} else {
+		bool abstract = !k->path[0];
+		bool file = !abstract && resolve_file(s, k, &dev, &ino);
+
+		struct listener *closed = NULL;
+
+		for (i = 0; i < s->n; i++) {
+			l = &s->ls[i];
+			if (l->family != BL_UNIX || !l->ino)
+				continue;
+			if (abstract ? l->netns == k->netns && bl_same_name(l, k->path, k->path_len) :
+			    file ? l->file_ino == ino && l->file_dev == dev &&
+				   (l->present || bl_same_name(l, k->path, k->path_len)) :
+			    k->mntns == s->mntns && bl_same_name(l, k->path, k->path_len)) {
+				if (l->present)
+					return l;
+				closed = l;	/* a live one of that name wins */
+			}
+		}
+		if (closed)
+			return closed;
+		for (i = 0; i < s->n; i++) {
+			l = &s->ls[i];
+			if (l->family == BL_UNIX && !l->ino && bl_same_name(l, k->path, k->path_len) &&
+			    (abstract ? l->netns == k->netns : l->mntns == k->mntns))
+				return l;
+		}
+		if (!create)
+			return NULL;
+		l = bl_add_listener(s, BL_UNIX);
+		if (!l)
+			return NULL;
+		memcpy(l->path, k->path, BL_PATH_LEN);
+		l->path_len = MIN(k->path_len, (uint32_t)BL_PATH_LEN);
+		if (abstract)
+			l->netns = k->netns;
+		else
+			l->mntns = k->mntns;
+		bl_set_addr(l, NULL);
+	}
+	l->owner_done = true;
+	l->watched = bl_match_filters(s, l);
+	return l;
+}
+
+int bl_doom(struct bl_doomed *d, const struct bl_key *k)
+{
+	struct bl_key *p = grow_array(d->keys, &d->cap, d->n, sizeof(*p), 64);
+
+	if (!p)
+		return -ENOMEM;
+	d->keys = p;
+	d->keys[d->n++] = *k;
+	return 0;
+}
+
+void bl_doom_apply(struct bl_doomed *d, struct bpf_map *map)
+{
+	int i;
+
+	for (i = 0; i < d->n; i++)
+		bpf_map__delete_elem(map, &d->keys[i], sizeof(d->keys[i]), 0);
+	free(d->keys);
+	memset(d, 0, sizeof(*d));
+}
+
+void bl_listener_free(struct listener *l)
+{
+	free(l->clients);
+	free(l->gone);
+	free(l->h);
+}
+
+void bl_unretire(struct listener *l)
+{
+	l->retired = false;
+	if (!l->frozen)
+		return;
+	free(l->gone);
+	l->gone = l->clients;	/* what it had is what its clients left */
+	l->n_gone = l->n_clients;
+	l->cap_gone = l->cap_clients;
+	l->clients = NULL;
+	l->n_clients = l->cap_clients = 0;
+	l->frozen = false;
+}

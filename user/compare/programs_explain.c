@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The explanation under a --compare of programs, as claims (claims.h) from its numbers: which
+ * The numbers of a --compare of programs (flows paired by name, messages, time in flight) and
+ * the explanation under it, as claims (claims.h) from them: which
  * run was faster and by how much, how much of each run messages were in flight (the rest is
  * the programs' own work and connection set-up, which --trace does not count as messages),
  * and for the busiest flow which stage holds the per-message difference.
@@ -12,6 +13,72 @@
 #include "programs_report.h"
 #include "stage_table.h"
 #include "util.h"
+
+/* ---- the numbers the report and the explanation read (programs_report.h) ---- */
+
+int programs_pairs(const struct program_compare *pc, struct flow_pair *out, int max)
+{
+	const struct trace_run *u = &pc->side[PG_UNIX].run, *t = &pc->side[PG_TCP].run;
+	int n = 0, i, j;
+	bool *used = calloc(t->n_flows + 1, sizeof(*used));
+
+	if (!used)
+		return 0;
+	for (i = 0; i < u->n_flows && n < max; i++) {
+		out[n].f[PG_UNIX] = &u->flows[i];
+		out[n].f[PG_TCP] = NULL;
+		for (j = 0; j < t->n_flows; j++)
+			if (!used[j] && !strcmp(t->flows[j].sender.comm, u->flows[i].sender.comm) &&
+			    !strcmp(t->flows[j].receiver.comm, u->flows[i].receiver.comm)) {
+				out[n].f[PG_TCP] = &t->flows[j];
+				used[j] = true;
+				break;
+			}
+		n++;
+	}
+	for (j = 0; j < t->n_flows && n < max; j++)
+		if (!used[j]) {
+			out[n].f[PG_UNIX] = NULL;
+			out[n++].f[PG_TCP] = &t->flows[j];
+		}
+	free(used);
+	return n;
+}
+
+double programs_socket_ns(const struct program_side *sd)
+{
+	double sum = 0;
+	int i;
+
+	for (i = 0; i < sd->run.n_flows; i++)
+		sum += sd->run.flows[i].mean * sd->run.flows[i].messages;
+	return sum;
+}
+
+uint64_t programs_messages(const struct program_side *sd)
+{
+	uint64_t n = 0;
+	int i;
+
+	for (i = 0; i < sd->run.n_flows; i++)
+		n += sd->run.flows[i].messages;
+	return n;
+}
+
+bool programs_busiest_pair(const struct program_compare *pc, struct flow_pair *p)
+{
+	struct flow_pair pairs[PG_MAX_PAIRS];
+	int n = programs_pairs(pc, pairs, PG_MAX_PAIRS), i;
+
+	for (i = 0; i < n; i++)
+		if (pairs[i].f[PG_UNIX] && pairs[i].f[PG_TCP]) {
+			*p = pairs[i];
+			return true;
+		}
+	return false;
+}
+
+/* ---- the explanation ---- */
 
 /* What a stage holds on each transport (docs/TRACE.md, docs/STAGES.md). */
 static const char *const stage_why[FS__COUNT] = {

@@ -19,58 +19,6 @@
 #include "stages.skel.h"
 #include "util.h"
 
-/* Cheap syscalls whose arch wrapper (__x64_sys_*, __arm64_sys_*) can carry the calibration
- * probe: which of them has BTF (needed by fentry) differs between kernels (6.12 lacks
- * getppid's). */
-#if defined(__aarch64__)
-#define SYS_WRAPPER "__arm64_sys_"
-#else
-#define SYS_WRAPPER "__x64_sys_"
-#endif
-static const struct {
-	const char *func;
-	long nr;
-} calib_targets[] = {
-	{ SYS_WRAPPER "getppid", SYS_getppid },
-	{ SYS_WRAPPER "getcpu", SYS_getcpu },
-	{ SYS_WRAPPER "getrusage", SYS_getrusage },
-};
-
-/* The first target this mode can probe: its symbol in kallsyms, with BTF for fentry (tracepoint
- * mode's probe sits on sys_enter and only needs the number). */
-static int pick_calib_target(enum attach_mode mode)
-{
-	char sym[256];
-	size_t i;
-
-	for (i = 0; i < ARRAY_SIZE(calib_targets); i++) {
-		const char *f = calib_targets[i].func;
-
-		if (mode == ATTACH_TRACEPOINT ||
-		    (ksym_resolve(f, sym, sizeof(sym)) && (mode != ATTACH_FENTRY || btf_has_func(f))))
-			return i;
-	}
-	return -1;
-}
-
-void tracer_calib_prepare(struct tracer *tr)
-{
-	struct bpf_program *prog = tracer_calib_program(tr->skel, tr->mode);
-	int i = pick_calib_target(tr->mode);
-
-	if (prog && i >= 0) {
-		tr->calib = (struct stage_prog){
-			.prog = prog, .target = calib_targets[i].func,
-			.how = tr->mode == ATTACH_KPROBE ? PA_KPROBE : PA_SECTION,
-		};
-		tr->calib_nr = calib_targets[i].nr;
-		bpf_program__set_autoload(prog, true);
-		if (tr->mode == ATTACH_FENTRY)
-			bpf_program__set_attach_target(prog, 0, tr->calib.target);
-	}
-	tr->skel->rodata->calib_nr = tr->calib_nr;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;

@@ -70,7 +70,7 @@ const char *tracer_kernel_func(const char *target, char *sym, size_t len);
 /* Can a detached fentry program be attached again? Not before Linux 5.12. */
 bool tracer_fentry_can_reattach(void);
 
-/* tracer_calibrate.c: before load, pick the calibration target and enable its program. */
+/* Before load, pick the calibration target and enable its program (tracer_progs.c). */
 void tracer_calib_prepare(struct tracer *tr);
 
 #endif

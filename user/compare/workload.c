@@ -29,10 +29,6 @@
 #include "workload.h"
 #include "workload_int.h"
 
-const char *const transport_names[TR__COUNT] = { "unix", "tcp" };
-const char *const mode_names[WL__COUNT] = { "pingpong", "stream", "connect" };
-const char *const place_names[CPU__COUNT] = { "same", "split", "none" };
-
 static volatile sig_atomic_t interrupted;
 /* The running workload's processes, for the signal handler (0: none). */
 static volatile sig_atomic_t cur_client, cur_server;

@@ -20,6 +20,11 @@
 #include "util.h"
 #include "workload_int.h"
 
+/* The workload's names (workload.h): here, where the loops name their sockets by them. */
+const char *const transport_names[TR__COUNT] = { "unix", "tcp" };
+const char *const mode_names[WL__COUNT] = { "pingpong", "stream", "connect" };
+const char *const place_names[CPU__COUNT] = { "same", "split", "none" };
+
 void child_fail(struct shared *sh, int *err_slot, const char *what)
 {
 	int err = errno ? errno : EIO;

@@ -267,4 +267,9 @@ void trace_flow_folded(const struct flow *fl, FILE *f);
 struct jw;
 void trace_flow_json(struct jw *w, const struct flow *fl);
 
+/* The --trace command in mode attach (--attach): run, then the reports (text, --json PATH,
+ * --out DIR), in trace_main.c. 0, or -errno (said). */
+int trace_main(const char *json_path, const char *out_dir, double duration_s,
+	       enum attach_mode attach, int verbose);
+
 #endif

@@ -38,9 +38,5 @@ int trace_out_at(const struct trace_run *run, struct outdir *od);
 /* The px/ns that fits the slowest of the first n flows' mean latency in the plot. */
 double trace_svg_scale(const struct trace_run *run, int n);
 
-/* The whole --trace action in mode attach (--attach): run, then the reports (text, --json
- * PATH, --out DIR). 0, or -errno (said). */
-int trace_main(const char *json_path, const char *out_dir, double duration_s,
-	       enum attach_mode attach, int verbose);
 
 #endif
