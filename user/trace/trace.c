@@ -2,8 +2,8 @@
 /*
  * udsprobe --trace: load flows.bpf.c (trace_bpf.c), optionally run a
  * command with its children followed in the kernel, wait for --duration,
- * Ctrl-C or the command's exit, then collect the flows (trace_collect.c) and
- * write the reports (trace_report.c).
+ * Ctrl-C or the command's exit, then collect the flows (trace_collect.c); the
+ * command that calls this and writes the reports is trace_main.c.
  */
 #include <argp.h>
 #include <errno.h>
