@@ -133,3 +133,39 @@ TEST(stages_renamed_marker_has_older_name)
 	CHECK(stage_func_older("tcp_sendmsg") == NULL);
 	CHECK(stage_func_older("netif_rx") == NULL);
 }
+
+/* Which stages are TCP's alone comes from the table: every name the table makes, in every
+ * mode and attribution, agrees with what the names say (TCP/IP output, the loopback device,
+ * the receive softirq), and no UDS name is TCP's. */
+TEST(stage_table_tcp_only_from_the_table)
+{
+	char buf[STAGE_NAME_LEN];
+	int t, p, l, pc, fl, n = 0;
+
+	for (t = 0; t < TR__COUNT; t++)
+		for (p = 0; p < B__COUNT; p++)
+			for (l = p + 1; l < B__COUNT; l++)
+				for (pc = 0; pc < 2; pc++)
+					for (fl = 0; fl < 2; fl++) {
+						bool want;
+
+						stage_name(t, p, l, pc, fl, buf, sizeof(buf));
+						if (!buf[0])
+							continue;
+						want = t == TR_TCP && (strstr(buf, "tcp_ip_out") ||
+								       strstr(buf, "dev_xmit") ||
+								       !strncmp(buf, "rx_softirq;", 11));
+						if (stage_tcp_only(buf) != want)
+							unit_fail(__FILE__, __LINE__, "%s (%s): tcp_only %d",
+								  buf, t ? "tcp" : "unix", !want);
+						n++;
+					}
+	CHECK(n > 100);
+	CHECK(stage_tcp_only(SOFTIRQ_DEFERRED_STAGE));
+	CHECK(stage_tcp_only("rx_softirq;deferred;wait"));
+	CHECK(stage_tcp_only("rx_softirq;ip_tcp_in+enqueue_wakeup"));
+	CHECK(!stage_tcp_only("send;syscall+sock+enqueue_wakeup"));
+	CHECK(!stage_tcp_only("deliver;enqueue_wakeup"));
+	CHECK(!stage_tcp_only("bulk;send_copy"));
+	CHECK(!stage_tcp_only("send;call"));
+}

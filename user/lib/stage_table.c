@@ -147,9 +147,46 @@ void stage_name(enum transport t, int prev, int last, bool per_call, bool functi
 	snprintf(out, len, "%s;%s", parent, leaves);
 }
 
+/* Is parent;leaf (lengths pl, ll) a stage of TCP's path in the table and of none of UDS's? */
+static bool tcp_only_leaf(const char *parent, size_t pl, const char *leaf, size_t ll)
+{
+	bool tcp = false;
+	int b, t;
+
+	for (b = 0; b < B__COUNT; b++)
+		for (t = 0; t < TR__COUNT; t++) {
+			const char *s = boundaries[b].stage[t];
+
+			if (!s || strlen(s) != pl + 1 + ll || strncmp(s, parent, pl) || s[pl] != ';' ||
+			    strncmp(s + pl + 1, leaf, ll))
+				continue;
+			if (t == TR_UNIX)
+				return false;
+			tcp = true;
+		}
+	return tcp;
+}
+
 bool stage_tcp_only(const char *name)
 {
-	return strstr(name, "tcp_ip_out") || strstr(name, "dev_xmit") || !strncmp(name, "rx_softirq", 10);
+	const char *semi = strchr(name, ';'), *leaf, *end;
+	size_t n;
+
+	if (!strncmp(name, SOFTIRQ_DEFERRED_STAGE, strlen(SOFTIRQ_DEFERRED_STAGE)))
+		return true;
+	if (!semi)
+		return false;
+	/* "parent;leaf+leaf[;function]": TCP's when one of its leaves is */
+	end = strchr(semi + 1, ';');
+	end = end ? end : name + strlen(name);
+	for (leaf = semi + 1; leaf < end; leaf += n + 1) {
+		n = strcspn(leaf, "+;");
+		if (leaf + n > end)
+			n = end - leaf;
+		if (tcp_only_leaf(name, semi - name, leaf, n))
+			return true;
+	}
+	return false;
 }
 
 void stages_list(FILE *f)

@@ -47,7 +47,8 @@ const char *stage_func_older(const char *func);
 void stage_name(enum transport t, int prev, int last, bool per_call, bool function_level,
 		char *out, size_t len);
 /* A stage on TCP's network path only (TCP/IP output, loopback device, receive softirq, merged
- * names too): UDS hands the skb straight to the peer's queue. */
+ * names too), from the table: a leaf of it is a stage of TCP's path and of none of UDS's. UDS
+ * hands the skb straight to the peer's queue. */
 bool stage_tcp_only(const char *name);
 /* The slices of a message sent in several chunks, in --compare's C_BULK_* and --trace's
  * enum fl_bulk order (sender running, receiver running, sender asleep for space, neither). */
