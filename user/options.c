@@ -174,13 +174,10 @@ static int lookup(const char *name, const char *const *names, int n)
 /* split_list for option opt: an empty item ("1,,2") said here; else the count or -E2BIG. */
 static int list_items(const char *opt, char *arg, char **items, int max)
 {
-	char msg[PATH_MAX];
 	int n = split_list(arg, items, max);
 
-	if (n == -EINVAL && *arg) {
-		snprintf(msg, sizeof(msg), "%s: '%s' has an empty item (a comma too many)", opt, arg);
-		usage_exit("%s", msg);
-	}
+	if (n == -EINVAL && *arg)
+		usage_exit("%s: '%s' has an empty item (a comma too many)", opt, arg);
 	return n;
 }
 
@@ -305,7 +302,7 @@ static void parse_output(struct options *o, int key, char *arg)
 /* --btf FILE: readable, BTF, the kernel's (not blamed on the kernel after loading fails). */
 static void parse_btf(const char *path)
 {
-	char why[200], msg[PATH_MAX + 240];
+	char why[200];
 	struct stat st;
 	int err;
 
@@ -321,8 +318,7 @@ static void parse_btf(const char *path)
 		snprintf(why, sizeof(why), "not BTF (neither raw BTF nor an ELF with a .BTF section)");
 	else
 		return;
-	snprintf(msg, sizeof(msg), "--btf %s: %s", path, why);
-	usage_exit("%s", msg);
+	usage_exit("--btf %s: %s", path, why);
 }
 
 /* argp's callback: one case per option, so it grows with the option table (one place to read). */

@@ -119,7 +119,7 @@ static const char *filter_option_given(void)
 
 static error_t bl_parse(int key, char *arg, struct argp_state *state)
 {
-	char path[BL_PATH_LEN], why[160], msg[PATH_MAX + 200];
+	char path[BL_PATH_LEN], why[160];
 	static uint64_t given;
 	const char *name;
 	uint32_t len;
@@ -154,19 +154,15 @@ static error_t bl_parse(int key, char *arg, struct argp_state *state)
 		opts.f.pids[opts.f.n_pids++] = v;
 		break;
 	case OPT_NETNS:
-		if (bl_netns_parse(arg, &opts.f.netns, why, sizeof(why))) {
-			snprintf(msg, sizeof(msg), "--netns: '%s': %s", arg, why);
-			usage_exit("%s", msg);
-		}
+		if (bl_netns_parse(arg, &opts.f.netns, why, sizeof(why)))
+			usage_exit("--netns: '%s': %s", arg, why);
 		if (parse_u64(arg, 1, UINT32_MAX, &v))
 			opts.f.netns_path = arg;
 		break;
 	case OPT_CGROUP:
 		if (bl_cgroup_parse(arg, opts.f.cgroup_rel, sizeof(opts.f.cgroup_rel),
-				    &opts.f.cgroup_id, why, sizeof(why))) {
-			snprintf(msg, sizeof(msg), "--cgroup: '%s': %s", arg, why);
-			usage_exit("%s", msg);
-		}
+				    &opts.f.cgroup_id, why, sizeof(why)))
+			usage_exit("--cgroup: '%s': %s", arg, why);
 		opts.f.cgroup = arg;
 		break;
 	case OPT_INTERVAL:

@@ -156,12 +156,14 @@ void say_error(const char *fmt, ...)
 	va_end(ap);
 }
 
+static const char try_help[] = "\nTry 'udsprobe --help' for more information.\n";
+
 int usage_error(const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	say_line(fmt, ap, "\nTry 'udsprobe --help' for more information.\n");
+	say_line(fmt, ap, try_help);
 	va_end(ap);
 	return -EINVAL;
 }
@@ -171,7 +173,7 @@ void usage_exit(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	say_line(fmt, ap, "\nTry 'udsprobe --help' for more information.\n");
+	say_line(fmt, ap, try_help);
 	va_end(ap);
 	exit(2);
 }
