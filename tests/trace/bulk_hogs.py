@@ -2,7 +2,8 @@
 """Other programs' large sends beside a trace: PAIRS socketpairs, each a writer sending
 256 KiB messages to a reader that drains 8 KiB every 2 ms, so each send sleeps for buffer
 space and goes on in chunks for about 70 ms, one after another, for SECONDS. Prints "ready"
-once every writer is inside its first send. Its own process group: killed with it.
+0.2 s after forking them (their first sends under way by then). Its own process group: killed
+with it.
 
 usage: bulk_hogs.py PAIRS SECONDS
 """

@@ -18,7 +18,10 @@ import time
 from pair_common import listener, recv_exactly
 
 
-def size_of(i, delayed, size=200):
+SIZE = 200  # every message not delayed, unless SIZE is given
+
+
+def size_of(i, delayed, size=SIZE):
     return 3000 + i if i in delayed else size
 
 
@@ -28,7 +31,7 @@ def main():
     srv, addr, endpoint = listener(kind, args)
     m, delay = int(args[0]), int(args[2]) / 1000.0
     delayed = {int(x) for x in args[1].split(",") if x}
-    size = int(args[3]) if len(args) > 3 else 200
+    size = int(args[3]) if len(args) > 3 else SIZE
     srv.listen(1)
     pid = os.fork()
     if pid == 0:  # the client
