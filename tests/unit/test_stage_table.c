@@ -169,3 +169,39 @@ TEST(stage_table_tcp_only_from_the_table)
 	CHECK(!stage_tcp_only("bulk;send_copy"));
 	CHECK(!stage_tcp_only("send;call"));
 }
+
+/* Which stages copy the payload comes from the table's copy column: every name the table
+ * makes agrees with the names' own word ("copy" in the stage or its function), and so do the
+ * bulk slices. */
+TEST(stage_table_copy_from_the_table)
+{
+	char buf[STAGE_NAME_LEN];
+	int t, p, l, pc, fl, i, n = 0, copies = 0;
+
+	for (t = 0; t < TR__COUNT; t++)
+		for (p = 0; p < B__COUNT; p++)
+			for (l = p + 1; l < B__COUNT; l++)
+				for (pc = 0; pc < 2; pc++)
+					for (fl = 0; fl < 2; fl++) {
+						bool want;
+
+						stage_name(t, p, l, pc, fl, buf, sizeof(buf));
+						if (!buf[0])
+							continue;
+						want = strstr(buf, "copy") != NULL;
+						if (stage_is_copy(buf) != want)
+							unit_fail(__FILE__, __LINE__, "%s (%s): copy %d",
+								  buf, t ? "tcp" : "unix", !want);
+						n++;
+						copies += want;
+					}
+	CHECK(n > 100 && copies > 10);
+	for (i = 0; i < STAGE_NR_BULK; i++)
+		CHECK(stage_is_copy(stage_bulk_names[i]) == (strstr(stage_bulk_names[i], "copy") != NULL));
+	CHECK(stage_is_copy("recv;copy"));
+	CHECK(stage_is_copy("recv;copy+return"));
+	CHECK(!stage_is_copy("send;sock"));
+	CHECK(!stage_is_copy("send;sock;sock_alloc_send_pskb"));
+	CHECK(!stage_is_copy("send;call"));
+	CHECK(!stage_is_copy(SOFTIRQ_DEFERRED_STAGE));
+}

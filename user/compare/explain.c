@@ -360,14 +360,14 @@ static void headline(const struct pair_ctx *x)
 	explain_cpu(x);
 }
 
-/* The copy stages: payload copies are in stages whose names say "copy". */
+/* The payload copy stages, as the stage table marks them. */
 static double copy_ns(const struct trace_result *t)
 {
 	double sum = 0;
 	int i;
 
 	for (i = 0; i < t->n_stages; i++)
-		if (!t->stages[i].extra && strstr(t->stages[i].name, "copy"))
+		if (!t->stages[i].extra && stage_is_copy(t->stages[i].name))
 			sum += t->stages[i].ns_per_msg;
 	return sum;
 }

@@ -9,6 +9,8 @@
 
 #include "stage_table.h"
 
+/* the first two slices run a copy: the sender's send(), the receiver's recv() */
+#define BULK_COPY_SLICES 2
 const char *const stage_bulk_names[STAGE_NR_BULK] = {
 	"bulk;send_copy", "bulk;recv_copy", "bulk;wait_space", "bulk;wait_cpu",
 };
@@ -23,7 +25,7 @@ static const struct stage_boundary boundaries[B__COUNT] = {
 	[B_U_COPY] = { { "send;sock" }, { "skb_copy_datagram_from_iter" },
 		       .leaf = { "sock_alloc_send_pskb" }, .doc = "skb allocation" },
 	[B_U_QUEUE] = { { "send;sock" }, { "skb_queue_tail" }, .leaf = { "skb_copy_datagram_from_iter" },
-			.doc = "copy from user into the skb" },
+			.copy = true, .doc = "copy from user into the skb" },
 	[B_T_LOCKED] = { { NULL, "send;sock" }, { NULL, "tcp_sendmsg_locked" },
 			 .leaf = { NULL, "tcp_sendmsg" }, .doc = "tcp_sendmsg: lock_sock" },
 	[B_T_XMIT] = { { NULL, "send;sock" }, { NULL, "tcp_write_xmit" },
@@ -69,10 +71,10 @@ static const struct stage_boundary boundaries[B__COUNT] = {
 			   "receiver running" },
 	[B_COPY_START] = { BOTH("recv;copy"), BOTH("skb_copy_datagram_iter"),
 			   .leaf = { "unix_stream_read_generic", "tcp_recvmsg_locked" },
-			   .doc = "receiver: back from schedule, lock, find the skb" },
+			   .copy = true, .doc = "receiver: back from schedule, lock, find the skb" },
 	[B_COPY_DONE] = { BOTH("recv;copy"), BOTH("skb_copy_datagram_iter"),
 			  { "consume_skb", "tcp_rcv_space_adjust" }, BOTH("skb_copy_datagram_iter"),
-			  .doc = "copy to user" },
+			  .copy = true, .doc = "copy to user" },
 	[B_RECV_EXIT] = { BOTH("recv;return"), .always = true,
 			  .doc = "consume skb, write-space wakeup, syscall return" },
 };
@@ -184,6 +186,59 @@ bool stage_tcp_only(const char *name)
 		if (leaf + n > end)
 			n = end - leaf;
 		if (tcp_only_leaf(name, semi - name, leaf, n))
+			return true;
+	}
+	return false;
+}
+
+/* Is leaf (length ll) a stage leaf of the table, every row of it a copy? Any parent: a merged
+ * name keeps its first stage's parent ("send;sock+...+copy"). */
+static bool copy_leaf(const char *leaf, size_t ll)
+{
+	bool copy = false;
+	int b, t;
+
+	for (b = 0; b < B__COUNT; b++)
+		for (t = 0; t < TR__COUNT; t++) {
+			const char *s = boundaries[b].stage[t], *l = s ? strchr(s, ';') + 1 : NULL;
+
+			if (!l || strlen(l) != ll || strncmp(l, leaf, ll))
+				continue;
+			if (!boundaries[b].copy)
+				return false;
+			copy = true;
+		}
+	return copy;
+}
+
+bool stage_is_copy(const char *name)
+{
+	const char *semi = strchr(name, ';'), *func, *leaf;
+	int b, t;
+	size_t n;
+
+	for (b = 0; b < BULK_COPY_SLICES; b++)
+		if (!strcmp(name, stage_bulk_names[b]))
+			return true;
+	if (!semi)
+		return false;
+	func = strchr(semi + 1, ';');
+	if (func) {	/* function level: the row's own stage;leaf */
+		for (b = 0; b < B__COUNT; b++)
+			for (t = 0; t < TR__COUNT; t++) {
+				const struct stage_boundary *d = &boundaries[b];
+
+				if (d->copy && d->stage[t] && d->leaf[t] &&
+				    !strncmp(name, d->stage[t], func - name) &&
+				    !d->stage[t][func - name] && !strcmp(func + 1, d->leaf[t]))
+					return true;
+			}
+		return false;
+	}
+	/* "parent;leaf+leaf": a copy when one of its leaves is one in every row */
+	for (leaf = semi + 1; *leaf; leaf += n + (leaf[n] == '+')) {
+		n = strcspn(leaf, "+");
+		if (copy_leaf(leaf, n))
 			return true;
 	}
 	return false;

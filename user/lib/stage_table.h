@@ -29,6 +29,7 @@ struct stage_boundary {
 	const char *tp[TR__COUNT];	/* tracepoint mode: tracepoint marking it */
 	const char *leaf[TR__COUNT];	/* function-level leaf of the stage ending here */
 	bool always;			/* syscalls, scheduler, computed: every mode */
+	bool copy;			/* the stage ending here moves the payload (leaf level) */
 	const char *doc;
 };
 
@@ -50,6 +51,9 @@ void stage_name(enum transport t, int prev, int last, bool per_call, bool functi
  * names too), from the table: a leaf of it is a stage of TCP's path and of none of UDS's. UDS
  * hands the skb straight to the peer's queue. */
 bool stage_tcp_only(const char *name);
+/* A payload copy stage, from the table's copy column: recv;copy (and its leaves), UDS's
+ * send;sock;skb_copy_datagram_from_iter at function level, bulk;send_copy and bulk;recv_copy. */
+bool stage_is_copy(const char *name);
 /* The slices of a message sent in several chunks, in --compare's C_BULK_* and --trace's
  * enum fl_bulk order (sender running, receiver running, sender asleep for space, neither). */
 #define STAGE_NR_BULK 4
