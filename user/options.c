@@ -14,11 +14,7 @@
 
 #include "options.h"
 #include "attach.h"
-#include "backlog.h"
 #include "capability.h"
-#include "predict.h"
-#include "programs.h"
-#include "trace.h"
 #include "util.h"
 #include "workload.h"
 
@@ -203,12 +199,14 @@ static void parse_name_list(const char *opt, char *arg, const char *const *names
 	}
 }
 
-/* Other actions (e.g. --backlog) bring their own argp parser as a child. */
+/* Other actions (e.g. --backlog) bring their own argp parser as a child, each filling its
+ * struct of struct options (child_inputs, in this order). */
 static const struct argp_child argp_children[] = {
 	{ &backlog_argp, 0, NULL, 0 },
 	{ &trace_argp, 0, NULL, 0 },
 	{ &predict_argp, 0, NULL, 0 },
 	{ &programs_argp, 0, NULL, 0 },
+	{ &watch_argp, 0, NULL, 0 },
 	{},
 };
 
@@ -332,6 +330,13 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 	note_scoped(ps, key);
 	option_once(opts, key, &ps->given);
 	switch (key) {
+	case ARGP_KEY_INIT:
+		state->child_inputs[0] = &o->bl;
+		state->child_inputs[1] = &o->tr;
+		state->child_inputs[2] = &o->pr;
+		state->child_inputs[3] = &o->pg;
+		state->child_inputs[4] = &o->watch;
+		break;
 	case 'h':
 		argp_state_help(state, stdout, ARGP_HELP_STD_HELP);
 		break;
@@ -397,7 +402,7 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 		parse_output(o, key, arg);
 		break;
 	case ARGP_KEY_ARG:
-		if (trace_requested())
+		if (o->tr.enabled)
 			return ARGP_ERR_UNKNOWN;	/* -- COMMAND: trace.c */
 		usage_exit("unexpected argument '%s'", arg);
 		break;
@@ -478,7 +483,7 @@ static int check_programs(const struct parse_state *ps)
 			return usage_error("%s is an option of the built-in workload; --compare of "
 				"programs (--client-unix, --client-tcp) takes --json and --out",
 					   ps->scoped[i].name);
-	return programs_check();
+	return programs_check(&ps->opts->pg);
 }
 
 /* An option the chosen action does not take: -EINVAL after naming both. */
@@ -502,49 +507,65 @@ static int check_scoped(const struct parse_state *ps)
 	return 0;
 }
 
+/* An option of --backlog's alone given without it (by name), or NULL. */
+static const char *backlog_only_given(const struct options *o)
+{
+	return o->watch.f.netns ? "--netns" : o->watch.interval_s && !o->tr.enabled ? "--interval" :
+	       backlog_option_given(&o->bl);
+}
+
 int options_parse(int argc, char **argv, struct options *o)
 {
 	static const struct argp argp = {
 		.options = opts, .parser = parse_arg, .doc = doc, .children = argp_children,
 	};
 	struct parse_state ps = { .opts = o };
+	enum attach_mode bl_attach;
+	const char *name;
 	int err;
 
 	*o = (struct options){ .cmp = { .warmup = UINT64_MAX, .trace = true } };
 	argp_err_exit_status = 2;
 	if (argp_parse(&argp, argc, argv, 0, NULL, &ps))
 		return -EINVAL;
-	if (backlog_requested()) {	/* --backlog is parsed by backlog.c's argp child */
+	if (!o->bl.enabled && (name = backlog_only_given(o)))
+		return usage_error(o->tr.enabled ? "--trace does not take %s (an option of --backlog "
+				   "only)" : "%s needs --backlog", name);
+	if (!o->bl.enabled && !o->tr.enabled && (name = watch_filter_given(&o->watch)))
+		return usage_error("%s needs --backlog or --trace", name);
+	o->pg.kernel_stages = trace_kernel_stages(o->tr.detail, true);
+	o->pg.if_unix = o->pr.mode;
+	if (o->bl.enabled) {	/* --backlog is parsed by backlog.c's argp child */
 		if (o->action != ACT_NONE)
 			return usage_error("--backlog and %s exclude each other: give one action",
 					   action_options[o->action]);
 		o->action = ACT_BACKLOG;
 	}
-	if (trace_requested() && (err = set_action(o, ACT_TRACE)))	/* trace.c's argp child */
+	if (o->tr.enabled && (err = set_action(o, ACT_TRACE)))	/* trace.c's argp child */
 		return err;
-	if (programs_requested() && (err = check_programs(&ps)))
+	if (programs_requested(&o->pg) && (err = check_programs(&ps)))
 		return err;
 	if (o->action == ACT_NONE)
 		return usage_error("nothing to do: give --compare, --backlog, --trace, --check or "
 				   "--list-stages");
 	if ((err = check_scoped(&ps)))
 		return err;
-	if (trace_detail_given() && o->action != ACT_TRACE &&
-	    !(o->action == ACT_COMPARE && programs_requested()))
+	if (o->tr.detail != TRACE_DETAIL_DEFAULT && o->action != ACT_TRACE &&
+	    !(o->action == ACT_COMPARE && programs_requested(&o->pg)))
 		return usage_error("--detail needs --trace or --compare of programs");
-	if (o->action == ACT_TRACE && !trace_live() && !backlog_prom_path() && backlog_interval())
+	if (o->action == ACT_TRACE && !o->tr.live && !o->watch.prom_path && o->watch.interval_s)
 		return usage_error("--trace takes --interval with --live or --prom only (how "
 			"often they are redrawn, rewritten)");
-	if (trace_live() && o->json_path && !strcmp(o->json_path, "-"))
+	if (o->tr.live && o->json_path && !strcmp(o->json_path, "-"))
 		return usage_error("--live draws on stdout and --json - writes there: give "
 			"--json a file");
-	if (predict_requested() && o->action != ACT_TRACE &&
-	    !(o->action == ACT_COMPARE && programs_requested()))
+	if (o->pr.given && o->action != ACT_TRACE &&
+	    !(o->action == ACT_COMPARE && programs_requested(&o->pg)))
 		return usage_error("--if-unix needs --trace or --compare of programs "
 			"(--client-tcp)");
 	if (o->action == ACT_BACKLOG)
-		return backlog_check_attach(o->cmp.attach);
-	if (o->action == ACT_COMPARE && programs_requested())
+		return backlog_check_attach(&o->bl, o->cmp.attach, &bl_attach);
+	if (o->action == ACT_COMPARE && programs_requested(&o->pg))
 		return 0;	/* no workload to set up */
 	return o->action == ACT_COMPARE ? compare_validate(o, ps.sweep) : 0;
 }

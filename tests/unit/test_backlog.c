@@ -61,7 +61,7 @@ TEST(backlog_parse_addr_round_trip)
 #define CID "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 #define CG "cgroup=\"/system.slice/docker-" CID ".scope\",container=\"" CID "\""
 
-static void fixture(struct bl_state *s, const struct bl_filters *f, struct client *cl)
+static void fixture(struct bl_state *s, const struct watch_filters *f, struct client *cl)
 {
 	struct listener *l;
 
@@ -129,7 +129,7 @@ static void unfixture(struct bl_state *s)
 
 TEST(backlog_filters)
 {
-	struct bl_filters f = {};
+	struct watch_filters f = {};
 	struct bl_state s;
 	struct client cl[2];
 
@@ -212,7 +212,7 @@ static char *capture(struct bl_state *s, int what)
 
 TEST(backlog_json_summary)
 {
-	struct bl_filters f = {};
+	struct watch_filters f = {};
 	struct bl_state s;
 	struct client cl[2];
 	char want[2048], *got;
@@ -256,7 +256,7 @@ TEST(backlog_json_summary)
 
 TEST(backlog_prom_text)
 {
-	struct bl_filters f = {};
+	struct watch_filters f = {};
 	struct bl_state s;
 	struct client cl[2];
 	char *got;
@@ -303,7 +303,7 @@ TEST(backlog_prom_text)
  * Prometheus, never 0; the rest is unchanged. */
 TEST(backlog_unseen_counts_are_not_zero)
 {
-	struct bl_filters f = {};
+	struct watch_filters f = {};
 	struct bl_state s;
 	struct client cl[2];
 	char *got;
@@ -435,7 +435,7 @@ TEST(backlog_mode_programs)
  * ones with the fewest overflows (retired an interval ago) are folded into two numbers. */
 TEST(backlog_retired_listeners_bounded)
 {
-	struct bl_filters f = {};
+	struct watch_filters f = {};
 	struct bl_state s;
 	int i, n = BL_MAX_RETIRED + 6;
 	uint64_t kept = 0;
@@ -469,7 +469,7 @@ TEST(backlog_retired_listeners_bounded)
  * 300 exited clients (two commands) become 8 + 2 entries with the same totals. */
 TEST(backlog_retired_clients_compacted)
 {
-	struct bl_filters f = {};
+	struct watch_filters f = {};
 	struct bl_state s;
 	struct listener *l;
 	uint64_t sum = 0, kept = 0;

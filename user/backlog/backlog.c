@@ -32,7 +32,6 @@
 #include "backlog_out.h"
 #include "backlog_table.h"
 #include "metrics_http.h"
-#include "trace.h"
 #include "outfile.h"
 #include "util.h"
 #include "unix_name.h"
@@ -41,56 +40,19 @@
 
 /* ------------------------------------------------------------------ options */
 
-static struct bl_opts {
-	bool enabled;
-	struct bl_filters f;
-	double interval_s;
-	const char *prom_path;
-	const char *metrics_addr;
-	const char *attach;
-	enum attach_mode want;	/* the mode asked for: --attach, else --backlog-attach */
-	enum bl_source source;
-	bool source_given;
-	bool quiet;
-} opts;
-
 enum {
 	OPT_BACKLOG = 1100,
-	OPT_UNIX,
-	OPT_PORT,
-	OPT_PID,
-	OPT_INTERVAL,
-	OPT_PROM,
 	OPT_BL_ATTACH,
 	OPT_QUIET,
-	OPT_METRICS,
-	OPT_NETNS,
-	OPT_CGROUP,
 	OPT_SOURCE,
 };
 
+/* the filters, --interval, --prom and --metrics are the shared ones (watch_opts.h) */
 static const struct argp_option bl_options[] = {
 	{ "backlog", OPT_BACKLOG, NULL, 0,
 	  "Watch listen queues: AF_UNIX connect EAGAIN, TCP listen overflows (until --duration "
 	  "or Ctrl-C; --json PATH writes JSON lines)", 1 },
 	{ NULL, 0, NULL, 0, "Backlog watch (--backlog):", 4 },
-	{ "unix", OPT_UNIX, "PATH", 0, "Watch the AF_UNIX listener bound to PATH (repeatable; "
-	  "@NAME for an abstract name)" },
-	{ "port", OPT_PORT, "N", 0, "Watch the TCP listener(s) on local port N (repeatable)" },
-	{ "pid", OPT_PID, "P", 0, "Watch the listeners process P holds (repeatable)" },
-	{ "netns", OPT_NETNS, "PATH|INODE", 0, "Only listeners in this network namespace "
-	  "(/proc/PID/ns/net, /run/netns/NAME or the inode number)" },
-	{ "cgroup", OPT_CGROUP, "PATH", 0, "Only listeners whose owner is in this cgroup v2 "
-	  "directory or below (e.g. /sys/fs/cgroup/system.slice/php8.2-fpm.service); with "
-	  "--trace: only messages one of whose ends is a task in it" },
-	{ "interval", OPT_INTERVAL, "S", 0, "Live view (and --prom) every S seconds (default 1; "
-	  "--backlog's, and --trace --live's or --prom's)" },
-	{ "prom", OPT_PROM, "PATH", 0, "Write Prometheus text to PATH every interval, atomically "
-	  "(for node_exporter's textfile collector; --trace too: its flows so far, and once more "
-	  "at the end)" },
-	{ "metrics", OPT_METRICS, "ADDR:PORT", 0, "Serve the Prometheus metrics over HTTP at "
-	  "http://ADDR:PORT/metrics while running (e.g. 127.0.0.1:9464; :9464 = all addresses; "
-	  "--trace too: its flows so far)" },
 	{ "backlog-attach", OPT_BL_ATTACH, "MODE", 0,
 	  "auto (default), fentry, kprobe or tracepoint" },
 	{ "backlog-source", OPT_SOURCE, "SRC", 0,
@@ -101,114 +63,32 @@ static const struct argp_option bl_options[] = {
 	{},
 };
 
-/* An option of the watch alone given (the first, by name), or NULL. */
-static const char *watch_option_given(void)
-{
-	return opts.f.netns ? "--netns" : opts.interval_s && !trace_requested() ? "--interval" :
-	       opts.attach ? "--backlog-attach" :
-	       opts.source_given ? "--backlog-source" : opts.quiet ? "--quiet" : NULL;
-}
-
-/* A filter --trace shares, or --metrics or --prom, given (the first, by name), or NULL. */
-static const char *filter_option_given(void)
-{
-	return opts.f.n_unix ? "--unix" : opts.f.n_ports ? "--port" : opts.f.n_pids ? "--pid" :
-	       opts.f.cgroup ? "--cgroup" : opts.metrics_addr ? "--metrics" :
-	       opts.prom_path ? "--prom" : NULL;
-}
-
 static error_t bl_parse(int key, char *arg, struct argp_state *state)
 {
-	char path[BL_PATH_LEN], why[160];
+	struct backlog_opts *o = state->input;
 	static uint64_t given;
-	const char *name;
-	uint32_t len;
-	uint64_t v;
 
-	if (key != OPT_UNIX && key != OPT_PORT && key != OPT_PID)	/* these are repeatable */
-		option_once(bl_options, key, &given);
+	option_once(bl_options, key, &given);
 	switch (key) {
 	case OPT_BACKLOG:
-		opts.enabled = true;
+		o->enabled = true;
 		break;
-	case OPT_UNIX:
-		if (opts.f.n_unix == MAX_FILTERS)
-			usage_exit("--unix: at most 16 paths");
-		if (parse_unix_addr(arg, path, &len))
-			usage_exit("--unix: '%s' is not a socket path (1 to 107 bytes, or @NAME; "
-				  "\\\\, \\0 and \\xHH escapes)", arg);
-		opts.f.unix_paths[opts.f.n_unix++] = arg;
-		break;
-	case OPT_PORT:
-		if (opts.f.n_ports == MAX_FILTERS)
-			usage_exit("--port: at most 16 ports");
-		if (parse_u64(arg, 1, 65535, &v))
-			usage_exit("--port: '%s' is not a port number from 1 to 65535", arg);
-		opts.f.ports[opts.f.n_ports++] = v;
-		break;
-	case OPT_PID:
-		if (opts.f.n_pids == MAX_FILTERS)
-			usage_exit("--pid: at most 16 pids");
-		if (parse_u64(arg, 1, 4194304, &v))
-			usage_exit("--pid: '%s' is not a process id", arg);
-		opts.f.pids[opts.f.n_pids++] = v;
-		break;
-	case OPT_NETNS:
-		if (bl_netns_parse(arg, &opts.f.netns, why, sizeof(why)))
-			usage_exit("--netns: '%s': %s", arg, why);
-		if (parse_u64(arg, 1, UINT32_MAX, &v))
-			opts.f.netns_path = arg;
-		break;
-	case OPT_CGROUP:
-		if (bl_cgroup_parse(arg, opts.f.cgroup_rel, sizeof(opts.f.cgroup_rel),
-				    &opts.f.cgroup_id, why, sizeof(why)))
-			usage_exit("--cgroup: '%s': %s", arg, why);
-		opts.f.cgroup = arg;
-		break;
-	case OPT_INTERVAL:
-		if (parse_seconds(arg, 86400, &opts.interval_s) || opts.interval_s < 0.1)
-			usage_exit("--interval: '%s' is not a number of seconds in [0.1, 86400]", arg);
-		break;
-	case OPT_PROM:
-		if (!*arg)
-			usage_exit("--prom needs a path");
-		opts.prom_path = arg;
-		break;
-	case OPT_METRICS: {
-		struct sockaddr_storage sa;
-		unsigned int salen;
-
-		if (metrics_http_parse(arg, &sa, &salen))
-			usage_exit("--metrics: '%s' is not ADDR:PORT (a numeric IPv4 address, [IPv6] "
-				  "or nothing for all, and a port from 1 to 65535)", arg);
-		opts.metrics_addr = arg;
-		break;
-	}
 	case OPT_SOURCE:
 		if (!strcmp(arg, "auto"))
-			opts.source = BL_SOURCE_AUTO;
+			o->source = BL_SOURCE_AUTO;
 		else if (!strcmp(arg, "iter"))
-			opts.source = BL_SOURCE_ITER;
+			o->source = BL_SOURCE_ITER;
 		else if (!strcmp(arg, "diag"))
-			opts.source = BL_SOURCE_DIAG;
+			o->source = BL_SOURCE_DIAG;
 		else
 			usage_exit("--backlog-source: '%s' is not auto, iter or diag", arg);
-		opts.source_given = true;
+		o->source_given = true;
 		break;
 	case OPT_BL_ATTACH:
-		opts.attach = arg;
+		o->attach = arg;
 		break;
 	case OPT_QUIET:
-		opts.quiet = true;
-		break;
-	case ARGP_KEY_END:
-		if (opts.enabled)
-			break;
-		if ((name = watch_option_given()))
-			usage_exit(trace_requested() ? "--trace does not take %s (an option of --backlog "
-				  "only)" : "%s needs --backlog", name);
-		if (!trace_requested() && (name = filter_option_given()))
-			usage_exit("%s needs --backlog or --trace", name);
+		o->quiet = true;
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -218,29 +98,10 @@ static error_t bl_parse(int key, char *arg, struct argp_state *state)
 
 const struct argp backlog_argp = { .options = bl_options, .parser = bl_parse };
 
-bool backlog_requested(void)
+const char *backlog_option_given(const struct backlog_opts *o)
 {
-	return opts.enabled;
-}
-
-const char *backlog_metrics_addr(void)
-{
-	return opts.metrics_addr;
-}
-
-double backlog_interval(void)
-{
-	return opts.interval_s;
-}
-
-const char *backlog_prom_path(void)
-{
-	return opts.prom_path;
-}
-
-const struct bl_filters *backlog_filters(void)
-{
-	return &opts.f;
+	return o->attach ? "--backlog-attach" : o->source_given ? "--backlog-source" :
+	       o->quiet ? "--quiet" : NULL;
 }
 
 /* ------------------------------------------------------------------ main loop */
@@ -260,38 +121,41 @@ struct bl_loop {
 	struct bl_live_view view;
 	double last_t;		/* the last frame's, for a redraw on a key */
 	bool quit;		/* q in the full-screen view */
+	const struct backlog_opts *o;
+	const struct watch_opts *w;
 };
 
 static void prom_write(struct bl_loop *r)
 {
 	int err;
 
-	if (!opts.prom_path)
+	if (!r->w->prom_path)
 		return;
-	err = bl_write_prom(&r->s, opts.prom_path);
+	err = bl_write_prom(&r->s, r->w->prom_path);
 	if (err && !r->write_failed) {	/* said once; later intervals try again */
-		say_error("cannot write --prom %s: %s", opts.prom_path,
+		say_error("cannot write --prom %s: %s", r->w->prom_path,
 			err == -EEXIST ? "it is no longer a regular file" : strerror(-err));
 		r->write_failed = true;
 	}
 }
 
-int backlog_check_attach(enum attach_mode attach)
+int backlog_check_attach(const struct backlog_opts *o, enum attach_mode attach,
+			 enum attach_mode *want)
 {
 	int m;
 
-	opts.want = attach;
-	if (!opts.attach)
+	*want = attach;
+	if (!o->attach)
 		return 0;
-	m = attach_mode_parse(opts.attach);
+	m = attach_mode_parse(o->attach);
 	if (m < 0)
 		return usage_error("--backlog-attach: unknown mode '%s' (valid: auto fentry kprobe "
-				   "tracepoint)", opts.attach);
+				   "tracepoint)", o->attach);
 	if (attach != ATTACH_AUTO && m != ATTACH_AUTO && m != (int)attach)
 		return usage_error("--attach %s and --backlog-attach %s disagree: give one of them",
-				   attach_mode_names[attach], opts.attach);
+				   attach_mode_names[attach], o->attach);
 	if (m != ATTACH_AUTO)
-		opts.want = m;
+		*want = m;
 	return 0;
 }
 
@@ -304,13 +168,13 @@ static int check_args(struct bl_loop *r)
 	if ((err = privileges_check("--backlog",
 				    "as a service given those (udsprobe-backlog.service)")))
 		return err;
-	if (opts.prom_path && metrics_file_target_ok(opts.prom_path, msg, sizeof(msg))) {
-		say_error("cannot write --prom %s: %s", opts.prom_path, msg);
+	if (r->w->prom_path && metrics_file_target_ok(r->w->prom_path, msg, sizeof(msg))) {
+		say_error("cannot write --prom %s: %s", r->w->prom_path, msg);
 		return -EINVAL;
 	}
-	if (opts.metrics_addr &&
-	    (err = metrics_http_open(opts.metrics_addr, &r->http, msg, sizeof(msg)))) {
-		say_error("cannot serve --metrics %s: %s%s", opts.metrics_addr, msg,
+	if (r->w->metrics_addr &&
+	    (err = metrics_http_open(r->w->metrics_addr, &r->http, msg, sizeof(msg)))) {
+		say_error("cannot serve --metrics %s: %s%s", r->w->metrics_addr, msg,
 			err == -EADDRINUSE ? "; another process listens there (ss -ltnp names it): "
 			"stop it or give --metrics another port" : err == -EADDRNOTAVAIL ?
 			"; no interface of this host has that address" : "");
@@ -335,7 +199,7 @@ static int start(struct bl_loop *r, enum attach_mode want)
 	int i, n = 0, err;
 
 	s->somaxconn = bl_read_somaxconn();
-	r->b.source = opts.source;
+	r->b.source = r->o->source;
 	err = bl_bpf_setup(&r->b, want);
 	if (err)
 		return err;
@@ -356,8 +220,8 @@ static int start(struct bl_loop *r, enum attach_mode want)
 		return err;
 	}
 	bl_resolve_owners(s);
-	if (opts.prom_path && (err = bl_write_prom(s, opts.prom_path))) {
-		say_error("cannot write --prom %s: %s", opts.prom_path,
+	if (r->w->prom_path && (err = bl_write_prom(s, r->w->prom_path))) {
+		say_error("cannot write --prom %s: %s", r->w->prom_path,
 			strerror(-err));
 		return err;
 	}
@@ -406,7 +270,7 @@ static void report(struct bl_loop *r, uint64_t now)
 	}
 	if (r->live)
 		bl_live_frame(s, r->live, &r->view, t);
-	else if (!opts.quiet)
+	else if (!r->o->quiet)
 		bl_print_interval(s, r->out, t);
 	r->last_t = t;
 	if (r->json)
@@ -562,9 +426,11 @@ static void finish(struct bl_loop *r)
 	}
 }
 
-int backlog_main(const char *json_path, double duration_s, int verbose)
+int backlog_main(const struct backlog_opts *o, const struct watch_opts *w, enum attach_mode attach,
+		 const char *json_path, double duration_s, int verbose)
 {
-	struct bl_loop r = { .out = stdout, .json_path = json_path };
+	struct bl_loop r = { .out = stdout, .json_path = json_path, .o = o, .w = w };
+	enum attach_mode want;
 	int ret;
 
 	ret = check_args(&r);
@@ -575,18 +441,19 @@ int backlog_main(const char *json_path, double duration_s, int verbose)
 	/* a fixed threshold: the listener table's large reallocs stay mmapped and go back
 	 * whole when freed (glibc's dynamic threshold would move them into the heap) */
 	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
-	bl_state_init(&r.s, &opts.f);
-	r.interval = opts.interval_s ? opts.interval_s : 1.0;
+	bl_state_init(&r.s, &w->f);
+	r.interval = w->interval_s ? w->interval_s : 1.0;
 	r.t0 = now_ns();
 	if (duration_s)
 		r.end_ns = r.t0 + (uint64_t)(duration_s * 1e9);
-	ret = start(&r, opts.want);
+	backlog_check_attach(o, attach, &want);	/* checked on the command line */
+	ret = start(&r, want);
 	if (ret)
 		goto out;
 	r.t0 = now_ns();	/* the run starts when the start line is out */
 	if (duration_s)
 		r.end_ns = r.t0 + (uint64_t)(duration_s * 1e9);
-	if (!opts.quiet && r.out == stdout && isatty(STDOUT_FILENO)) {
+	if (!o->quiet && r.out == stdout && isatty(STDOUT_FILENO)) {
 		char why[160];
 
 		r.live = live_open(why, sizeof(why));

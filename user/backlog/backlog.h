@@ -6,31 +6,37 @@
 #include <stddef.h>
 
 #include "attach.h"
+#include "watch_opts.h"
 
-/* Options of --backlog, as an argp child of udsprobe's parser. */
+/* Where the AF_UNIX listeners and their queue depth come from (--backlog-source). */
+enum bl_source {
+	BL_SOURCE_AUTO,		/* iter/unix where the kernel has it (5.17+), else sock_diag */
+	BL_SOURCE_ITER,		/* iter/unix, or fail */
+	BL_SOURCE_DIAG,		/* NETLINK_SOCK_DIAG (backlog_diag.c) even with iter/unix */
+};
+
+/* --backlog's own options: backlog_argp (a child of the command line's parser) fills the
+ * struct its parent hands it; the filters and metrics options are watch_opts.h's. */
+struct backlog_opts {
+	bool enabled;		/* --backlog */
+	const char *attach;	/* --backlog-attach MODE as given */
+	enum bl_source source;
+	bool source_given;
+	bool quiet;
+};
 extern const struct argp backlog_argp;
-
-/* True when --backlog was given. */
-bool backlog_requested(void);
-
-/* --unix, --port and --pid as parsed (--trace uses them too). */
-struct bl_filters;
-const struct bl_filters *backlog_filters(void);
-/* --metrics ADDR:PORT (--backlog's, --trace's too), or NULL. */
-const char *backlog_metrics_addr(void);
-/* --interval S (0: not given); --trace --live and --trace --prom take it too. */
-double backlog_interval(void);
-/* --prom PATH (--backlog's, --trace's too), or NULL. */
-const char *backlog_prom_path(void);
-
-/* --backlog-attach against the shared --attach (ATTACH_AUTO: not given), when parsing:
- * 0, or -EINVAL (a usage error, said). */
-int backlog_check_attach(enum attach_mode attach);
+/* The first option of --backlog alone given (by name), or NULL. */
+const char *backlog_option_given(const struct backlog_opts *o);
+/* --backlog-attach against the shared --attach (ATTACH_AUTO: not given): the mode to try in
+ * want; 0, or -EINVAL (a usage error, said). */
+int backlog_check_attach(const struct backlog_opts *o, enum attach_mode attach,
+			 enum attach_mode *want);
 /*
  * Run --backlog until --duration or udsprobe_stop (interrupt.h: udsprobe's one signal
  * handler). json_path and duration_s come from udsprobe's shared --json/--duration options
  * (NULL / 0 = none). 0, or -errno (said).
  */
-int backlog_main(const char *json_path, double duration_s, int verbose);
+int backlog_main(const struct backlog_opts *o, const struct watch_opts *w, enum attach_mode attach,
+		 const char *json_path, double duration_s, int verbose);
 
 #endif

@@ -7,19 +7,13 @@
 #include <linux/types.h>
 
 #include "attach.h"
+#include "backlog.h"	/* enum bl_source */
 #include "../bpf/backlog.h"
 
 struct backlog_bpf;
 struct bpf_link;
 
 #define BL_MAX_PROGS	24	/* programs one mode attaches, at most */
-
-/* Where the AF_UNIX listeners and their queue depth come from (--backlog-source). */
-enum bl_source {
-	BL_SOURCE_AUTO,		/* iter/unix where the kernel has it (5.17+), else sock_diag */
-	BL_SOURCE_ITER,		/* iter/unix, or fail */
-	BL_SOURCE_DIAG,		/* NETLINK_SOCK_DIAG (backlog_diag.c) even with iter/unix */
-};
 
 struct bl_bpf {
 	struct backlog_bpf *skel;

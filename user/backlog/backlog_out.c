@@ -286,7 +286,7 @@ static void json_waits(struct jw *w, const struct bl_state *s, const struct list
 /* A client's netns, cgroup and container, as its connect() saw them (null: unknown). */
 static void json_client_where(struct jw *w, const struct client *c)
 {
-	const char *cg = c->cgroup ? bl_cgroup_path(c->cgroup) : "";
+	const char *cg = c->cgroup ? cgroup_id_path(c->cgroup) : "";
 	char id[CONTAINER_ID_LEN];
 
 	if (c->netns)

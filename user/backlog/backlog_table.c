@@ -23,7 +23,7 @@ _Static_assert(BL_PATH_LEN == UNIX_NAME_LEN, "a listener holds a whole unix name
 #include "backlog.skel.h"
 #include "util.h"
 
-void bl_state_init(struct bl_state *s, const struct bl_filters *f)
+void bl_state_init(struct bl_state *s, const struct watch_filters *f)
 {
 	memset(s, 0, sizeof(*s));
 	s->f = f;

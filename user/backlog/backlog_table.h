@@ -14,29 +14,16 @@
 
 #include "../bpf/backlog.h"
 #include "cgroup.h"	/* CGROUP_TXT, CONTAINER_ID_LEN */
+#include "watch_opts.h"	/* struct watch_filters */
 
-#define MAX_FILTERS	16
 #define MAX_HOLDERS	64
 #define COMM_TXT	(BL_COMM_LEN * 4 + 1)	/* a comm after str_escape */
 
 struct bl_bpf;
 
-
-/* --unix, --port, --pid: a listener is watched if it matches any (none given: all);
- * --netns and --cgroup then narrow that to one namespace, one cgroup subtree. */
-struct bl_filters {
-	const char *unix_paths[MAX_FILTERS];	/* as given: the escaped form (fmt_unix_addr) */
-	int n_unix;
-	unsigned ports[MAX_FILTERS];
-	int n_ports;
-	int pids[MAX_FILTERS];
-	int n_pids;
-	uint32_t netns;			/* --netns: its inode (0: any) */
-	const char *netns_path;		/* ... when given as a file (/run/netns/NAME) */
-	const char *cgroup;		/* --cgroup as given (NULL: any) */
-	char cgroup_rel[CGROUP_TXT];	/* its path in the hierarchy, as /proc/PID/cgroup says */
-	uint64_t cgroup_id;		/* its inode = the kernel's cgroup id */
-};
+/* The filters (struct watch_filters): --unix, --port, --pid: a listener is watched if it
+ * matches any (none given: all); --netns and --cgroup then narrow that to one namespace, one
+ * cgroup subtree. */
 
 struct client {
 	uint32_t tgid;
@@ -118,7 +105,7 @@ struct bl_netns {
 
 /* Everything --backlog knows; one per run (bl_state_init / bl_state_free). */
 struct bl_state {
-	const struct bl_filters *f;
+	const struct watch_filters *f;
 	struct bl_run run;
 	struct listener *ls;
 	int n, cap;
@@ -148,7 +135,7 @@ struct bl_state {
 	unsigned lines_since_header;	/* live view */
 };
 
-void bl_state_init(struct bl_state *s, const struct bl_filters *f);
+void bl_state_init(struct bl_state *s, const struct watch_filters *f);
 void bl_state_free(struct bl_state *s);
 
 /* Inode number of /proc/PID/ns/NAME (PID 0 = self), or 0. */
@@ -218,16 +205,11 @@ void bl_resolve_owners(struct bl_state *s);
 /* backlog_ns.c: network namespaces, cgroups, containers */
 int bl_read_somaxconn(void);
 bool bl_cgroup_under(const char *cg, const char *top);
-/* --cgroup and --netns arguments: 0, or -errno with the reason in why. */
-int bl_cgroup_parse(const char *arg, char *rel, size_t len, uint64_t *id, char *why, size_t wlen);
-int bl_netns_parse(const char *arg, uint32_t *ino, char *why, size_t wlen);
 /* Find the other network namespaces (at most once a second unless force). */
 void bl_netns_scan(struct bl_state *s, bool force);
 /* fn(s, b) inside each of them (udsprobe's own is the caller's). 0 or -errno. */
 int bl_netns_each(struct bl_state *s, struct bl_bpf *b,
 		  int (*fn)(struct bl_state *, struct bl_bpf *));
-/* The path of cgroup v2 id (escaped; "" unknown), from a small cache. */
-const char *bl_cgroup_path(uint64_t id);
 /* net.core.somaxconn in force in netns (0: unknown). */
 int bl_netns_somaxconn(const struct bl_state *s, uint32_t netns);
 void bl_netns_free(struct bl_state *s);

@@ -74,6 +74,17 @@ uint64_t default_warmup(enum wl_mode mode, uint64_t count);
 /* 0, -EINTR on Ctrl-C, other -errno on failure (message printed). */
 int compare_run(const struct compare_opts *opts, struct comparison *cmp);
 void comparison_free(struct comparison *cmp);
+/* Where --compare's reports go (NULL: not asked for). */
+struct compare_outputs {
+	const char *json_path, *folded_path, *svg_path, *out_dir;
+};
+/* The --compare command with the built-in workload (compare_main.c): 0 or -errno (said). */
+int compare_main(const struct compare_opts *o, const struct compare_outputs *out);
+/* One --compare (or --compare of programs) at a time on a host: waits for another one,
+ * saying for whom; 0, or -errno (-EINTR: Ctrl-C while waiting). */
+int compare_lock(void);
+/* The --check command (check_main.c): 0 or -errno. */
+int check_main(enum attach_mode attach, int verbose);
 /* A Ctrl-C that ended something else (a trace) no longer stops the runs to come. */
 void compare_rearm(void);
 /* Connections from other processes the workload servers refused (untraced + traced runs). */

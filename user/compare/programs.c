@@ -29,12 +29,6 @@
 
 #define MAX_SERVER_PIDS	256
 
-static struct {
-	const char *server, *client[PG__COUNT];
-	double ready_timeout_s;
-	bool ready_timeout_given;
-} popts = { .ready_timeout_s = 10 };
-
 enum { OPT_SERVER = 1300, OPT_CLIENT_UNIX, OPT_CLIENT_TCP, OPT_READY_TIMEOUT };
 
 static const struct argp_option pg_options[] = {
@@ -55,9 +49,13 @@ static const struct argp_option pg_options[] = {
 
 static error_t pg_parse(int key, char *arg, struct argp_state *state)
 {
+	struct programs_opts *popts = state->input;
 	static uint64_t given;
 
-	(void)state;
+	if (key == ARGP_KEY_INIT) {
+		popts->ready_timeout_s = 10;
+		return 0;
+	}
 	option_once(pg_options, key, &given);
 	switch (key) {
 	case OPT_SERVER:
@@ -69,15 +67,15 @@ static error_t pg_parse(int key, char *arg, struct argp_state *state)
 				"client-tcp");
 			exit(2);
 		}
-		*(key == OPT_SERVER ? &popts.server : &popts.client[key - OPT_CLIENT_UNIX]) = arg;
+		*(key == OPT_SERVER ? &popts->server : &popts->client[key - OPT_CLIENT_UNIX]) = arg;
 		break;
 	case OPT_READY_TIMEOUT:
-		if (parse_seconds(arg, 600, &popts.ready_timeout_s)) {
+		if (parse_seconds(arg, 600, &popts->ready_timeout_s)) {
 			say_error("--ready-timeout: '%s' is not a number of seconds in "
 				"(0, 600]", arg);
 			exit(2);
 		}
-		popts.ready_timeout_given = true;
+		popts->ready_timeout_given = true;
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -87,25 +85,24 @@ static error_t pg_parse(int key, char *arg, struct argp_state *state)
 
 const struct argp programs_argp = { .options = pg_options, .parser = pg_parse };
 
-bool programs_requested(void)
+bool programs_requested(const struct programs_opts *o)
 {
-	return popts.server || popts.client[PG_UNIX] || popts.client[PG_TCP] ||
-	       popts.ready_timeout_given;
+	return o->server || o->client[PG_UNIX] || o->client[PG_TCP] || o->ready_timeout_given;
 }
 
-int programs_check(void)
+int programs_check(const struct programs_opts *o)
 {
-	if (!popts.client[PG_TCP])
+	if (!o->client[PG_TCP])
 		return usage_error("--compare of programs needs --client-tcp, and --client-unix "
 			"to measure the switch (the same client, once per transport); with --client-tcp "
 			"alone the unix side is predicted (docs/PREDICT.md)");
-	if (!popts.client[PG_UNIX] && popts.server && !strstr(popts.server, "{port}"))
+	if (!o->client[PG_UNIX] && o->server && !strstr(o->server, "{port}"))
 		return usage_error("with --client-tcp alone, --server must listen on {port}");
-	if (!popts.client[PG_UNIX] && !predict_wanted())
+	if (!o->client[PG_UNIX] && o->if_unix == IFU_OFF)
 		return usage_error("--compare of programs with --client-tcp alone predicts the "
 			"unix side, which --if-unix off (or UDSPROBE_IF_UNIX=off) turns off: give "
 			"--client-unix too, or --trace for a trace alone");
-	if (popts.server && !strstr(popts.server, "{unix}") && !strstr(popts.server, "{port}"))
+	if (o->server && !strstr(o->server, "{unix}") && !strstr(o->server, "{port}"))
 		return usage_error("--server names neither {unix} nor {port}: udsprobe "
 			"waits until the server accepts there and traces that endpoint");
 	return 0;
@@ -203,10 +200,10 @@ static int setup(struct program_compare *pc)
 	}
 	snprintf(pc->endpoint[PG_UNIX], sizeof(pc->endpoint[PG_UNIX]), "%s", pc->unix_path);
 	snprintf(pc->endpoint[PG_TCP], sizeof(pc->endpoint[PG_TCP]), "127.0.0.1:%u", pc->port);
-	if (popts.server && !(pc->server_cmd = fill(popts.server, pc)))
+	if (pc->o->server && !(pc->server_cmd = fill(pc->o->server, pc)))
 		return -ENOMEM;
 	for (s = 0; s < PG__COUNT; s++)	/* no --client-unix: that side is predicted */
-		if (popts.client[s] && !(pc->side[s].cmd = fill(popts.client[s], pc)))
+		if (pc->o->client[s] && !(pc->side[s].cmd = fill(pc->o->client[s], pc)))
 			return -ENOMEM;
 	return 0;
 }
@@ -239,8 +236,9 @@ static int run_client(struct program_compare *pc, int s, const int *pids, int n_
 		.pids = pids, .n_pids = n_pids, .verbose = verbose, .argv = argv,
 		.guard = &pc->dir,	/* its own process group, which dies with udsprobe */
 		/* a comparison, not production: the full stages unless --detail syscall */
-		.kernel_stages = trace_kernel_stages(true),
-		.hit_costs = predict_wanted(),	/* the prediction from the TCP run (docs/PREDICT.md) */
+		.kernel_stages = pc->o->kernel_stages,
+		/* the prediction from the TCP run (docs/PREDICT.md) */
+		.hit_costs = pc->o->if_unix != IFU_OFF,
 	};
 	int err;
 
@@ -375,21 +373,22 @@ static int wait_server(struct program_compare *pc, struct program_server *srv)
 	unsigned ports[2];
 	int n = 0;
 
-	if (strstr(popts.server, "{port}"))
+	if (strstr(pc->o->server, "{port}"))
 		ports[n++] = pc->port;
-	if (strstr(popts.server, "{port2}"))
+	if (strstr(pc->o->server, "{port2}"))
 		ports[n++] = pc->port2;
-	return server_wait_ready(srv, strstr(popts.server, "{unix}") ? pc->unix_path : NULL, ports,
-				 n, popts.ready_timeout_s);
+	return server_wait_ready(srv, strstr(pc->o->server, "{unix}") ? pc->unix_path : NULL, ports,
+				 n, pc->o->ready_timeout_s);
 }
 
-int programs_run(struct program_compare *pc, int verbose)
+int programs_run(struct program_compare *pc, const struct programs_opts *o, int verbose)
 {
 	struct program_server srv = { .pid = 0 };
 	char out_path[PATH_MAX + 16];
 	int err;
 
 	memset(pc, 0, sizeof(*pc));
+	pc->o = o;
 	pc->dir.fd = -1;
 	pc->side[PG_UNIX].exit_status = pc->side[PG_TCP].exit_status = -1;
 	/* processes the server or a client leave behind when their parent exits come to us

@@ -11,21 +11,30 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "predict.h"
 #include "tmpdir.h"
 #include "trace.h"
 
 #define PG_OUTPUT_MAX	(64 * 1024)	/* bytes of a client's output kept (its end) */
 
-/* The options of --compare with programs (an argp child of udsprobe.c). */
-extern const struct argp programs_argp;
-/* --server, --client-unix, --client-tcp or --ready-timeout was given. */
-bool programs_requested(void);
-/* Once the action is --compare: both clients given, a --server that names {unix} or {port};
- * 0, or -EINVAL after saying what is wrong. */
-int programs_check(void);
-
 /* The two transports, indexed as enum fl_transport - 1. */
 enum { PG_UNIX, PG_TCP, PG__COUNT };
+
+/* The options of --compare with programs: programs_argp (a child of the command line's
+ * parser) fills the first four; the command line adds the two that other options set. */
+struct programs_opts {
+	const char *server, *client[PG__COUNT];
+	double ready_timeout_s;
+	bool ready_timeout_given;
+	bool kernel_stages;		/* --detail full, the default here */
+	enum if_unix_mode if_unix;	/* the unix side predicted from the TCP run */
+};
+extern const struct argp programs_argp;
+/* --server, --client-unix, --client-tcp or --ready-timeout was given. */
+bool programs_requested(const struct programs_opts *o);
+/* Once the action is --compare: both clients given, a --server that names {unix} or {port};
+ * 0, or -EINVAL after saying what is wrong. */
+int programs_check(const struct programs_opts *o);
 
 struct program_side {
 	char *cmd;		/* the client command, placeholders filled */
@@ -51,10 +60,12 @@ struct program_compare {
 	struct program_side side[PG__COUNT];
 	const char *attach_mode;
 	bool interrupted;
+	const struct programs_opts *o;
 };
 
-/* Run it all: 0, -EINTR on Ctrl-C (what ran is in pc), other -errno (message printed). */
-int programs_run(struct program_compare *pc, int verbose);
+/* Run it all as o says: 0, -EINTR on Ctrl-C (what ran is in pc), other -errno (message
+ * printed). */
+int programs_run(struct program_compare *pc, const struct programs_opts *o, int verbose);
 void programs_free(struct program_compare *pc);
 /* Client options as given (with placeholders), for messages. */
 const char *programs_client_opt(int side);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "capability.h"
+#include "compare.h"
 #include "json_writer.h"
 #include "outfile.h"
 #include "predict.h"
@@ -482,7 +483,8 @@ static int write_outputs(const struct program_compare *pc, const char *json_path
 	return err;
 }
 
-int programs_main(const char *json_path, const char *out_dir, int verbose)
+int programs_main(const struct programs_opts *o, const char *json_path, const char *out_dir,
+		  int verbose)
 {
 	struct outdir od = { .fd = -1 };
 	struct program_compare pc;
@@ -490,13 +492,16 @@ int programs_main(const char *json_path, const char *out_dir, int verbose)
 
 	if ((err = privileges_check("--compare of programs (it traces them)", PRIVILEGES_SETCAP)))
 		return err;
+	/* your programs' runs are traced too: the same one-at-a-time rule as --compare's */
+	if ((err = compare_lock()))
+		return err;
 	if (json_path && (err = outfile_check("--json", json_path)))
 		return err;
 	if (out_dir && (err = outdir_open(&od, "--out", out_dir)))
 		return err;
-	err = programs_run(&pc, verbose);
+	err = programs_run(&pc, o, verbose);
 	if (!err)	/* what the TCP run alone says of unix, beside what unix measured */
-		predict_if_unix(&pc.side[PG_TCP].run, ATTACH_AUTO, verbose);
+		predict_if_unix(&pc.side[PG_TCP].run, o->if_unix, ATTACH_AUTO, verbose);
 	/* an interrupted run or a failed client: the report of what ran, statuses included */
 	if (!err || pc.side[PG_UNIX].ran || pc.side[PG_TCP].ran) {
 		if (err)

@@ -32,6 +32,7 @@ void programs_md(const struct program_compare *pc, FILE *f);
 
 /* The --compare action with programs: run, then the text report, --json PATH, --out DIR.
  * 0 or -errno (said on stderr). */
-int programs_main(const char *json_path, const char *out_dir, int verbose);
+int programs_main(const struct programs_opts *o, const char *json_path, const char *out_dir,
+		  int verbose);
 
 #endif

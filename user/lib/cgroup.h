@@ -18,5 +18,12 @@ void proc_cgroup(int pid, char *out, size_t len);
 void cgroup_container_id(const char *cg, char *out, size_t len);
 /* The inode of PID's network namespace (what --backlog's netns label says), 0 when unknown. */
 uint32_t proc_netns(int pid);
+/* --cgroup and --netns arguments: 0, or -errno with the reason in why. */
+int cgroup_parse(const char *arg, char *rel, size_t len, uint64_t *id, char *why, size_t wlen);
+int netns_parse(const char *arg, uint32_t *ino, char *why, size_t wlen);
+/* The path of cgroup v2 id (escaped; "" unknown), from a small cache. */
+const char *cgroup_id_path(uint64_t id);
+/* Its cgroup2 mount's fd closed (opened again at the next use). */
+void cgroup_id_path_close(void);
 
 #endif

@@ -28,10 +28,6 @@
 #include "stage_table.h"
 #include "util.h"
 
-enum if_unix_mode { IFU_AUTO, IFU_CACHED, IFU_FRESH, IFU_OFF };
-static enum if_unix_mode ifu_mode = IFU_AUTO;
-static bool ifu_given;
-
 enum { OPT_IF_UNIX = 1300 };
 
 static const struct argp_option pr_options[] = {
@@ -58,21 +54,21 @@ static enum if_unix_mode mode_of(const char *what, const char *arg)
 
 static error_t pr_parse(int key, char *arg, struct argp_state *state)
 {
+	struct predict_opts *o = state->input;
 	static uint64_t given;
 	const char *env;
 
-	(void)state;
 	switch (key) {
 	case ARGP_KEY_INIT:
 		/* the default for scripts and test suites that do not ask for a prediction */
 		env = getenv("UDSPROBE_IF_UNIX");
 		if (env && *env)
-			ifu_mode = mode_of("UDSPROBE_IF_UNIX", env);
+			o->mode = mode_of("UDSPROBE_IF_UNIX", env);
 		break;
 	case OPT_IF_UNIX:
 		option_once(pr_options, key, &given);
-		ifu_mode = mode_of("--if-unix", arg);
-		ifu_given = true;
+		o->mode = mode_of("--if-unix", arg);
+		o->given = true;
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -81,16 +77,6 @@ static error_t pr_parse(int key, char *arg, struct argp_state *state)
 }
 
 const struct argp predict_argp = { .options = pr_options, .parser = pr_parse };
-
-bool predict_requested(void)
-{
-	return ifu_given;
-}
-
-bool predict_wanted(void)
-{
-	return ifu_mode != IFU_OFF;
-}
 
 /* ------------------------------------------------------------------ calibration */
 
@@ -723,7 +709,8 @@ static void predict_with(struct trace_run *run, const struct calibration *cal)
 	predict_flows(run, cal);
 }
 
-void predict_if_unix(struct trace_run *run, enum attach_mode attach, int verbose)
+void predict_if_unix(struct trace_run *run, enum if_unix_mode mode, enum attach_mode attach,
+		     int verbose)
 {
 	struct if_unix_basis *b = &run->basis;
 	struct calibration cal = {};
@@ -732,15 +719,15 @@ void predict_if_unix(struct trace_run *run, enum attach_mode attach, int verbose
 
 	for (i = 0; i < run->n_flows; i++)
 		n_tcp += run->flows[i].transport == FL_TCP;
-	if (ifu_mode == IFU_OFF || (!n_tcp && ifu_mode != IFU_FRESH))
+	if (mode == IFU_OFF || (!n_tcp && mode != IFU_FRESH))
 		return;
 	b->asked = true;
 	cpu_model(cpu, sizeof(cpu));
 	cache_path(b->file, sizeof(b->file), cpu);
-	err = ifu_mode == IFU_FRESH ? -ENOENT : cal_load(b->file, &cal);
+	err = mode == IFU_FRESH ? -ENOENT : cal_load(b->file, &cal);
 	if (!err && (strcmp(cal.kernel, kernel_release()) || strcmp(cal.cpu, cpu)))
 		err = -ESTALE;
-	if (err && ifu_mode == IFU_CACHED) {
+	if (err && mode == IFU_CACHED) {
 		snprintf(why, sizeof(why), "no AF_UNIX calibration is cached for this kernel and "
 			 "CPU and --if-unix cached runs none: run --trace --if-unix fresh once");
 	} else if (err) {

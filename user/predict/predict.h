@@ -8,20 +8,24 @@
 
 #include "trace.h"
 
-/* Its option (--if-unix MODE), a child of the command line's parser. */
+enum if_unix_mode { IFU_AUTO, IFU_CACHED, IFU_FRESH, IFU_OFF };
+/* --if-unix MODE (or $UDSPROBE_IF_UNIX): predict_argp, a child of the command line's parser,
+ * fills the struct its parent hands it; given: --if-unix was on the line. */
+struct predict_opts {
+	enum if_unix_mode mode;
+	bool given;
+};
 extern const struct argp predict_argp;
-/* --if-unix was given (options.c checks the action takes it). */
-bool predict_requested(void);
-/* --if-unix is not off: a run should keep what the prediction reads (trace_opts.hit_costs). */
-bool predict_wanted(void);
 
 /*
- * Fill run->flows[].if_unix for the TCP flows and run->basis: from the AF_UNIX calibration
- * cached for this kernel and CPU, or one run now (--if-unix auto/fresh; udsprobe's own
+ * Fill run->flows[].if_unix for the TCP flows and run->basis (nothing with IFU_OFF; a run to
+ * predict keeps what the prediction reads: trace_opts.hit_costs): from the AF_UNIX calibration
+ * cached for this kernel and CPU, or one run now (auto/fresh; udsprobe's own
  * ping-pong, both transports, traced in mode attach). Run after the trace's programs are
  * gone. A flow it cannot predict gets why; nothing here fails the run.
  */
-void predict_if_unix(struct trace_run *run, enum attach_mode attach, int verbose);
+void predict_if_unix(struct trace_run *run, enum if_unix_mode mode, enum attach_mode attach,
+		     int verbose);
 
 /* The same from a calibration file (its kernel and CPU not checked: unit tests); 0 or -errno. */
 int predict_from_file(struct trace_run *run, const char *path);

@@ -20,8 +20,6 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "backlog.h"
-#include "backlog_table.h"
 #include "capability.h"
 #include "flows.h"	/* before the skeleton: its .bss has struct fl_bulk_slot */
 #include "flows.skel.h"
@@ -36,17 +34,6 @@
 #include "util.h"
 
 /* ------------------------------------------------------------------ options */
-
-static struct {
-	bool enabled;
-	const char *comms[FL_MAX_COMMS];
-	int n_comms;
-	uint64_t slower_than_ns;
-	bool full_detail;	/* --detail full */
-	bool detail_given;
-	bool live;		/* --live */
-	char **argv;
-} topts;
 
 enum { OPT_TRACE = 1200, OPT_COMM, OPT_SLOWER_THAN, OPT_DETAIL, OPT_LIVE };
 
@@ -77,19 +64,20 @@ static const struct argp_option tr_options[] = {
 
 static error_t tr_parse(int key, char *arg, struct argp_state *state)
 {
+	struct trace_cmd_opts *topts = state->input;
 	static uint64_t given;
 
 	if (key == OPT_SLOWER_THAN || key == OPT_DETAIL)	/* --comm is repeatable */
 		option_once(tr_options, key, &given);
 	switch (key) {
 	case OPT_TRACE:
-		topts.enabled = true;
+		topts->enabled = true;
 		break;
 	case OPT_COMM: {
 		/* the name as the report prints it (str_escape): \\, \xHH; no NUL in a comm */
 		static char names[FL_MAX_COMMS][FL_COMM_LEN];
-		char *name = names[topts.n_comms < FL_MAX_COMMS ? topts.n_comms : 0];
-		int n = topts.n_comms < FL_MAX_COMMS ? str_unescape(arg, name, FL_COMM_LEN - 1) : 0;
+		char *name = names[topts->n_comms < FL_MAX_COMMS ? topts->n_comms : 0];
+		int n = topts->n_comms < FL_MAX_COMMS ? str_unescape(arg, name, FL_COMM_LEN - 1) : 0;
 
 		if (n <= 0 || memchr(name, 0, n)) {
 			say_error("--comm: '%s' is not a process name of 1 to 15 "
@@ -98,40 +86,39 @@ static error_t tr_parse(int key, char *arg, struct argp_state *state)
 			exit(2);
 		}
 		name[n] = 0;
-		topts.comms[topts.n_comms++] = name;
+		topts->comms[topts->n_comms++] = name;
 		break;
 	}
 	case OPT_SLOWER_THAN:
-		if (parse_duration_ns(arg, 60000000000ull, &topts.slower_than_ns))
+		if (parse_duration_ns(arg, 60000000000ull, &topts->slower_than_ns))
 			usage_exit("--slower-than: '%s' is not a duration with a unit "
 				"(ns, us, ms, s) in (0, 60s], e.g. 2ms", arg);
 		break;
 	case OPT_LIVE:
-		topts.live = true;
+		topts->live = true;
 		break;
 	case OPT_DETAIL:
 		if (strcmp(arg, "full") && strcmp(arg, "syscall"))
 			usage_exit("--detail: '%s' is not a detail level: full or "
 				"syscall", arg);
-		topts.full_detail = !strcmp(arg, "full");
-		topts.detail_given = true;
+		topts->detail = !strcmp(arg, "full") ? TRACE_DETAIL_FULL : TRACE_DETAIL_SYSCALL;
 		break;
 	case ARGP_KEY_ARG:
-		if (!topts.enabled)
+		if (!topts->enabled)
 			return ARGP_ERR_UNKNOWN;
 		/* -- COMMAND [ARG...]: the rest of the line */
-		topts.argv = &state->argv[state->next - 1];
+		topts->argv = &state->argv[state->next - 1];
 		state->next = state->argc;
 		break;
 	case ARGP_KEY_END:
 		/* "--" and nothing after it: not a run of the whole host until Ctrl-C */
-		if (topts.enabled && !topts.argv && state->quoted && state->quoted >= state->argc)
+		if (topts->enabled && !topts->argv && state->quoted && state->quoted >= state->argc)
 			usage_exit("--trace: nothing after '--': give the command to run "
 				"(-- COMMAND [ARG...]), or drop the '--'");
 		/* --detail: also --compare of programs (options.c checks) */
-		if (!topts.enabled && (topts.n_comms || topts.slower_than_ns || topts.live))
+		if (!topts->enabled && (topts->n_comms || topts->slower_than_ns || topts->live))
 			usage_exit("%s needs --trace",
-				topts.n_comms ? "--comm" : topts.live ? "--live" : "--slower-than");
+				topts->n_comms ? "--comm" : topts->live ? "--live" : "--slower-than");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -140,45 +127,6 @@ static error_t tr_parse(int key, char *arg, struct argp_state *state)
 }
 
 const struct argp trace_argp = { .options = tr_options, .parser = tr_parse };
-
-bool trace_requested(void)
-{
-	return topts.enabled;
-}
-
-bool trace_live(void)
-{
-	return topts.live;
-}
-
-int trace_comms(const char **out, int max)
-{
-	int i;
-
-	for (i = 0; i < topts.n_comms && i < max; i++)
-		out[i] = topts.comms[i];
-	return i;
-}
-
-char **trace_command(void)
-{
-	return topts.argv;
-}
-
-uint64_t trace_slower_than(void)
-{
-	return topts.slower_than_ns;
-}
-
-bool trace_kernel_stages(bool dflt)
-{
-	return topts.detail_given ? topts.full_detail : dflt;
-}
-
-bool trace_detail_given(void)
-{
-	return topts.detail_given;
-}
 
 /* ------------------------------------------------------------------ run */
 

@@ -17,11 +17,26 @@
 #define TR_MAX_FLOWS	4096	/* flows kept; more: counted in flow_map_full */
 #define TR_MAX_NAMES	65536	/* unix endpoint names kept (~120 B each) */
 
-/* Options of --trace (its own ones; --pid/--port/--unix come from --backlog's parser). */
+/* --detail: syscall (--trace's default), full (--compare of programs' default) */
+enum trace_detail { TRACE_DETAIL_DEFAULT, TRACE_DETAIL_SYSCALL, TRACE_DETAIL_FULL };
+
+/* --trace's own options: trace_argp (a child of the command line's parser) fills the struct
+ * its parent hands it; the filters and metrics options are watch_opts.h's. */
+struct trace_cmd_opts {
+	bool enabled;			/* --trace */
+	const char *comms[FL_MAX_COMMS];	/* --comm, unescaped */
+	int n_comms;
+	uint64_t slower_than_ns;	/* --slower-than (0: not given) */
+	enum trace_detail detail;
+	bool live;			/* --live: the flows on a full-screen view */
+	char **argv;			/* -- COMMAND [ARG...], or NULL */
+};
 extern const struct argp trace_argp;
-bool trace_requested(void);
-/* --live: the flows on a full-screen view every interval (trace_live.c) */
-bool trace_live(void);
+/* send;call cut into kernel stages: --detail full, or dflt without --detail */
+static inline bool trace_kernel_stages(enum trace_detail d, bool dflt)
+{
+	return d == TRACE_DETAIL_DEFAULT ? dflt : d == TRACE_DETAIL_FULL;
+}
 
 struct trace_opts {
 	const int *pids;
@@ -243,15 +258,6 @@ int trace_hist_merge(struct sparse_hist *h, const __u32 *dense);
 int trace_hist_copy(struct sparse_hist *to, const struct sparse_hist *from);
 /* The value at quantile q of a kept histogram: fl_hist_quantile of it made dense. */
 uint64_t trace_hist_quantile(const struct sparse_hist *h, double q);
-/* --comm values and the command given with --trace (the options of trace_argp). */
-int trace_comms(const char **out, int max);
-char **trace_command(void);
-/* --slower-than in ns, 0 when not given. */
-uint64_t trace_slower_than(void);
-/* --detail full: send;call cut into kernel stages; dflt when --detail was not given (--trace:
- * syscall, --compare of programs: full). */
-bool trace_kernel_stages(bool dflt);
-bool trace_detail_given(void);
 
 /* A flow's pictures, for --trace --out and --compare of programs' --out: its flame graph
  * (trace_svg.c) drawn at px_per_ns, one scale for every flow of a report (trace_svg_scale_of:
@@ -267,9 +273,12 @@ void trace_flow_folded(const struct flow *fl, FILE *f);
 struct jw;
 void trace_flow_json(struct jw *w, const struct flow *fl);
 
-/* The --trace command in mode attach (--attach): run, then the reports (text, --json PATH,
- * --out DIR), in trace_main.c. 0, or -errno (said). */
-int trace_main(const char *json_path, const char *out_dir, double duration_s,
-	       enum attach_mode attach, int verbose);
+/* The --trace command as t, w and p (--if-unix) say, in mode attach (--attach): run, then the
+ * reports (text, --json PATH, --out DIR), in trace_main.c. 0, or -errno (said). */
+struct watch_opts;
+struct predict_opts;
+int trace_main(const struct trace_cmd_opts *t, const struct watch_opts *w,
+	       const struct predict_opts *p, const char *json_path, const char *out_dir,
+	       double duration_s, enum attach_mode attach, int verbose);
 
 #endif

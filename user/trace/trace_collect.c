@@ -16,7 +16,6 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "backlog_table.h"
 #include "flows.h"	/* before the skeleton: its .bss has struct fl_bulk_slot */
 #include "flows.skel.h"
 #include "trace_collect.h"

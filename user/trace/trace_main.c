@@ -7,32 +7,32 @@
 #include <string.h>
 #include <sys/prctl.h>
 
-#include "backlog.h"
-#include "backlog_table.h"
 #include "capability.h"
 #include "outfile.h"
 #include "predict.h"
 #include "trace.h"
 #include "trace_report.h"
 #include "util.h"
+#include "watch_opts.h"
 
-int trace_main(const char *json_path, const char *out_dir, double duration_s,
-	       enum attach_mode attach, int verbose)
+int trace_main(const struct trace_cmd_opts *t, const struct watch_opts *w,
+	       const struct predict_opts *p, const char *json_path, const char *out_dir,
+	       double duration_s, enum attach_mode attach, int verbose)
 {
-	const struct bl_filters *f = backlog_filters();
+	const struct watch_filters *f = &w->f;
 	struct trace_opts o = {
 		.pids = f->pids, .n_pids = f->n_pids,
 		.ports = f->ports, .n_ports = f->n_ports,
 		.unix_paths = f->unix_paths, .n_unix = f->n_unix,
 		.cgroup = f->cgroup,
-		.duration_s = duration_s, .slower_than_ns = trace_slower_than(),
-		.metrics_addr = backlog_metrics_addr(),
-		.prom_path = backlog_prom_path(),
-		.live = trace_live(),
-		.interval_s = backlog_interval() ? backlog_interval() : 1.0,
-		.kernel_stages = trace_kernel_stages(false),
-		.hit_costs = predict_wanted(),
-		.attach = attach, .argv = trace_command(),
+		.duration_s = duration_s, .slower_than_ns = t->slower_than_ns,
+		.metrics_addr = w->metrics_addr,
+		.prom_path = w->prom_path,
+		.live = t->live,
+		.interval_s = w->interval_s ? w->interval_s : 1.0,
+		.kernel_stages = trace_kernel_stages(t->detail, false),
+		.hit_costs = p->mode != IFU_OFF,
+		.attach = attach, .argv = t->argv,
 		.verbose = verbose,
 	};
 	struct outdir od = { .fd = -1 };
@@ -40,7 +40,8 @@ int trace_main(const char *json_path, const char *out_dir, double duration_s,
 	struct tmpdir janitor = { .fd = -1 };
 	int err, e, n;
 
-	o.n_comms = trace_comms(o.comms, FL_MAX_COMMS);
+	memcpy(o.comms, t->comms, sizeof(o.comms));
+	o.n_comms = t->n_comms;
 	if ((err = privileges_check("--trace", "as a service given those (udsprobe-trace.service)")))
 		return err;
 	if (out_dir && (err = outdir_open(&od, "--out", out_dir)))
@@ -66,7 +67,7 @@ int trace_main(const char *json_path, const char *out_dir, double duration_s,
 		goto out;
 	if (run.exec_errno)
 		err = -run.exec_errno;	/* the command never ran (said above) */
-	predict_if_unix(&run, attach, verbose);
+	predict_if_unix(&run, p->mode, attach, verbose);
 	if (!json_path || strcmp(json_path, "-"))
 		trace_report_text(&run, &o, stdout);
 	if (json_path && (e = trace_report_json(&run, json_path)))
