@@ -189,11 +189,12 @@ static void parse_name_list(const char *opt, char *arg, const char *const *names
 	for (i = 0; i < cnt; i++) {
 		k = lookup(items[i], names, n);
 		if (k < 0) {
-			fprintf(stderr, "udsprobe: %s: unknown value '%s' (valid:", opt, items[i]);
+			char valid[128] = "";
+
 			for (k = 0; k < n; k++)
-				fprintf(stderr, " %s", names[k]);
-			fprintf(stderr, ")\n");
-			exit(2);
+				snprintf(valid + strlen(valid), sizeof(valid) - strlen(valid), " %s",
+					 names[k]);
+			usage_exit("%s: unknown value '%s' (valid:%s)", opt, items[i], valid);
 		}
 		out[k] = true;
 	}

@@ -134,10 +134,9 @@ TEST(stages_renamed_marker_has_older_name)
 	CHECK(stage_func_older("netif_rx") == NULL);
 }
 
-/* Which stages are TCP's alone comes from the table: every name the table makes, in every
- * mode and attribution, agrees with what the names say (TCP/IP output, the loopback device,
- * the receive softirq), and no UDS name is TCP's. */
-TEST(stage_table_tcp_only_from_the_table)
+/* Every name the table makes, in every mode and attribution: both transports, every boundary
+ * pair, per call or not, function level or not; fn checks each; the number of names. */
+static int each_stage_name(void (*fn)(const char *name, int t, int *marked), int *marked)
 {
 	char buf[STAGE_NAME_LEN];
 	int t, p, l, pc, fl, n = 0;
@@ -147,20 +146,33 @@ TEST(stage_table_tcp_only_from_the_table)
 			for (l = p + 1; l < B__COUNT; l++)
 				for (pc = 0; pc < 2; pc++)
 					for (fl = 0; fl < 2; fl++) {
-						bool want;
-
 						stage_name(t, p, l, pc, fl, buf, sizeof(buf));
 						if (!buf[0])
 							continue;
-						want = t == TR_TCP && (strstr(buf, "tcp_ip_out") ||
-								       strstr(buf, "dev_xmit") ||
-								       !strncmp(buf, "rx_softirq;", 11));
-						if (stage_tcp_only(buf) != want)
-							unit_fail(__FILE__, __LINE__, "%s (%s): tcp_only %d",
-								  buf, t ? "tcp" : "unix", !want);
+						fn(buf, t, marked);
 						n++;
 					}
-	CHECK(n > 100);
+	return n;
+}
+
+/* What the names say: TCP/IP output, the loopback device, the receive softirq on TCP. */
+static void check_tcp_only(const char *name, int t, int *marked)
+{
+	bool want = t == TR_TCP && (strstr(name, "tcp_ip_out") || strstr(name, "dev_xmit") ||
+				    !strncmp(name, "rx_softirq;", 11));
+
+	if (stage_tcp_only(name) != want)
+		unit_fail(__FILE__, __LINE__, "%s (%s): tcp_only %d", name, t ? "tcp" : "unix", !want);
+	*marked += want;
+}
+
+/* Which stages are TCP's alone comes from the table: every name the table makes agrees with
+ * what the names say, and no UDS name is TCP's. */
+TEST(stage_table_tcp_only_from_the_table)
+{
+	int marked = 0;
+
+	CHECK(each_stage_name(check_tcp_only, &marked) > 100 && marked > 10);
 	CHECK(stage_tcp_only(SOFTIRQ_DEFERRED_STAGE));
 	CHECK(stage_tcp_only("rx_softirq;deferred;wait"));
 	CHECK(stage_tcp_only("rx_softirq;ip_tcp_in+enqueue_wakeup"));
@@ -173,29 +185,20 @@ TEST(stage_table_tcp_only_from_the_table)
 /* Which stages copy the payload comes from the table's copy column: every name the table
  * makes agrees with the names' own word ("copy" in the stage or its function), and so do the
  * bulk slices. */
+static void check_copy(const char *name, int t, int *marked)
+{
+	bool want = strstr(name, "copy") != NULL;
+
+	if (stage_is_copy(name) != want)
+		unit_fail(__FILE__, __LINE__, "%s (%s): copy %d", name, t ? "tcp" : "unix", !want);
+	*marked += want;
+}
+
 TEST(stage_table_copy_from_the_table)
 {
-	char buf[STAGE_NAME_LEN];
-	int t, p, l, pc, fl, i, n = 0, copies = 0;
+	int i, marked = 0;
 
-	for (t = 0; t < TR__COUNT; t++)
-		for (p = 0; p < B__COUNT; p++)
-			for (l = p + 1; l < B__COUNT; l++)
-				for (pc = 0; pc < 2; pc++)
-					for (fl = 0; fl < 2; fl++) {
-						bool want;
-
-						stage_name(t, p, l, pc, fl, buf, sizeof(buf));
-						if (!buf[0])
-							continue;
-						want = strstr(buf, "copy") != NULL;
-						if (stage_is_copy(buf) != want)
-							unit_fail(__FILE__, __LINE__, "%s (%s): copy %d",
-								  buf, t ? "tcp" : "unix", !want);
-						n++;
-						copies += want;
-					}
-	CHECK(n > 100 && copies > 10);
+	CHECK(each_stage_name(check_copy, &marked) > 100 && marked > 10);
 	for (i = 0; i < STAGE_NR_BULK; i++)
 		CHECK(stage_is_copy(stage_bulk_names[i]) == (strstr(stage_bulk_names[i], "copy") != NULL));
 	CHECK(stage_is_copy("recv;copy"));

@@ -14,6 +14,7 @@
 #include "backlog_bpf.h"
 #include "backlog_table.h"
 #include "backlog.skel.h"
+#include "hist.h"
 #include "util.h"
 
 void bl_hist_add(struct bl_hist *a, const struct bl_hist *b)
@@ -43,27 +44,11 @@ uint64_t bl_depth_le(int slot)
 	return slot < 16 ? (uint64_t)slot : (2ull << (slot - 12)) - 1;
 }
 
-/* The slot holding the q-quantile of n samples, or -1 when there are none. */
-static int quantile_slot(const __u64 *slots, int n_slots, uint64_t n, double q)
-{
-	uint64_t rank = (uint64_t)(q * n + 0.999999), seen = 0;
-	int i;
-
-	if (!n)
-		return -1;
-	rank = rank ? rank : 1;
-	for (i = 0; i < n_slots; i++) {
-		seen += slots[i];
-		if (seen >= rank)
-			return i;
-	}
-	return n_slots - 1;
-}
-
 /* An upper estimate (the slot's bound, never above the maximum seen), in seconds. */
 double bl_wait_quantile(const struct bl_hist *h, double q)
 {
-	int slot = quantile_slot(h->wait_slots, BL_WAIT_SLOTS, h->accepted, q);
+	int slot = hist_quantile_bucket((const uint64_t *)h->wait_slots, BL_WAIT_SLOTS, h->accepted,
+					q);
 	double max = h->wait_max_ns / 1e9;
 
 	if (slot < 0)
@@ -73,7 +58,8 @@ double bl_wait_quantile(const struct bl_hist *h, double q)
 
 uint64_t bl_depth_quantile(const struct bl_hist *h, double q)
 {
-	int slot = quantile_slot(h->depth_slots, BL_DEPTH_SLOTS, h->queued, q);
+	int slot = hist_quantile_bucket((const uint64_t *)h->depth_slots, BL_DEPTH_SLOTS, h->queued,
+					q);
 
 	if (slot < 0)
 		return 0;

@@ -349,11 +349,7 @@ void programs_json_write(const struct program_compare *pc, FILE *f)
 	struct jw w;
 	int s;
 
-	jw_init(&w, f, true);
-	jw_obj_begin(&w, NULL);
-	jw_str(&w, "tool", "udsprobe");
-	jw_str(&w, "version", UDSPROBE_VERSION);
-	jw_str(&w, "kernel", kernel_release());
+	jw_doc_begin(&w, f);
 	jw_str(&w, "action", "compare-programs");
 	jw_str(&w, "attach_mode", pc->attach_mode);
 	jw_str(&w, "server", pc->server_cmd);

@@ -160,11 +160,7 @@ int json_write(const struct comparison *cmp, FILE *f)
 	if (!cl)
 		return -ENOMEM;
 
-	jw_init(&w, f, true);
-	jw_obj_begin(&w, NULL);
-	jw_str(&w, "tool", "udsprobe");
-	jw_str(&w, "version", UDSPROBE_VERSION);
-	jw_str(&w, "kernel", kernel_release());
+	jw_doc_begin(&w, f);
 	jw_str(&w, "attach_mode", cmp->attach_mode);
 	jw_str(&w, "attach_reason", cmp->attach_reason);
 	jw_str(&w, "stage_granularity", cmp->stage_granularity);

@@ -2,6 +2,7 @@
 #include <math.h>
 
 #include "json_writer.h"
+#include "util.h"	/* kernel_release */
 
 void jw_init(struct jw *w, FILE *f, bool pretty)
 {
@@ -127,4 +128,13 @@ void jw_latency(struct jw *w, const char *key, uint64_t p50, uint64_t p90, uint6
 	else
 		jw_double(w, "mean", mean);
 	jw_obj_end(w);
+}
+
+void jw_doc_begin(struct jw *w, FILE *f)
+{
+	jw_init(w, f, true);
+	jw_obj_begin(w, NULL);
+	jw_str(w, "tool", "udsprobe");
+	jw_str(w, "version", UDSPROBE_VERSION);
+	jw_str(w, "kernel", kernel_release());
 }

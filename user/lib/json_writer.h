@@ -16,6 +16,9 @@ struct jw {
 };
 
 void jw_init(struct jw *w, FILE *f, bool pretty);
+/* A udsprobe document: jw_init (pretty), the top object opened, its "tool", "version" and
+ * "kernel" written; the caller goes on with its own keys. */
+void jw_doc_begin(struct jw *w, FILE *f);
 void jw_obj_begin(struct jw *w, const char *key);	/* key NULL inside arrays / at top */
 void jw_obj_end(struct jw *w);
 void jw_arr_begin(struct jw *w, const char *key);

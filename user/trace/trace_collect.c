@@ -18,6 +18,7 @@
 
 #include "flows.h"	/* before the skeleton: its .bss has struct fl_bulk_slot */
 #include "flows.skel.h"
+#include "hist.h"
 #include "trace_collect.h"
 #include "util.h"
 #include "unix_name.h"
@@ -79,22 +80,13 @@ uint64_t fl_bucket_value(int b)
 
 uint64_t fl_hist_quantile(const uint64_t *hist, int n, double q)
 {
-	uint64_t total = 0, cum = 0, rank;
+	uint64_t total = 0;
 	int b;
 
 	for (b = 0; b < n; b++)
 		total += hist[b];
-	if (!total)
-		return 0;
-	rank = (uint64_t)(q * total + 0.999999);
-	if (rank < 1)
-		rank = 1;
-	for (b = 0; b < n; b++) {
-		cum += hist[b];
-		if (cum >= rank)
-			return fl_bucket_value(b);
-	}
-	return fl_bucket_value(n - 1);
+	b = hist_quantile_bucket(hist, n, total, q);
+	return b < 0 ? 0 : fl_bucket_value(b);
 }
 
 /* The kept name of unix endpoint id, else NULL; *at: where it would go (sorted by id). */

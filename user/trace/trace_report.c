@@ -468,11 +468,7 @@ void trace_json_write(const struct trace_run *run, FILE *f)
 	struct jw w;
 	int i;
 
-	jw_init(&w, f, true);
-	jw_obj_begin(&w, NULL);
-	jw_str(&w, "tool", "udsprobe");
-	jw_str(&w, "version", UDSPROBE_VERSION);
-	jw_str(&w, "kernel", kernel_release());
+	jw_doc_begin(&w, f);
 	jw_str(&w, "attach_mode", run->attach_mode);
 	jw_str(&w, "detail", run->detail);
 	jw_u64(&w, "duration_ns", run->duration_ns);
