@@ -91,6 +91,11 @@ def test_calibration_file(calibrated):
                                                    for p in ("same", "split")]
     assert all(float(r[3]) > 0 and float(r[4]) > 0 for r in conns), conns
     assert not HOST_TIMES or all(float(r[4]) > float(r[3]) for r in conns), conns
+    # and its messages' send, wake and recv (each the first of its connection), per transport
+    for r in conns:
+        vals = [float(v) for v in r[5:]]
+        assert len(vals) == 6 and all(v >= 0 for v in vals), r
+        assert vals[1] <= vals[0] and vals[4] <= vals[3] and vals[3] > 0, r
     runs = {}
     for r in rows:
         vals = [float(v) for v in r[4:]]

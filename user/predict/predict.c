@@ -109,9 +109,10 @@ struct calibration {
 	char kernel[128], cpu[128], date[32], attach[16];
 	double probe_ns;	/* --compare's calibrated cost of one probe hit (median of the runs) */
 	struct cal_point p[CAL_RUNS][K__COUNT][PL__COUNT][N_SIZES];
-	/* a whole connection of CONN_SIZE-byte request and response (--mode connect: connect,
-	 * request, response, close), untraced mean, per run, placement and transport */
-	double conn[CAL_RUNS][PL__COUNT][TR__COUNT];
+	/* --mode connect at CONN_SIZE bytes (connect, request, response, close), per run and
+	 * placement: latency is the whole connection (untraced mean), send/wake/recv the path of
+	 * its messages, each the first of its connection in its direction (corrected) */
+	struct cal_point conn[CAL_RUNS][PL__COUNT];
 };
 
 /* Where a --compare stage belongs: 1 the send path, 2 the receive copy, 0 neither (waiting for
@@ -149,7 +150,7 @@ static int cal_load(const char *path, struct calibration *cal)
 	char line[512], key[32], val[256], place[16], kind[16];
 	bool seen[CAL_RUNS][K__COUNT][PL__COUNT][N_SIZES] = {}, cseen[CAL_RUNS][PL__COUNT] = {};
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), r, s, pl, k, n = 0, nc = 0;
-	double cu, ct;
+	struct cal_point c;
 	FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
 
 	if (!f) {
@@ -163,14 +164,15 @@ static int cal_load(const char *path, struct calibration *cal)
 
 		if (line[0] == '#')
 			continue;
-		if (sscanf(line, "%d %15s connect %lf %lf", &r, place, &cu, &ct) == 4) {
+		if (sscanf(line, "%d %15s connect %lf %lf %lf %lf %lf %lf %lf %lf", &r, place,
+			   &c.latency[TR_UNIX], &c.latency[TR_TCP], &c.send[TR_UNIX], &c.wake[TR_UNIX],
+			   &c.recv[TR_UNIX], &c.send[TR_TCP], &c.wake[TR_TCP], &c.recv[TR_TCP]) == 10) {
 			for (pl = 0; pl < PL__COUNT && strcmp(place, pl_names[pl]); pl++)
 				;
-			if (r < 1 || r > CAL_RUNS || pl == PL__COUNT || cseen[r - 1][pl] || cu <= 0 ||
-			    ct <= 0)
+			if (r < 1 || r > CAL_RUNS || pl == PL__COUNT || cseen[r - 1][pl] ||
+			    c.latency[TR_UNIX] <= 0 || c.latency[TR_TCP] <= 0 || c.send[TR_TCP] <= 0)
 				continue;
-			cal->conn[r - 1][pl][TR_UNIX] = cu;
-			cal->conn[r - 1][pl][TR_TCP] = ct;
+			cal->conn[r - 1][pl] = c;
 			cseen[r - 1][pl] = true;
 			nc++;
 		} else if (sscanf(line, "%d %15s %lu %15s %lf %lf %lf %lf %lf %lf %lf %lf", &r, place,
@@ -235,12 +237,18 @@ static int cal_save(const char *path, const struct calibration *cal)
 						p->send[TR_TCP], p->wake[TR_TCP], p->recv[TR_TCP],
 						p->latency[TR_UNIX], p->latency[TR_TCP]);
 				}
-	fprintf(of.f, "# run\tcpu\tconnect\tunix_connection_ns\ttcp_connection_ns (%d B each way)\n",
-		CONN_SIZE);
+	fprintf(of.f, "# run\tcpu\tconnect\tunix_connection_ns\ttcp_connection_ns (%d B each way)\t"
+		"then its messages: unix_send_ns\tunix_wake_ns\tunix_recv_ns\ttcp_send_ns\t"
+		"tcp_wake_ns\ttcp_recv_ns\n", CONN_SIZE);
 	for (r = 0; r < CAL_RUNS; r++)
-		for (pl = 0; pl < PL__COUNT; pl++)
-			fprintf(of.f, "%d\t%s\tconnect\t%.1f\t%.1f\n", r + 1, pl_names[pl],
-				cal->conn[r][pl][TR_UNIX], cal->conn[r][pl][TR_TCP]);
+		for (pl = 0; pl < PL__COUNT; pl++) {
+			const struct cal_point *c = &cal->conn[r][pl];
+
+			fprintf(of.f, "%d\t%s\tconnect\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t"
+				"%.1f\n", r + 1, pl_names[pl], c->latency[TR_UNIX], c->latency[TR_TCP],
+				c->send[TR_UNIX], c->wake[TR_UNIX], c->recv[TR_UNIX], c->send[TR_TCP],
+				c->wake[TR_TCP], c->recv[TR_TCP]);
+		}
 	return outfile_commit(&of, 0);
 }
 
@@ -285,32 +293,30 @@ static int median3_at(const double v[3])
 	return v[0] == m ? 0 : v[1] == m ? 1 : 2;
 }
 
-/* Run r's connections: --mode connect at CONN_SIZE bytes, one CPU and two, untraced. */
-static int cal_connections(struct calibration *cal, int r, int verbose)
+/* Run r's connections: --mode connect at CONN_SIZE bytes, one CPU and two, traced: the whole
+ * connection untraced, its messages' path traced (a new connection's first message costs TCP
+ * more than a warm one: accept, quick ACKs). */
+static int cal_connections(struct calibration *cal, int r, enum attach_mode attach, int verbose)
 {
 	struct compare_opts co = {
-		.duration_s = CAL_RUN_S, .quiet = true, .verbose = verbose, .n_sizes = 1,
-		.sizes = { CONN_SIZE },
+		.duration_s = CAL_RUN_S, .trace = true, .attach = attach, .quiet = true,
+		.verbose = verbose, .n_sizes = 1, .sizes = { CONN_SIZE },
 	};
 	struct comparison cmp = {};
-	int i, t, err;
+	int i, err;
 
 	co.modes[WL_CONNECT] = true;
 	co.places[CPU_SAME] = co.places[CPU_SPLIT] = true;
 	err = compare_run(&co, &cmp);
 	if (!err && cmp.n_pairs != PL__COUNT)
 		err = -EPROTO;
-	for (i = 0; !err && i < cmp.n_pairs; i++)
-		for (t = 0; t < TR__COUNT; t++) {
-			const struct wl_result *x = &cmp.pairs[i].tr[t].untraced;
+	for (i = 0; !err && i < cmp.n_pairs; i++) {
+		struct cal_point *c = &cal->conn[r][cmp.pairs[i].place == CPU_SAME ? PL_SAME : PL_SPLIT];
 
-			if (!x->has_latency || !x->latency.mean) {
-				err = -EPROTO;
-				break;
-			}
-			cal->conn[r][cmp.pairs[i].place == CPU_SAME ? PL_SAME : PL_SPLIT][t] =
-				x->latency.mean;
-		}
+		err = cal_point_of(&cmp.pairs[i], K_CORRECTED, c);
+		if (!err && (!c->latency[TR_UNIX] || !c->latency[TR_TCP]))
+			err = -EPROTO;
+	}
 	comparison_free(&cmp);
 	return err;
 }
@@ -352,7 +358,7 @@ static int cal_run(struct calibration *cal, enum attach_mode attach, int verbose
 		probe[r] = cmp.probe_cost_ns;
 		comparison_free(&cmp);
 		if (!err)
-			err = cal_connections(cal, r, verbose);
+			err = cal_connections(cal, r, attach, verbose);
 		if (err)
 			return err;
 		say_error("--if-unix: calibration run %d of %d done", r + 1, CAL_RUNS);
@@ -419,12 +425,37 @@ static double noise_at(const struct calibration *cal, int pl, int s)
 	return worst;
 }
 
+/* What a connection's first message saves beyond a warm one's, TCP minus AF_UNIX, run r,
+ * placements weighted by split: --mode connect's message path minus the ping-pong's at
+ * CONN_SIZE (the same sizes, corrected stages). */
+static struct cal_diff first_extra(const struct calibration *cal, int r, double split)
+{
+	struct cal_diff warm, x = {};
+	int pl, nearest;
+
+	warm = diff_at(cal, r, K_CORRECTED, CONN_SIZE, split, &nearest);
+	for (pl = 0; pl < PL__COUNT; pl++) {
+		const struct cal_point *c = &cal->conn[r][pl];
+		double f = pl == PL_SPLIT ? split : 1 - split;
+
+		x.send += f * (c->send[TR_TCP] - c->send[TR_UNIX]);
+		x.wake += f * (c->wake[TR_TCP] - c->wake[TR_UNIX]);
+		x.copy += f * (c->recv[TR_TCP] - c->recv[TR_UNIX]);
+	}
+	x.send -= warm.send;
+	x.wake -= warm.wake;
+	x.copy -= warm.copy;
+	return x;
+}
+
 /* What a connection costs beyond its two messages, TCP minus AF_UNIX, run r, placements
  * weighted by split: --mode connect's whole connection minus twice the one-way ping-pong
- * latency at CONN_SIZE (between the 16- and 256-byte points, in log2(size)). */
+ * latency at CONN_SIZE (between the 16- and 256-byte points, in log2(size)), minus what its
+ * two messages save beyond warm ones (first_extra: the messages carry that). */
 static double conn_saving(const struct calibration *cal, int r, double split)
 {
 	double w = (log2(CONN_SIZE) - log2(cal_sizes[0])) / (log2(cal_sizes[1]) - log2(cal_sizes[0]));
+	struct cal_diff x = first_extra(cal, r, split);
 	double d = 0;
 	int pl, t;
 
@@ -434,10 +465,10 @@ static double conn_saving(const struct calibration *cal, int r, double split)
 		for (t = 0; t < TR__COUNT; t++)
 			lat[t] = (1 - w) * cal->p[r][K_CORRECTED][pl][0].latency[t] +
 				 w * cal->p[r][K_CORRECTED][pl][1].latency[t];
-		d += f * (cal->conn[r][pl][TR_TCP] - cal->conn[r][pl][TR_UNIX] -
+		d += f * (cal->conn[r][pl].latency[TR_TCP] - cal->conn[r][pl].latency[TR_UNIX] -
 			  2 * (lat[TR_TCP] - lat[TR_UNIX]));
 	}
-	return d;
+	return d - 2 * (x.send + x.copy);
 }
 
 /* The two largest TCP-only kernel stages of the flow, in words for the sentence. */
@@ -484,7 +515,7 @@ static bool path_saving(struct flow *fl, const struct calibration *cal, int kind
 			const struct probe_extra *pe, struct path_saving *ps)
 {
 	struct flow_if_unix *u = &fl->if_unix;
-	double n = fl->messages, size = n ? fl->bytes / n : 0, waited;
+	double n = fl->messages, size = n ? fl->bytes / n : 0, waited, first;
 	int r;
 
 	if (fl->messages < 100) {
@@ -503,9 +534,15 @@ static bool path_saving(struct flow *fl, const struct calibration *cal, int kind
 	 * later, or on the sender's CPU) it waits for the whole send(). */
 	waited = MIN((fl->stages[FS_RECV_BLOCKED].count + fl->stages[FS_EPOLL].count) / n, 1.0);
 	ps->split = MIN(fl->cross_cpu / n, 1.0);
+	/* the first message of each connection saves more (first_extra) */
+	first = MIN(fl->conns / n, 1.0);
 	for (r = 0; r < CAL_RUNS; r++) {
 		struct cal_diff d = diff_at(cal, r, kind, size, ps->split, &ps->nearest);
+		struct cal_diff x = first_extra(cal, r, ps->split);
 
+		d.send += first * x.send;
+		d.wake += first * x.wake;
+		d.copy += first * x.copy;
 		ps->send[r] = waited * ps->split * (d.wake + pe->wake) +
 			      (1 - waited * ps->split) * (d.send + pe->all);
 		ps->copy[r] = d.copy;
