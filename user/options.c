@@ -194,7 +194,8 @@ static void parse_name_list(const char *opt, char *arg, const char *const *names
 			for (k = 0; k < n; k++)
 				snprintf(valid + strlen(valid), sizeof(valid) - strlen(valid), " %s",
 					 names[k]);
-			usage_exit("%s: unknown value '%s' (valid:%s)", opt, items[i], valid);
+			say_error("%s: unknown value '%s' (valid:%s)", opt, items[i], valid);
+			exit(2);
 		}
 		out[k] = true;
 	}
