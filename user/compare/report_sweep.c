@@ -403,16 +403,16 @@ static void phase_shares(const struct trace_result *t, double *share)
 	for (i = 0; i < t->n_stages; i++) {
 		const struct stage_stat *s = &t->stages[i];
 		size_t len = strcspn(s->name, ";");
-
 		const char *phase = s->name;
+		int slice;
 
 		if (s->extra || !strcmp(s->name, "app;gap"))
 			continue;
 		/* a large message's slices show as what they are: the sender's or the receiver's
 		 * work, or waiting */
-		if (!strncmp(s->name, "bulk;", 5)) {
-			phase = !strncmp(s->name + 5, "send", 4) ? "send" :
-				!strncmp(s->name + 5, "recv", 4) ? "recv" : "sched";
+		if ((slice = stage_bulk_slice(s->name)) >= 0) {
+			phase = slice == STAGE_BULK_SEND_COPY ? "send" :
+				slice == STAGE_BULK_RECV_COPY ? "recv" : "sched";
 			len = strlen(phase);
 		}
 		for (p = 0; p < svg_n_phases; p++)

@@ -9,11 +9,20 @@
 
 #include "stage_table.h"
 
-/* the first two slices run a copy: the sender's send(), the receiver's recv() */
-#define BULK_COPY_SLICES 2
 const char *const stage_bulk_names[STAGE_NR_BULK] = {
-	"bulk;send_copy", "bulk;recv_copy", "bulk;wait_space", "bulk;wait_cpu",
+	[STAGE_BULK_SEND_COPY] = "bulk;send_copy", [STAGE_BULK_RECV_COPY] = "bulk;recv_copy",
+	[STAGE_BULK_WAIT_SPACE] = "bulk;wait_space", [STAGE_BULK_WAIT_CPU] = "bulk;wait_cpu",
 };
+
+int stage_bulk_slice(const char *name)
+{
+	int i;
+
+	for (i = 0; i < STAGE_NR_BULK; i++)
+		if (!strcmp(name, stage_bulk_names[i]))
+			return i;
+	return -1;
+}
 
 #define BOTH(x) { x, x }
 static const struct stage_boundary boundaries[B__COUNT] = {
@@ -217,9 +226,9 @@ bool stage_is_copy(const char *name)
 	int b, t;
 	size_t n;
 
-	for (b = 0; b < BULK_COPY_SLICES; b++)
-		if (!strcmp(name, stage_bulk_names[b]))
-			return true;
+	b = stage_bulk_slice(name);
+	if (b >= 0)	/* the sender's send() or the receiver's recv() runs */
+		return b == STAGE_BULK_SEND_COPY || b == STAGE_BULK_RECV_COPY;
 	if (!semi)
 		return false;
 	func = strchr(semi + 1, ';');

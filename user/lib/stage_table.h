@@ -58,6 +58,9 @@ bool stage_is_copy(const char *name);
  * enum fl_bulk order (sender running, receiver running, sender asleep for space, neither). */
 #define STAGE_NR_BULK 4
 extern const char *const stage_bulk_names[STAGE_NR_BULK];
+enum { STAGE_BULK_SEND_COPY, STAGE_BULK_RECV_COPY, STAGE_BULK_WAIT_SPACE, STAGE_BULK_WAIT_CPU };
+/* Which slice name is (STAGE_BULK_*), or -1 for a stage that is not a slice. */
+int stage_bulk_slice(const char *name);
 /* --list-stages */
 void stages_list(FILE *f);
 

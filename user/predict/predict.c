@@ -119,11 +119,13 @@ struct calibration {
  * a CPU, the application's gap, per-connection stages). */
 static int path_part(const struct stage_stat *s)
 {
-	if (s->extra || strstr(s->name, "wait_cpu") || !strncmp(s->name, "app;", 4) ||
+	int slice = stage_bulk_slice(s->name);
+
+	if (s->extra || slice == STAGE_BULK_WAIT_CPU || !strncmp(s->name, "app;", 4) ||
 	    !strncmp(s->name, "sched;", 6))
 		return 0;
 	if (!strcmp(s->name, "recv;copy") || !strcmp(s->name, "recv;return") ||
-	    !strcmp(s->name, "bulk;recv_copy"))
+	    slice == STAGE_BULK_RECV_COPY)
 		return 2;
 	return 1;
 }
