@@ -611,7 +611,8 @@ __noinline int attribute_first_chunk_of_call(int slot)
 	return 0;
 }
 
-/* Stream: one send() call; a large one is sliced (docs/STAGES.md, "Stream and connect modes"). */
+/* Stream: one send() call; a large one is sliced (docs/STAGES.md, "Stream and connect
+ * modes"). */
 #define MAX_CHUNK_BYTES 65536	/* TCP GSO max; a UDS skb holds ~36 KiB */
 static __always_inline void finish_send_call(int s, long sent)
 {
