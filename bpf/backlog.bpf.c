@@ -1,46 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
-/*
- * Listen-queue overflow counting for `udsprobe --backlog`.
- *
- * One handler body per event, thin wrappers per attach mode (fe_/kp_/fx_/kr_
- * from common.bpf.h's macros, tp_ by hand). All wrappers are optional
- * (SEC("?...")); user space enables one mode's set, all or nothing:
- *
- *   event                 fentry/fexit          kprobe/kretprobe      tracepoint mode
- *   unix connect enter    unix_stream_connect   unix_stream_connect   syscalls:sys_enter_connect
- *   unix connect exit     unix_stream_connect   syscalls:sys_exit_    syscalls:sys_exit_connect
- *                                               connect (no kretprobe)
- *   unix wait for room    unix_wait_for_peer    unix_wait_for_peer    tp_btf sched_switch (slept
- *                                                                      inside an AF_UNIX connect)
- *   tcp listen drop:
- *     SYN phase           tcp_conn_request      tcp_conn_request      tp_btf consume_skb and
- *                         without a tcp_v{4,6}_ (same)                kfree_skb of a segment to a
- *                         send_synack in it                           watched port, when the
- *     ACK phase           tcp_v{4,6}_syn_       tcp_v{4,6}_syn_        listener's sk_drops moved
- *                         recv_sock -> NULL     recv_sock -> NULL
- *   tcp client connect    tcp_connect           tcp_connect           tp_btf inet_sock_set_state
- *   tcp SYN retransmit    tcp_retransmit_skb    tcp_retransmit_skb    tp_btf tcp_retransmit_skb
- *   unix conn queued      sock_def_readable     sock_def_readable     tp_btf sk_data_ready (6.6+)
- *                         of a unix listener, inside a connect; the child at connect's return
- *   tcp conn queued       tcp_v{4,6}_syn_       tcp_v{4,6}_syn_       tp_btf inet_sock_set_state
- *                         recv_sock's child     recv_sock's child     (LISTEN -> SYN_RECV child)
- *   accepted              unix_accept,          syscalls:sys_exit_    syscalls:sys_exit_accept{,4}
- *                         inet_accept           accept{,4}            (the new fd's socket)
- *
- * Every TCP listen drop (tcp_listendrop) increments the listener's sk_drops,
- * so a drop is "sk_drops moved across the call and the call sent no SYN-ACK" or
- * "syn_recv_sock returned NULL" (probe modes) or "sk_drops
- * moved since the last segment to this port was freed" (tracepoint mode: the
- * SYN or ACK is freed right after tcp_listendrop, in the same softirq). It is
- * an overflow when the accept queue is full then (sk_ack_backlog >
- * sk_max_ack_backlog, the kernel's own test) or the drop reason, resolved by
- * name from BTF, is TCP_LISTEN_OVERFLOW; otherwise an "other" listen drop
- * (SYN queue full without syncookies, no memory).
- *
- * Listener enumeration (address, queue depth, limit, sk_drops, inode) is done
- * by the iter/unix and iter/tcp programs, which work in every mode.
- * Everything is counted here, in per-CPU maps; user space only reads them.
- */
+/* --backlog: docs/BACKLOG.md, "How it counts (bpf/backlog.bpf.c)", "One handler per event" and
+ * "TCP: attributing overflows to the listener, and how exact it is". */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -49,35 +9,33 @@
 #include "backlog.h"
 #include "common.bpf.h"
 
-/* Set before load. 0 = this kernel has no TCP_LISTEN_OVERFLOW drop reason. */
+/* 0: no TCP_LISTEN_OVERFLOW drop reason (6.1, 6.12) */
 const volatile __u32 listen_overflow_reason = 0;
-/* udsprobe's own tgid: never a client (a softirq may run while we are current). */
+/* never a client (a softirq may run while we are current) */
 const volatile __u32 self_tgid = 0;
 
-/* Read back by user space. */
-__u64 missed_map_full = 0;	/* events not counted: a map was full */
-__u64 unix_inflight = 0;	/* AF_UNIX connects between enter and exit */
-__u64 wait_returns_missed = 0;	/* unix_wait_for_peer returns its kretprobe did not see */
-__u32 iter_n = 0;
-		/* listeners the iterators found (reset before each run) */
-__u32 iter_tcp_shown = 0;	/* sockets the TCP walk showed, */
-__u32 iter_tcp_stopped = 0;	/* and 1: it stopped at the established hash (both reset) */
+__u64 missed_map_full = 0;	/* a map was full */
+__u64 unix_inflight = 0;	/* AF_UNIX connects in progress */
+__u64 wait_returns_missed = 0;	/* unix_wait_for_peer returns unseen */
+__u32 iter_n = 0;		/* listeners found; reset per run */
+__u32 iter_tcp_shown = 0;	/* TCP walk: sockets shown, */
+__u32 iter_tcp_stopped = 0;	/* 1: stopped at the established hash */
 
 struct bl_conn {
 	__u64 sleep_start;
 	__u64 wait_ns;
-	__u64 sock;		/* struct socket * (probe modes), for the child at exit */
-	__u64 queued_ns;	/* when the connection entered the listener's queue */
-	__s32 fd;		/* tracepoint mode: the socket's fd */
-	__u32 depth;		/* connections queued ahead of it */
+	__u64 sock;		/* probe modes: for the child at exit */
+	__u64 queued_ns;	/* entered the listener's queue */
+	__s32 fd;		/* tracepoint mode */
+	__u32 depth;		/* queued ahead of it */
 	__u32 depth_known;
 	__u32 waited;
 	__u32 path_len;
 	__u32 netns, mntns;
-	char path[BL_PATH_LEN + 8];	/* + room for read_str's NUL after a 108-byte path */
+	char path[BL_PATH_LEN + 8];	/* + read_str's NUL after 108 bytes */
 };
 
-/* Listeners found by one run of the iterators: slots [0, iter_n). */
+/* [0, iter_n) of the last iterator run */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, BL_MAX_LISTENERS);
@@ -93,7 +51,7 @@ struct {
 	__type(value, struct bl_val);
 } counts SEC(".maps");
 
-/* tgid -> comm, cgroup and netns of every client we counted. */
+/* tgid -> counted client's comm, cgroup, netns */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
@@ -109,7 +67,7 @@ struct {
 	__type(value, struct bl_conn);
 } conns SEC(".maps");
 
-/* TCP client sockets in SYN_SENT -> owner tgid (set in the connect() task). */
+/* SYN_SENT client sock -> owner tgid */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
@@ -117,7 +75,7 @@ struct {
 	__type(value, __u32);
 } sk_owner SEC(".maps");
 
-/* TCP client source port -> owner tgid, for SYNs handled outside the client's task. */
+/* client port -> tgid, for SYNs handled outside the client */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
@@ -125,7 +83,7 @@ struct {
 	__type(value, __u32);
 } port_owner SEC(".maps");
 
-/* tid -> tgid of tasks inside an AF_INET/AF_INET6 connect() (tracepoint mode). */
+/* tid -> tgid inside an AF_INET/AF_INET6 connect (tracepoint mode) */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
@@ -133,7 +91,7 @@ struct {
 	__type(value, __u32);
 } tcp_connecting SEC(".maps");
 
-/* Watched TCP listening ports -> listener sock (tracepoint mode), filled by user space. */
+/* watched port -> listeners (tracepoint mode), from user space */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
@@ -141,11 +99,10 @@ struct {
 	__type(value, struct bl_port);
 } tcp_ports SEC(".maps");
 
-/* Child socket (queued, not yet accepted) -> when and where it was queued. LRU:
- * children closed before accept() are never deleted, they age out. */
+/* child -> when and where queued; LRU: children closed before accept() age out */
 struct bl_pending {
 	__u64 queued_ns;
-	struct bl_key key;	/* the listener, tgid 0 */
+	struct bl_key key;
 };
 
 struct {
@@ -155,7 +112,7 @@ struct {
 	__type(value, struct bl_pending);
 } pending SEC(".maps");
 
-/* Listener (bl_key, tgid 0) -> accept wait and arrival depth histograms. */
+/* listener -> accept wait, arrival depth */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
 	__uint(max_entries, 4096);
@@ -163,7 +120,7 @@ struct {
 	__type(value, struct bl_hist);
 } hists SEC(".maps");
 
-/* tid -> the new struct socket * of an accept in progress (probe modes). */
+/* tid -> newsock of an accept in progress */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
@@ -171,7 +128,7 @@ struct {
 	__type(value, __u64);
 } accepting SEC(".maps");
 
-/* The client process in its connect(): its name, cgroup and network namespace. */
+/* in the client's connect() */
 static __always_inline void remember_comm(__u32 tgid)
 {
 	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
@@ -195,7 +152,7 @@ static __always_inline struct bl_val *counter(struct bl_key *key)
 	return v;
 }
 
-/* Current task's tgid when it is a user process, else 0. */
+/* 0 for kernel threads and udsprobe itself */
 static __always_inline __u32 current_user_tgid(void)
 {
 	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
@@ -212,7 +169,7 @@ static __always_inline __u32 sk_netns(struct sock *sk)
 	return BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum);
 }
 
-/* n clamped to [1, BL_PATH_LEN] in a way every verifier (6.1 too) can follow. */
+/* asm: a clamp every verifier (6.1 too) can follow */
 static __always_inline __u32 bounded_len(long n)
 {
 	__u32 len = n < 1 ? 1 : n > BL_PATH_LEN ? BL_PATH_LEN : (__u32)n;
@@ -226,7 +183,7 @@ static __always_inline __u32 bounded_len(long n)
 	return len;
 }
 
-/* ---------------------------------------------------------------- queue waits */
+/* queue waits */
 
 static __always_inline struct bl_hist *hist_of(const struct bl_key *key)
 {
@@ -238,8 +195,7 @@ static __always_inline struct bl_hist *hist_of(const struct bl_key *key)
 	return h;
 }
 
-/* Connection `child` entered the queue of listener `key` (tgid 0) at `when`, with
- * `depth` connections ahead of it (depth_known: the listener was seen). */
+/* depth_known: the listener was seen */
 static __always_inline void conn_queued(__u64 child, const struct bl_key *key, __u64 when,
 					__u32 depth, bool depth_known)
 {
@@ -260,7 +216,7 @@ static __always_inline void conn_queued(__u64 child, const struct bl_key *key, _
 	slot = depth < 16 ? depth : 12 + log2_slot(depth);
 	if (slot >= BL_DEPTH_SLOTS)
 		slot = BL_DEPTH_SLOTS - 1;
-	barrier_var(slot);	/* the mask below stays: the verifier needs it */
+	barrier_var(slot);	/* the verifier needs the mask below */
 	h->depth_slots[slot & (BL_DEPTH_SLOTS - 1)]++;
 	h->queued++;
 	h->depth_sum += depth;
@@ -268,7 +224,6 @@ static __always_inline void conn_queued(__u64 child, const struct bl_key *key, _
 		h->depth_max = depth;
 }
 
-/* Socket `child` was accepted: its wait, if it was seen entering the queue. */
 static __always_inline void conn_accepted(__u64 child)
 {
 	struct bl_pending *p = bpf_map_lookup_elem(&pending, &child);
@@ -296,8 +251,7 @@ static __always_inline void conn_accepted(__u64 child)
 		h->wait_max_ns = wait;
 }
 
-/* The struct socket * behind the current task's fd (tracepoint mode: connect's and
- * accept's fds are sockets), or 0. */
+/* tracepoint mode: connect's and accept's fds are sockets */
 static __always_inline __u64 sock_of_fd(long fd)
 {
 	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
@@ -311,7 +265,6 @@ static __always_inline __u64 sock_of_fd(long fd)
 	return f ? (__u64)BPF_CORE_READ(f, private_data) : 0;
 }
 
-/* An accept() is returning the new socket `newsock` (struct socket *). */
 static __always_inline void accepted_sock(__u64 newsock)
 {
 	if (newsock)
@@ -337,11 +290,10 @@ static __always_inline void accept_exit(void)
 	bpf_map_delete_elem(&accepting, &tid);
 }
 
-/* ---------------------------------------------------------------- AF_UNIX */
+/* AF_UNIX */
 
-/* The address exactly as the kernel reads it: addrlen bytes and no more
- * (issue 16 item 8); a pathname ends at its first NUL within them
- * (unix_mkname_bsd), an abstract name is all addrlen - 2 bytes, NULs included. */
+/* Exactly the kernel's bytes (issue 16 item 8): a pathname ends at its first NUL within
+ * addrlen, an abstract name is all addrlen - 2 bytes. */
 static __always_inline void unix_connect_enter(const struct sockaddr_un *sun, long addrlen,
 					       bool user, __u64 sock, long fd)
 {
@@ -375,7 +327,7 @@ static __always_inline void unix_connect_enter(const struct sockaddr_un *sun, lo
 	c.sock = sock;
 	c.fd = fd;
 	c.netns = BPF_CORE_READ(t, nsproxy, net_ns, ns.inum);
-	if (first) {	/* pathname: at most len bytes, up to the NUL; the rest stays zero */
+	if (first) {	/* pathname: up to the NUL */
 		if (user)
 			got = bpf_probe_read_user_str(c.path, len + 1, sun->sun_path);
 		else
@@ -384,7 +336,7 @@ static __always_inline void unix_connect_enter(const struct sockaddr_un *sun, lo
 			return;
 		c.path_len = got - 1;
 		c.mntns = BPF_CORE_READ(t, nsproxy, mnt_ns, ns.inum);
-	} else {	/* abstract: exactly addrlen - 2 bytes, leading \0 included */
+	} else {	/* abstract: leading \0 included */
 		if (user)
 			bpf_probe_read_user(c.path, len, sun->sun_path);
 		else
@@ -397,12 +349,8 @@ static __always_inline void unix_connect_enter(const struct sockaddr_un *sun, lo
 		__sync_fetch_and_add(&unix_inflight, 1);
 }
 
-/*
- * A sleep whose end was not seen: a kretprobe has maxactive return slots (the CPU count on
- * a kernel without CONFIG_PREEMPTION, as Debian's 5.10) and skips the returns of the calls
- * beyond them, so with more connects asleep at once some wakeups are never seen. Found at
- * the next sleep or at connect's return (both seen), it ends there: counted, not lost.
- */
+/* a kretprobe misses returns beyond maxactive (docs/BACKLOG.md, "One handler per event"):
+ * found at the next sleep or connect's return, the wait ends there, counted */
 static __always_inline void unix_wait_missed_end(struct bl_conn *c)
 {
 	c->wait_ns += bpf_ktime_get_ns() - c->sleep_start;
@@ -475,8 +423,7 @@ static __always_inline void unix_wait_end(__u32 tid)
 	}
 }
 
-/* A unix listener's data-ready callback, run by connect() right after it queued
- * the connection: the queue's length then includes it. */
+/* run by connect() right after queueing: qlen includes it */
 static __always_inline void unix_listener_ready(struct sock *sk)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
@@ -495,12 +442,10 @@ static __always_inline void unix_listener_ready(struct sock *sk)
 	c->depth_known = 1;
 }
 
-/* ---------------------------------------------------------------- TCP */
+/* TCP */
 
-/* The local process behind a client port: known from its connect (probe
- * modes: tcp_connect; tracepoint mode: once it left SYN_SENT or retransmitted),
- * else the current task if it is inside connect() (the first SYN on loopback is
- * processed in the connecting task), else 0 = unknown (remote, or a timer). */
+/* From its connect, else the task inside connect() (loopback handles the first SYN
+ * there), else 0: unknown. */
 static __always_inline __u32 client_of(__u32 sport)
 {
 	__u32 *owner = bpf_map_lookup_elem(&port_owner, &sport);
@@ -532,7 +477,6 @@ static __always_inline void tcp_count(__u32 netns, __u32 port, __u32 tgid, int w
 		v->ack_overflows += n;
 }
 
-/* Ports and flags of a received TCP segment; 0 if skb is not IPv4/IPv6 TCP. */
 static __always_inline int skb_tcp_ports(struct sk_buff *skb, __u32 *sport, __u32 *dport,
 					 __u8 *flags)
 {
@@ -573,7 +517,6 @@ static __always_inline __u32 sk_drops_read(struct sock *sk)
 	return BPF_CORE_READ(sk, sk_drops.counter);
 }
 
-/* A listen drop at listener sk caused by skb (the SYN or the handshake ACK). */
 static __always_inline void tcp_listen_drop(struct sock *sk, struct sk_buff *skb, int what,
 					    __u32 n)
 {
@@ -585,7 +528,7 @@ static __always_inline void tcp_listen_drop(struct sock *sk, struct sk_buff *skb
 		  acceptq_full(sk), n);
 }
 
-/* A child of TCP listener `sk` is about to be queued; depth = connections ahead. */
+/* depth: connections ahead */
 static __always_inline void tcp_child_queued(struct sock *sk, __u64 child, bool depth_known)
 {
 	struct bl_key key = { .family = BL_TCP };
@@ -596,12 +539,11 @@ static __always_inline void tcp_child_queued(struct sock *sk, __u64 child, bool 
 		    depth_known);
 }
 
-/* Probe modes. Per-CPU stashes are safe: listeners are processed in softirq,
- * which does not nest on a CPU. */
+/* probe modes; per-CPU is safe: softirq does not nest on a CPU */
 struct stash {
 	__u64 conn_sk, conn_skb;
 	__u32 conn_drops;
-	__u32 conn_answered;	/* a SYN-ACK was sent inside tcp_conn_request */
+	__u32 conn_answered;	/* a SYN-ACK sent inside tcp_conn_request */
 	__u64 recv_sk, recv_skb;
 };
 
@@ -619,13 +561,8 @@ static __always_inline struct stash *stash(void)
 	return bpf_map_lookup_elem(&stashes, &zero);
 }
 
-/* The SYN phase. The listener's sk_drops is shared: a drop on another CPU (a SYN, an
- * ACK and its second increment in tcp_v4_rcv's discard_and_relse) can move it while this
- * call runs, and 2-CPU guests under a connect storm counted 363 overflows for 299. So a
- * call dropped its SYN iff sk_drops moved AND it sent no SYN-ACK: every path that keeps
- * the SYN (queued, fast open, syncookie) sends one through af_ops->send_synack, and the
- * drop label runs tcp_listendrop() exactly once. Per-CPU stash: tcp_conn_request runs in
- * softirq, which does not nest on a CPU. */
+/* SYN dropped iff sk_drops moved and no SYN-ACK was sent: sk_drops is shared with other
+ * CPUs. */
 static __always_inline void tcp_conn_request_enter(struct sock *sk, struct sk_buff *skb)
 {
 	struct stash *s = stash();
@@ -638,8 +575,7 @@ static __always_inline void tcp_conn_request_enter(struct sock *sk, struct sk_bu
 	s->conn_answered = 0;
 }
 
-/* tcp_v{4,6}_send_synack: for a fast-open SYN its socket is the child, so any SYN-ACK
- * inside the call answers it (outside one, a retransmit from the timer: ignored). */
+/* fast open: the socket is the child; outside a call, a timer retransmit: ignored */
 static __always_inline void tcp_synack_sent(void)
 {
 	struct stash *s = stash();
@@ -671,12 +607,8 @@ static __always_inline void syn_recv_sock_enter(struct sock *sk, struct sk_buff 
 	}
 }
 
-/* syn_recv_sock fails (returns NULL) only through tcp_listendrop(), so NULL is the drop
- * (not "sk_drops moved": another CPU's drop can move it while this call queues its child);
- * otherwise its return value (child, read with bpf_get_func_ret in fexit: the argument list
- * differs between kernels) is the connection about to be queued. For a v4-mapped segment
- * tcp_v6_syn_recv_sock calls tcp_v4_syn_recv_sock: the inner exit counts and clears the
- * stash, so the outer one counts nothing. */
+/* NULL only through tcp_listendrop(). fexit reads ret with bpf_get_func_ret (the argument
+ * list differs between kernels); v4-mapped: the inner v4 exit clears the stash. */
 static __always_inline void syn_recv_sock_exit(__u64 child)
 {
 	struct stash *s = stash();
@@ -687,17 +619,13 @@ static __always_inline void syn_recv_sock_exit(__u64 child)
 	sk = (struct sock *)s->recv_sk;
 	if (!child)
 		tcp_listen_drop(sk, (struct sk_buff *)s->recv_skb, TCP_ACK_DROP, 1);
-	else	/* queued next (inet_csk_complete_hashdance): depth before it */
+	else	/* queued next: depth before it */
 		tcp_child_queued(sk, child, true);
 	s->recv_sk = 0;
 }
 
-/* Tracepoint mode: a TCP segment to a watched port is being freed. If the
- * listener's sk_drops moved since the last one, those drops were made by the
- * kernel just before (the segment is freed after tcp_listendrop in the same
- * softirq). The cmpxchg hands each drop to exactly one event, so the total is
- * the listener's own counter; only the client attribution can be off when two
- * CPUs drop at the same port at the same instant. */
+/* Tracepoint mode: sk_drops moved since the last freed segment; the cmpxchg gives each
+ * drop to exactly one event. */
 static __always_inline bool tcp_drops_claimed(struct bl_port_sk *l, __u32 sport, __u32 dport,
 					      __u8 flags, __u32 reason)
 {
@@ -721,9 +649,8 @@ static __always_inline bool tcp_drops_claimed(struct bl_port_sk *l, __u32 sport,
 		tcp_count(netns, dport, client_of(sport), TCP_SYN_DROP, full, n);
 		return true;
 	}
-	/* An ACK dropped with a request sock (reason TCP_LISTEN_OVERFLOW) moved
-	 * sk_drops twice: tcp_listendrop, then tcp_v4_rcv's discard_and_relse.
-	 * Without that reason (6.1) the two paths look alike: count the segment. */
+	/* a dropped ACK moves sk_drops twice (discard_and_relse); without the reason (6.1) count
+	 * the segment */
 	if (!listen_overflow_reason)
 		n = 1;
 	else if (reason == listen_overflow_reason && n > 1)
@@ -741,9 +668,7 @@ static __always_inline void tcp_skb_freed(struct sk_buff *skb, __u32 reason)
 
 	if (!skb_tcp_ports(skb, &sport, &dport, &flags))
 		return;
-	/* The port's listeners, one per network namespace (skb->dev is NULL here, so
-	 * the segment's netns is not known): a drop moves only its own listener's
-	 * sk_drops, so the first listener whose counter moved made it. */
+	/* skb->dev is NULL, netns unknown: only the dropping listener's sk_drops moves */
 	l = bpf_map_lookup_elem(&tcp_ports, &dport);
 	if (!l)
 		return;
@@ -752,7 +677,6 @@ static __always_inline void tcp_skb_freed(struct sk_buff *skb, __u32 reason)
 			return;
 }
 
-/* A client socket entered SYN_SENT in its connect() task. */
 static __always_inline void tcp_client_connect(struct sock *sk)
 {
 	__u32 tgid = current_user_tgid();
@@ -784,18 +708,14 @@ static __always_inline void tcp_retransmit(struct sock *sk)
 	tcp_count(sk_netns(sk), dport, tgid, TCP_SYN_RETRANS, true, 1);
 }
 
-/* ---------------------------------------------------------------- fentry/kprobe */
+/* fentry/kprobe */
 
 FENTRY_KPROBE(unix_stream_connect,
 	      unix_connect_enter((const struct sockaddr_un *)uaddr, addr_len, false, (__u64)sock,
 				 -1),
 	      struct socket *sock, struct sockaddr *uaddr, int addr_len)
-/* No kretprobe: a kretprobe has maxactive return slots (by default the CPU
- * count without CONFIG_PREEMPTION, as Debian's 5.10 is built, else 10) and
- * misses the returns beyond them; a storm of connects sleeping in
- * unix_stream_connect exceeds that (in a 2-CPU 5.10 guest 1,067 of 32,000
- * returns missed, so as many EAGAINs uncounted). kprobe mode takes the result
- * at connect's syscall exit (tp_sys_exit_connect). */
+/* No kretprobe: it misses returns beyond maxactive (docs/BACKLOG.md, "One handler per
+ * event"); kprobe mode uses tp_sys_exit_connect. */
 SEC("?fexit/unix_stream_connect")
 int BPF_PROG(fx_unix_stream_connect, struct socket *sock, struct sockaddr *uaddr, int addr_len,
 	     int flags, int ret)
@@ -823,9 +743,7 @@ FEXIT_KRETPROBE_RET(tcp_v6_syn_recv_sock, syn_recv_sock_exit(ret))
 
 FENTRY_KPROBE(sock_def_readable, unix_listener_ready(sk), struct sock *sk)
 
-/* fentry/fexit only: kprobe mode takes accept's result at the syscall's exit, as tracepoint
- * mode does (tp_sys_exit_accept{,4}), because a kretprobe misses the returns of accepts
- * beyond its maxactive slots when more tasks than that sleep in accept at once. */
+/* fentry/fexit only: kprobe mode uses the syscall exit, as for connect */
 #define ACCEPT_FENTRY_FEXIT(f)							\
 SEC("?fentry/" #f)								\
 int BPF_PROG(fe_##f, struct socket *sock, struct socket *newsock)		\
@@ -839,9 +757,9 @@ ACCEPT_FENTRY_FEXIT(inet_accept)
 FENTRY_KPROBE(tcp_connect, tcp_client_connect(sk), struct sock *sk)
 FENTRY_KPROBE(tcp_retransmit_skb, tcp_retransmit(sk), struct sock *sk)
 
-/* ---------------------------------------------------------------- tracepoints */
+/* tracepoints */
 
-/* syscalls:sys_enter_connect has the same layout as raw_syscalls' sys_enter. */
+/* same layout as raw_syscalls' sys_enter */
 SEC("?tracepoint/syscalls/sys_enter_connect")
 int tp_sys_enter_connect(struct trace_event_raw_sys_enter *ctx)
 {
@@ -862,9 +780,7 @@ int tp_sys_exit_connect(struct trace_event_raw_sys_exit *ctx)
 	return 0;
 }
 
-/* A task inside an AF_UNIX connect that switches out voluntarily is waiting
- * (unix_wait_for_peer is the only sleep there in practice); it waited until it
- * is switched back in. */
+/* a voluntary switch inside an AF_UNIX connect is unix_wait_for_peer in practice */
 SEC("?tp_btf/sched_switch")
 int BPF_PROG(tp_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
@@ -876,7 +792,6 @@ int BPF_PROG(tp_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	return 0;
 }
 
-/* accept() and accept4() returned a new fd: the accepted socket. */
 SEC("?tracepoint/syscalls/sys_exit_accept4")
 int tp_sys_exit_accept4(struct trace_event_raw_sys_exit *ctx)
 {
@@ -897,8 +812,7 @@ int tp_sys_exit_accept(struct trace_event_raw_sys_exit *ctx)
 	return 0;
 }
 
-/* Linux 6.6+: a listener's data-ready in connect() (optional: older kernels have
- * the accept waits from connect's return, without the depth). */
+/* 6.6+; older kernels lack the depth */
 SEC("?tp_btf/sk_data_ready")
 int BPF_PROG(tp_sk_data_ready, struct sock *sk)
 {
@@ -933,7 +847,7 @@ int BPF_PROG(tp_inet_sock_set_state, struct sock *sk, int oldstate, int newstate
 	if (newstate == TCP_SYN_SENT) {	/* in connect(): the owner, not yet the port */
 		tcp_client_connect(sk);
 	} else if (newstate == TCP_SYN_RECV && oldstate == TCP_LISTEN) {
-		/* a listener's child being created, queued next: watched ports only */
+		/* listener child queued next: watched ports only */
 		sport = BPF_CORE_READ(sk, __sk_common.skc_num);
 		l = bpf_map_lookup_elem(&tcp_ports, &sport);
 		if (!l)
@@ -962,19 +876,13 @@ int BPF_PROG(tp_tcp_retransmit_skb, struct sock *sk)
 	return 0;
 }
 
-/* ---------------------------------------------------------------- iterators */
+/* iterators */
 
-/*
- * The iterators put each listener in the listeners array, not in the seq_file:
- * iter/unix and iter/tcp walk the hash tables in batches, and a read() that
- * ends inside a batch (the user buffer or the seq_file page filled up) resumes
- * at the next bucket, so the rest of that batch was never shown: 2,000 unix
- * listeners read back as 1,567 to 1,947 depending on the read size (issue 16
- * item 5). With no seq_file output, one read() walks every socket to the end.
- */
+/* Into the listeners array, not the seq_file: a read() ending inside a batch lost the
+ * rest of it (docs/BACKLOG.md, "How it counts (bpf/backlog.bpf.c)"). */
 static __always_inline void iter_put(struct bl_listener *l)
 {
-	__u32 i = iter_n;	/* one iterator runs at a time (user space reads them in turn) */
+	__u32 i = iter_n;	/* one iterator at a time */
 
 	iter_n = i + 1;
 	if (i < BL_MAX_LISTENERS)
@@ -1003,7 +911,7 @@ int iter_unix(struct bpf_iter__unix *ctx)
 	l.ino = BPF_CORE_READ(sk, sk_socket, file, f_inode, i_ino);
 	l.netns = sk_netns(sk);
 	d = BPF_CORE_READ(u, path.dentry);
-	if (d) {	/* bound to a path: the file clients' paths resolve to */
+	if (d) {	/* the file clients' paths resolve to */
 		l.file_ino = BPF_CORE_READ(d, d_inode, i_ino);
 		l.file_dev = BPF_CORE_READ(d, d_inode, i_sb, s_dev);
 	}
@@ -1033,10 +941,8 @@ int iter_tcp(struct bpf_iter__tcp *ctx)
 	iter_tcp_shown++;
 	state = skc->skc_state;
 	if (state != TCP_LISTEN && state != TCP_CLOSE) {
-		/* The listening hash comes first and only it holds listeners (a closed one may
-		 * still be in a batch): stop at the established hash, whose batches take
-		 * references on request sockets that have none yet on affected kernels
-		 * (CVE-2026-74714, docs/BACKLOG.md). 1: the read() fails with EAGAIN. */
+		/* stop at the established hash: CVE-2026-74714 (docs/BACKLOG.md, "How it counts
+		 * (bpf/backlog.bpf.c)"); 1: the read() fails with EAGAIN */
 		iter_tcp_stopped = 1;
 		return 1;
 	}

@@ -1,27 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/*
- * --trace: every message on local AF_UNIX stream and loopback TCP sockets.
- *
- * A message is one send()-family call of N bytes; it ends when the peer's
- * recv()-family call returns its last byte (docs/TRACE.md, "The model"). Per direction of a
- * connection (keyed by the receiving and sending unix socks, or by the TCP
- * 4-tuple as the sender sees it) the sender appends (entry time, end offset) to
- * a small FIFO; the receiver's position (unix: cumulative bytes, TCP: copied_seq
- * against the sender's write_seq) completes every send whose end it passed.
- * Completed messages go to per-CPU flow stats with linear-log histograms;
- * nothing goes to user space per event. What cannot be matched is counted in
- * misses[].
- *
- * Every mode: tp_btf sys_enter, the poll-family returns (syscalls:sys_exit_* events, else
- * tp_btf sys_exit), inet_sock_set_state; sched_process_exit where there is state to drop
- * (the tid hash, the followed processes), sched_process_fork with the process filters.
- * The send and receive boundaries per mode (one body, thin wrappers): tracepoint
- * mode sock_send_length/sock_recv_length (6.3+); fentry/fexit and kprobe/
- * kretprobe mode the socket-layer functions those tracepoints wrap on the way
- * in and out (unix_stream_{send,recv}msg, inet{,6}_{send,recv}msg): the entry
- * remembers the sock, the exit has the byte count. All socket reads are CO-RE
- * reads, since in kretprobe mode the sock is a plain address.
- */
+/* --trace: docs/TRACE.md, "The model". */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -44,150 +22,132 @@ struct unix_sock___inq {
 
 char LICENSE[] SEC("license") = "GPL";
 
-/* A cast of a BTF pointer the verifier turns into a move (6.2+): the sock's unix or TCP
- * part after the family and protocol checks, without a bpf_skc_to_*_sock helper call.
- * Only SK_BTF_CAST reaches it (a weak ksym: absent before 6.2). */
+/* 6.2+, weak: only SK_BTF_CAST uses it; no bpf_skc_to_*_sock call */
 extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
 #define SK_CAST(sk, type) ((type *)bpf_rdonly_cast((sk), bpf_core_type_id_kernel(type)))
 
-/* Filters, set between open and load. */
-const volatile __u32 filter_procs;		/* 1: only messages with an end in tgids, comms
-						 * or the cgroup */
-const volatile __u32 filter_cgroup;		/* 1: --cgroup, in cgroup_filter[0] */
+const volatile __u32 filter_procs;		/* --pid, --comm, --cgroup */
+const volatile __u32 filter_cgroup;
 const volatile __u32 n_comms;
 const volatile char comms[FL_MAX_COMMS][FL_COMM_LEN];
-/* The endpoint filters as far as a direction decides them (user space applies them all,
- * exactly): --port (n_ports; in ports[] when at most FL_MAX_PORTS), --unix (n_unix). */
+/* endpoint filters a direction decides; user space applies them exactly */
 const volatile __u32 n_ports;
 const volatile __u16 ports[FL_MAX_PORTS];
 const volatile __u32 n_unix;
-/* --slower-than: a message slower than this goes to the outliers ring buffer (0: none) */
 const volatile __u64 slower_than_ns;
-/* 1: per-task state in task local storage (task_store), else in the tid-keyed tasks hash
- * (user space asks the kernel which it supports) */
+/* 0: the tid-keyed tasks hash */
 const volatile __u32 task_storage;
-/* Bit per enum fl_kstage whose boundary is attached (0: send;call is not cut) */
+/* bit per enum fl_kstage attached */
 const volatile __u32 kstages;
-/* enum fl_rkstage_seen bits: the receiver's boundaries attached (--detail full) */
+/* enum fl_rkstage_seen bits */
 const volatile __u32 rkstages;
-/* 1: slice messages sent in several chunks (enum fl_bulk; needs sk_data_ready and the
- * receiver's switches) */
+/* slicing: needs sk_data_ready, sched_switch */
 const volatile __u32 bulk;
 
-/* Counters read at exit. */
 __u64 misses[16];		/* enum fl_miss */
-__u64 outliers_dropped;		/* the ring buffer was full */
-__u64 dirs_made, dirs_deleted;	/* direction states (the LRU evicted the rest) */
-__u64 names_lost;		/* unix endpoint names the full uaddrs map had no room for */
-__u64 procs_exited;		/* followed processes whose last thread exited */
-__u64 procs_unfollowed;	/* children of followed processes the full tgids map left out */
-__u64 bulk_unsliced;		/* messages in several chunks no slot was free for */
+__u64 outliers_dropped;
+__u64 dirs_made, dirs_deleted;	/* the LRU evicted the rest */
+__u64 names_lost;		/* uaddrs full */
+__u64 procs_exited;
+__u64 procs_unfollowed;	/* tgids full */
+__u64 bulk_unsliced;		/* no free slot */
 
 struct fl_bulk_slot bulk_slots[FL_BULK_SLOTS];
-__u64 bulk_active;		/* slots in use: 0 keeps every switch and syscall entry cheap */
-/* Bumped by user space after it adds to tgids: a task's cached answer from before is stale. */
+__u64 bulk_active;		/* 0 keeps switches and syscall entries cheap */
+/* bumped by user space after adding to tgids: cached answers go stale */
 __u32 tgids_gen;
 
 struct task_st {
-	__u64 sys_ts;		/* entry of the current send/recv-family syscall */
-	__u64 poll_pend;	/* entry of the poll-family call in progress */
-	__u64 poll_entry;	/* the last completed poll-family call */
+	__u64 sys_ts;		/* send/recv syscall entry */
+	__u64 poll_pend;	/* poll call in progress */
+	__u64 poll_entry;	/* last completed poll call */
 	__u64 poll_exit;
-	__u64 call_sk;		/* function modes: the sock of the socket call in progress */
+	__u64 call_sk;		/* function modes: sock of the call */
 	__u32 sys_nr;
-	__u32 call_flags;	/* its recv flags */
-	__u32 tgids_gen;	/* tgids_gen + 1 when followed was found (0: never) */
-	__u32 followed;		/* its process was in tgids */
-	__u64 k_sys;		/* the send syscall (its sys_ts) k_acc is cutting */
-	__u64 k_last;		/* its last kernel boundary */
-	__u32 k_acc[FK__COUNT];	/* enum fl_kstage: ns up to each boundary since the last */
-	__u64 run_ts;		/* its last switch onto a CPU (rkstages) */
-	__u64 poll_run;		/* run_ts when its last poll-family call returned */
-	__u64 copy_ts;		/* the last copy-done boundary in the recv-family syscall, */
-	__u64 copy_sys;		/* that syscall's sys_ts */
-	__u64 dr_sys;		/* bulk: the send syscall whose first data-ready ran (0 after its
-				 * handover), */
-	__u64 dr_t;		/* that data-ready, */
-	__u64 dr_sk;		/* its receiving sock, */
-	__u32 k_dr[FK__COUNT];	/* and k_acc then: the stages a sliced message keeps */
-	__u32 bslot;		/* 1 + the slot slicing its message (0: none) */
-	__u32 dr_chunks;	/* data-readies on dr_sk in the send */
-	__u32 dr_slept;		/* it slept in the send after the first */
-	__u32 dr_skip;		/* not sliced (filtered out, or no free slot): not tried again */
+	__u32 call_flags;
+	__u32 tgids_gen;	/* tgids_gen + 1 when read (0: never) */
+	__u32 followed;
+	__u64 k_sys;		/* the send k_acc is cutting */
+	__u64 k_last;
+	__u32 k_acc[FK__COUNT];	/* ns per enum fl_kstage */
+	__u64 run_ts;		/* last switch-in */
+	__u64 poll_run;		/* run_ts at the last poll return */
+	__u64 copy_ts;		/* last copy-done, */
+	__u64 copy_sys;		/* in that syscall */
+	__u64 dr_sys;		/* bulk: send past its first data-ready */
+	__u64 dr_t;
+	__u64 dr_sk;
+	__u32 k_dr[FK__COUNT];	/* k_acc then */
+	__u32 bslot;		/* 1 + slot (0: none) */
+	__u32 dr_chunks;
+	__u32 dr_slept;
+	__u32 dr_skip;		/* not sliced: not tried again */
 };
 
 struct msg_ent {
-	__u64 t0;		/* send() entry */
-	__u64 t1;		/* data handed over (sock_send_length) */
-	__u32 end;		/* position of the last byte + 1 */
+	__u64 t0;
+	__u64 t1;		/* handover */
+	__u32 end;		/* last byte's position + 1 */
 	__u32 tgid;
 	__u32 bytes;
-	__u32 match;		/* the sender counts for the process filters */
+	__u32 match;		/* sender counts for the filters */
 	__u32 tid;
-	__u32 cpu;		/* the sender's CPU at the handover */
+	__u32 cpu;		/* at the handover */
 	char comm[FL_COMM_LEN];
-	__u32 k[FK__COUNT];	/* enum fl_kstage: its send;call cut (they add up to t1 - t0) */
-	__u32 bk_pre[FBK__COUNT];	/* sliced: the slices up to the handover (k up to the
-					 * first data-ready) */
-	__u32 bslot;		/* 1 + its bulk slot (0: not sliced) */
+	__u32 k[FK__COUNT];	/* enum fl_kstage: sum t1 - t0 */
+	__u32 bk_pre[FBK__COUNT];	/* slices up to the handover */
+	__u32 bslot;		/* 1 + bulk slot (0: none) */
 };
 
 struct rcv_info {
 	__u64 ret_ts, entry_ts, poll_entry, poll_exit;
-	__u64 run_ts, poll_run, copy_ts;	/* rkstages: switched in, copy done (0: unseen) */
-	__u32 tgid, match;	/* match: the receiver counts for the process filters */
-	__u32 tid, cpu;		/* cpu: where the recv() returned */
+	__u64 run_ts, poll_run, copy_ts;	/* 0: unseen */
+	__u32 tgid, match;
+	__u32 tid, cpu;		/* cpu: of the return */
 	char comm[FL_COMM_LEN];
 };
 
 struct dir_st {
 	__u64 sender_sk;	/* reuse check */
-	__u64 recv_sk;		/* TCP: reuse check at the receiver (unix: in the key) */
-	__u64 first_rcv;	/* time of the first receive seen on this direction */
-	__u64 sender_ino;	/* its inode: a new pair of sockets can get an old pair's two addresses */
-	__u64 sent;		/* unix: bytes queued so far (the low 32 bits are positions) */
-	__u64 writer;		/* 1 while a sender appends to the FIFO (on_send; 64 bits: the
-				 * BPF atomics every kernel has) */
-	__u32 rpos;		/* unix: bytes received; TCP: copied_seq */
-	__u64 rpos_ts;		/* return of the last receive rpos counts (it lags the kernel's
-				 * dequeue by the receiver's return path), written before the add:
-				 * an rpos read first never holds a read this calls uncounted */
-	__u64 head, tail;	/* FIFO: the receiver (or the late sender) advances head */
-	__u64 dropped;		/* sends lost since the last completion */
+	__u64 recv_sk;		/* TCP reuse check */
+	__u64 first_rcv;
+	__u64 sender_ino;	/* new pairs get old pairs' addresses */
+	__u64 sent;		/* unix: bytes queued */
+	__u64 writer;		/* 1 while a sender appends */
+	__u32 rpos;		/* unix: bytes read; TCP: copied_seq */
+	__u64 rpos_ts;		/* written before rpos (rpos_read) */
+	__u64 head, tail;
+	__u64 dropped;
 	__u8 transport, v6;
 	__u16 port;
 	__u32 addr[4];
 	__u64 ep_id;
-	__u8 s_match, r_match;	/* enum end_match of the last send, the last receive */
-	__u8 ep_out;		/* the endpoint filters exclude the direction */
-	__u8 counted;		/* a message of this connection was recorded (fl_stats.conns) */
-	__u32 closed_seq;	/* TCP: where the receiver had read to when it closed */
-	__u64 rclosed;		/* 1: it closed with a send boundary still to come (whose run ends
-				 * the direction); 2: ended (by one cmpxchg: one of the two does) */
-	__u64 unknown;		/* made by a receive counted as socket_unknown (64 bits:
-				 * taken back by one cmpxchg) */
-	__u64 born;		/* the direction's first traced send boundary, */
-	__u64 born_t0;		/* its send's entry, */
-	__u32 born_tid;		/* its thread */
-	__u64 straddle;		/* unix: bytes queued before its message, not yet claimed by a
-				 * send begun before that boundary (another writer's) */
-	struct rcv_info last;	/* the receive that moved rpos last */
+	__u8 s_match, r_match;	/* enum end_match */
+	__u8 ep_out;		/* endpoint filters exclude it */
+	__u8 counted;		/* fl_stats.conns */
+	__u32 closed_seq;	/* TCP: read position at close */
+	__u64 rclosed;		/* 1: closed, send boundary pending; 2: ended */
+	__u64 unknown;		/* made by a socket_unknown receive */
+	__u64 born;		/* first send boundary, */
+	__u64 born_t0;
+	__u32 born_tid;
+	__u64 straddle;		/* unix: earlier writer's bytes */
+	struct rcv_info last;
 	struct msg_ent ents[FL_FIFO];
 };
 
-/* Does an end count for the process filters (--pid, --comm, --cgroup)? */
+/* does an end count for --pid, --comm, --cgroup */
 enum end_match { END_UNKNOWN, END_YES, END_NO };
 
 struct dir_key {
-	__u32 kind;		/* enum fl_transport */
+	__u32 kind;
 	__u16 sport, dport;	/* TCP, as the sender sees them */
-	__u64 sk;		/* unix: the receiving sock */
-	__u64 peer;		/* unix: the sending sock */
+	__u64 sk;		/* unix: receiving sock */
+	__u64 peer;		/* unix: sending sock */
 	__u32 saddr[4], daddr[4];
 };
 
-/* Per-task state: task local storage is a few loads off the task_struct (and is freed with
- * the task); the LRU hash by thread id, a hash lookup per syscall, where it is missing. */
+/* task local storage (a few loads) where supported, else an LRU hash by tid */
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
@@ -216,7 +176,7 @@ struct {
 	__type(value, struct fl_stats);
 } flows SEC(".maps");
 
-/* Unix endpoint names by id (name_hash); user space moves them out as it goes. */
+/* unix names by name_hash; user space drains it */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1024);	/* set from user space */
@@ -224,7 +184,7 @@ struct {
 	__type(value, struct fl_uaddr);
 } uaddrs SEC(".maps");
 
-/* TCP ports in LISTEN (seeded from /proc/net/tcp*, then inet_sock_set_state). */
+/* seeded from /proc/net/tcp*, then inet_sock_set_state */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
@@ -232,7 +192,6 @@ struct {
 	__type(value, __u8);
 } lports SEC(".maps");
 
-/* --cgroup: tasks in this cgroup v2 directory or below count (set from user space). */
 struct {
 	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
 	__uint(max_entries, 1);
@@ -240,7 +199,7 @@ struct {
 	__type(value, __u32);
 } cgroup_filter SEC(".maps");
 
-/* Processes whose messages count when filter_procs (--pid, -- COMMAND, their children). */
+/* followed processes (--pid, -- COMMAND, children) */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 8192);	/* set from user space */
@@ -248,15 +207,13 @@ struct {
 	__type(value, __u8);
 } tgids SEC(".maps");
 
-/* --slower-than: one record per outlier (sized from user space). */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 4096);	/* set from user space */
 } outliers SEC(".maps");
 
-/* Per-CPU scratch: the message being recorded, too large for the stack. */
 struct scratch {
-	struct fl_outlier o;	/* its flow key, boundaries and stages */
+	struct fl_outlier o;
 	struct msg_ent e;
 	struct rcv_info r;
 };
@@ -273,7 +230,7 @@ static __always_inline struct scratch *scratch_get(void)
 	return bpf_map_lookup_elem(&scratch, &(__u32){ 0 });
 }
 
-/* Zeroed templates too large for the stack. */
+/* too large for the stack */
 static const struct fl_stats zero_stats;
 static const struct dir_st zero_dir;
 static const struct task_st zero_task;
@@ -283,7 +240,7 @@ static __always_inline void miss(int reason)
 	__sync_fetch_and_add(&misses[reason & 15], 1);
 }
 
-/* Linear-log bucket: exact below 8, then 8 sub-buckets per power of two. */
+/* exact below 8, then 8 per power of two */
 static __always_inline __u32 bucket(__u64 v)
 {
 	__u32 e, b;
@@ -315,8 +272,7 @@ static __always_inline bool is_send_nr(long nr)
 	       nr == NR_sendmmsg || nr == NR_sendfile || nr == NR_splice;
 }
 
-/* The current task's state, NULL when it has none yet. task is the current task: the
- * boundaries fetch it once (bpf_get_current_task_btf is a helper call) for every use. */
+/* task: the current task, fetched once by the caller (a helper call) */
 static __always_inline struct task_st *task_find(struct task_struct *task)
 {
 	__u32 tid;
@@ -327,7 +283,6 @@ static __always_inline struct task_st *task_find(struct task_struct *task)
 	return bpf_map_lookup_elem(&tasks, &tid);
 }
 
-/* The current task's state, created zeroed when it has none (NULL: no memory, map full). */
 static __always_inline struct task_st *task_get(void)
 {
 	struct task_st *t;
@@ -345,7 +300,7 @@ static __always_inline struct task_st *task_get(void)
 	return t;
 }
 
-/* Entry time of the syscall the current task is in, if it is one we stamp. */
+/* the stamped entry if it is the current syscall's (never a stale one) */
 static __always_inline __u64 cur_entry(struct task_st *t, struct task_struct *task)
 {
 	struct pt_regs *regs;
@@ -373,17 +328,11 @@ static __always_inline bool v6_mapped(const __u32 *a)
 	return a[0] == 0 && a[1] == 0 && a[2] == bpf_htonl(0xffff);
 }
 
-/*
- * Reads of the sock on the hot path (direct, enum sk_access). Tracepoint mode's sock is
- * a BTF pointer, read with plain loads instead of a probe-read helper call per field, a
- * good part of a hit's cost; the function modes hold the sock as a plain address (CO-RE
- * probe reads).
- */
+/* tracepoint mode's sock is a BTF pointer: plain loads, not a probe read per field */
 enum sk_access {
-	SK_PROBE,	/* a plain address: probe reads */
-	SK_BTF,		/* a BTF pointer; bpf_skc_to_* for the unix or TCP part (any kernel:
-			 * inet_sock_set_state, which every mode attaches) */
-	SK_BTF_CAST,	/* the same with SK_CAST (sock_send/recv_length: 6.3+) */
+	SK_PROBE,
+	SK_BTF,		/* bpf_skc_to_* (inet_sock_set_state) */
+	SK_BTF_CAST,	/* SK_CAST (sock_send/recv_length: 6.3+) */
 };
 
 #define SK_RD(direct, p, field) ((direct) ? (p)->field : BPF_CORE_READ(p, field))
@@ -405,9 +354,7 @@ static __always_inline __u64 unix_peer(struct sock *sk, int direct)
 	return u ? (__u64)u->peer : 0;
 }
 
-/* The local port (network order) and the TCP position at this boundary: the sender's
- * write_seq, the receiver's copied_seq. Not skc_num: closing zeroes it
- * (inet_put_port) while the last bytes may still be read. */
+/* Not skc_num: closing zeroes it while the last bytes may still be read. */
 static __always_inline int tcp_port_seq(struct sock *sk, bool sending, int direct,
 					__u16 *lport, __u32 *seq)
 {
@@ -427,11 +374,7 @@ static __always_inline int tcp_port_seq(struct sock *sk, bool sending, int direc
 	return 1;
 }
 
-/*
- * The direction key of data moving through sk: sending (sk is the sender) or
- * receiving (sk is the receiver), and for TCP the position in *seq. 0 when sk is
- * not a connected AF_UNIX stream or a loopback TCP socket.
- */
+/* 0 unless sk is a connected AF_UNIX stream or loopback TCP socket. */
 static __always_inline int dir_key_of(struct sock *sk, bool sending, int direct,
 				      struct dir_key *k, __u32 *seq)
 {
@@ -442,10 +385,8 @@ static __always_inline int dir_key_of(struct sock *sk, bool sending, int direct,
 	if (SK_RD(direct, sk, sk_type) != SOCK_STREAM)
 		return 0;
 	if (family == AF_UNIX) {
-		/* both socks: the kernel reuses a closed pair's addresses, often swapped (the
-		 * next connection's client sock where the last accepted one was); a key of the
-		 * receiving sock alone then met an earlier connection's state, which one side
-		 * replaced while the other was using it (seen in a 6.1 guest, nginx -> php-fpm) */
+		/* both socks: a closed pair's addresses are reused, often swapped
+		 * (docs/TRACE.md, "The model") */
 		__u64 peer = unix_peer(sk, direct);
 
 		k->kind = FL_UNIX;
@@ -488,7 +429,7 @@ static __always_inline int dir_key_of(struct sock *sk, bool sending, int direct,
 	return 1;
 }
 
-/* FNV-1a of a unix address's name; never 0 (0 is a socketpair's endpoint). */
+/* FNV-1a; never 0 (a socketpair's id) */
 static __always_inline __u64 name_hash(const struct fl_uaddr *ua)
 {
 	__u64 h = 0xcbf29ce484222325ull;
@@ -502,7 +443,6 @@ static __always_inline __u64 name_hash(const struct fl_uaddr *ua)
 	return h | 1;
 }
 
-/* The endpoint of a new direction: the listener's unix address or TCP port. */
 static __always_inline void endpoint_of(struct sock *sk, const struct dir_key *k,
 					struct dir_st *d)
 {
@@ -522,15 +462,13 @@ static __always_inline void endpoint_of(struct sock *sk, const struct dir_key *k
 		d->ep_id = 0;	/* socketpair */
 		if (!a)
 			return;
-		/* keyed by the name, not by the unix_address: a freed one's memory is reused
-		 * for another socket's address, which must not inherit the old name */
+		/* by name: a freed unix_address's memory is reused for other names */
 		len = BPF_CORE_READ(a, len) - 2;	/* minus sun_family */
 		ua.len = len <= 0 ? 0 : len < FL_PATH_LEN ? len : FL_PATH_LEN;
 		BPF_CORE_READ_INTO(&ua.path, a, name[0].sun_path);
 		id = name_hash(&ua);
 		d->ep_id = id;
-		/* user space moves the names out every few seconds; a name it could not keep
-		 * up with is counted (its flows are reported as "unix:unnamed") */
+		/* full: counted, the flows show "unix:unnamed" */
 		if (ua.len && bpf_map_update_elem(&uaddrs, &id, &ua, BPF_NOEXIST) == -E2BIG)
 			__sync_fetch_and_add(&names_lost, 1);
 		return;
@@ -559,13 +497,7 @@ static __always_inline bool comm_eq(const char *a, const volatile char *b)
 	return true;
 }
 
-/*
- * Is the current process in tgids? A hash lookup per end of every message is a good part
- * of its cost with --pid; the answer is kept in the task's state until user space adds a
- * tgid (tgids_gen, read before the lookup). Nothing else changes it while the task lives:
- * a tgid leaves the map when its last thread exits, a child's enters at fork, before the
- * child runs.
- */
+/* cached until user space adds a tgid: nothing else changes it while the task lives */
 static __always_inline bool tgid_followed(__u32 tgid, struct task_st *t)
 {
 	__u32 gen = *(volatile __u32 *)&tgids_gen;
@@ -598,9 +530,8 @@ static __always_inline bool proc_match(__u32 tgid, const char *comm, __u32 in_cg
 	return false;
 }
 
-/* One more value v in hist. The index is bounded where it is used: without the
- * barrier clang checks one copy and indexes with another, which 6.1's verifier
- * rejects ("unbounded memory access"). */
+/* without the barrier clang bounds one copy and indexes with another (6.1: "unbounded
+ * memory access") */
 static __always_inline void hist_add(__u32 *hist, __u64 v)
 {
 	__u64 b = bucket(v);
@@ -617,12 +548,8 @@ static __always_inline void add_stage(struct fl_stats *s, int st, __u64 ns)
 	hist_add(s->st_hist[st & 7], ns);
 }
 
-/*
- * Bulk slicing: the time since the slot's last boundary goes to what ran then. The sender
- * inside its send() comes first (the message cannot end before its last byte is queued),
- * then the receiver; when neither runs, a sender asleep in send() waits for buffer space.
- * The exchange makes two CPUs' boundaries partition the time between them.
- */
+/* docs/TRACE.md, "Messages in several chunks: `bulk;*`"; the exchange makes two CPUs'
+ * ticks partition the time */
 static __always_inline void bulk_tick(struct fl_bulk_slot *b, __u64 now)
 {
 	__u64 from = __sync_lock_test_and_set(&b->slice_t, now);
@@ -646,7 +573,7 @@ static __always_inline struct fl_bulk_slot *bulk_slot_of(__u32 bslot)
 	return &bulk_slots[(bslot - 1) & (FL_BULK_SLOTS - 1)];
 }
 
-/* The slot of message e, still its own (not reclaimed as stale), or NULL. */
+/* NULL once reclaimed as stale */
 static __always_inline struct fl_bulk_slot *bulk_of(const struct msg_ent *e)
 {
 	struct fl_bulk_slot *b;
@@ -657,7 +584,6 @@ static __always_inline struct fl_bulk_slot *bulk_of(const struct msg_ent *e)
 	return b->sys == e->t0 && b->snd_tid == e->tid ? b : NULL;
 }
 
-/* The slot of task t's send (thread tid), unless taken back as stale since, or NULL. */
 static __always_inline struct fl_bulk_slot *bulk_own(const struct task_st *t, __u32 tid)
 {
 	struct fl_bulk_slot *b;
@@ -674,7 +600,6 @@ static __always_inline void bulk_free(struct fl_bulk_slot *b)
 		__sync_fetch_and_add(&bulk_active, -1);
 }
 
-/* Task t's send is not (or no longer) sliced: its slot, if still its own, is free again. */
 static __always_inline void bulk_release(struct task_st *t, struct fl_bulk_slot *b)
 {
 	bulk_free(b);
@@ -682,23 +607,19 @@ static __always_inline void bulk_release(struct task_st *t, struct fl_bulk_slot 
 	t->dr_sys = 0;
 }
 
-/*
- * The stages of one message into o: they partition t0 (send entry) → t3 (the
- * recv() return that brought its last byte). o->bound gets the boundaries on one
- * monotonic path, o->stage_ns the time of each stage and o->stages a bit per
- * stage the message passed through.
- */
+/* Stages partition t0 (send entry) -> t3 (the recv return of the last byte) on one
+ * monotonic path. */
 static __always_inline void cut_stages(const struct msg_ent *e, const struct rcv_info *r,
 				       struct fl_outlier *o)
 {
 	__u64 t3 = r->ret_ts, t0 = e->t0, t1 = e->t1, re, pe, px;
 
 	o->unseen = (e->t0 == e->t1 ? FU_SEND_ENTRY : 0) | (r->entry_ts ? 0 : FU_RECV_ENTRY);
-	if (t0 > t3)	/* clocks of two CPUs: keep the path monotonic */
+	if (t0 > t3)	/* two CPUs' clocks */
 		t0 = t3;
 	if (t1 < t0)
 		t1 = t0;
-	if (t1 > t3)	/* the receiver finished before the sender's tracepoint */
+	if (t1 > t3)	/* receiver done before the sender's tracepoint */
 		t1 = t3;
 	o->bound[FB_SEND_ENTRY] = t0;
 	o->bound[FB_HANDOVER] = t1;
@@ -736,8 +657,7 @@ static __always_inline void cut_stages(const struct msg_ent *e, const struct rcv
 	o->stages |= 1 << FS_RECV;
 }
 
-/* send;call's kernel stages into o->k (and a sliced message's slices up to the handover
- * into o->bk), in path order, up to its (clamped) length: they add up to it. */
+/* clamped in path order: they add up to send;call */
 static __always_inline void cut_kstages(struct fl_outlier *o, const struct msg_ent *e,
 					bool sliced)
 {
@@ -757,7 +677,6 @@ static __always_inline void cut_kstages(struct fl_outlier *o, const struct msg_e
 	o->k[FK__COUNT - 1] += send;	/* an entry cut by another syscall's stamp */
 }
 
-/* The slices between two snapshots (from, to) under stage st, clamped to its time. */
 static __always_inline void cut_bulk_span(struct fl_outlier *o, int of, int st,
 					  const __u64 *from, const __u64 *to)
 {
@@ -772,12 +691,7 @@ static __always_inline void cut_bulk_span(struct fl_outlier *o, int of, int st,
 	}
 }
 
-/*
- * A sliced message after its handover: its slices up to the recv() return under the
- * receiver's stages, recv;blocked (it was in recv() at the handover), or wait;busy up to the
- * entry of the recv() that ends it (it was between two reads of it) and recv;copy+return
- * from there. An epoll wait in between: not sliced (-1). Returns the stage cut last.
- */
+/* Slices after the handover, under the receiver's stage; -1: an epoll wait in between. */
 static __always_inline int cut_bulk_after(struct fl_outlier *o, const struct msg_ent *e,
 					  struct fl_bulk_slot *b)
 {
@@ -801,15 +715,13 @@ static __always_inline int cut_bulk_after(struct fl_outlier *o, const struct msg
 	return FS_RECV;
 }
 
-/* A copy-done time inside [from, to], else to: a recv() whose copy-done boundary did not
- * fire (a message read in part) counts all of its time as copy. */
+/* a partial read's copy-done did not fire: all copy */
 static __always_inline __u64 copy_end(__u64 copy_ts, __u64 from, __u64 to)
 {
 	return copy_ts >= from && copy_ts <= to ? copy_ts : to;
 }
 
-/* The receiver's kernel stages inside the stages cut_stages gave o, into o->rk, but in the
- * stage a sliced message's slices went to (sliced: that enum fl_stage, else -1). */
+/* sliced: the stage holding slices, else -1 */
 static __always_inline void cut_rkstages(struct fl_outlier *o, const struct rcv_info *r,
 					 int sliced)
 {
@@ -833,7 +745,6 @@ static __always_inline void cut_rkstages(struct fl_outlier *o, const struct rcv_
 	}
 }
 
-/* --slower-than: the whole record to user space; a full ring buffer is counted. */
 static __always_inline void emit_outlier(const struct fl_outlier *o)
 {
 	struct fl_outlier *rec = bpf_ringbuf_reserve(&outliers, sizeof(*rec), 0);
@@ -846,7 +757,6 @@ static __always_inline void emit_outlier(const struct fl_outlier *o)
 	bpf_ringbuf_submit(rec, 0);
 }
 
-/* One message done: into its flow's stats, and to user space when slower than asked. */
 static __always_inline void record(struct dir_st *d, const struct msg_ent *e,
 				   const struct rcv_info *r, __u64 dropped, struct fl_outlier *o)
 {
@@ -881,7 +791,7 @@ static __always_inline void record(struct dir_st *d, const struct msg_ent *e,
 	s->lat_sum += o->latency_ns;
 	s->misses += dropped;
 	s->cross_cpu += e->cpu != r->cpu;
-	if (!d->counted) {	/* the connection's first message of this direction */
+	if (!d->counted) {	/* the connection's first message */
 		d->counted = 1;
 		s->conns++;
 	}
@@ -915,7 +825,7 @@ static __always_inline void record(struct dir_st *d, const struct msg_ent *e,
 	}
 }
 
-/* Complete every queued send whose end the receiver's position has passed. */
+/* Complete every send whose end the receiver passed. */
 static __always_inline void complete(struct dir_st *d, struct scratch *x)
 {
 	struct msg_ent *e = &x->e;
@@ -938,15 +848,13 @@ static __always_inline void complete(struct dir_st *d, struct scratch *x)
 	}
 }
 
-/* Who runs this end (comm, tgid, tid), and whether it counts for the process filters
- * (always without them); --cgroup asks the kernel at that moment. */
+/* 1 when this end counts for the filters (always without them) */
 static __always_inline __u32 fill_task(char *comm, __u32 *tgid, __u32 *tid, struct task_st *t,
 				       struct task_struct *task)
 {
 	__u32 in_cg;
 
-	/* loads, not bpf_get_current_comm's copy loop (a good part of a hit's cost) nor
-	 * another helper call for the ids (bpf_get_current_pid_tgid reads these two) */
+	/* loads: bpf_get_current_comm's copy loop was a good part of a hit's cost */
 	__builtin_memcpy(comm, task->comm, FL_COMM_LEN);
 	*tgid = task->tgid;
 	*tid = task->pid;
@@ -956,8 +864,7 @@ static __always_inline __u32 fill_task(char *comm, __u32 *tgid, __u32 *tid, stru
 	return proc_match(*tgid, comm, in_cg, t);
 }
 
-/* Does the endpoint filter exclude a direction whose endpoint is known? Only what is
- * certain: a transport no filter names, a port not among them. */
+/* only what is certain; user space applies them exactly */
 static __always_inline __u8 endpoint_out(const struct dir_st *d)
 {
 	int i;
@@ -979,8 +886,7 @@ static __always_inline __u8 endpoint_out(const struct dir_st *d)
 	return 1;
 }
 
-/* A new direction state; made and deleted ones are counted: the rest of what was made and
- * is no longer in the map is what the LRU evicted (user space reports it). */
+/* made and deleted are counted: user space reports the LRU's evictions */
 static __always_inline struct dir_st *dir_new(const struct dir_key *k)
 {
 	struct dir_st *d;
@@ -999,9 +905,7 @@ static __always_inline void dir_delete(const struct dir_key *k)
 		__sync_fetch_and_add(&dirs_deleted, 1);
 }
 
-/* The inode number of sk's socket (unique while sockets come and go, unlike addresses).
- * Read on every AF_UNIX send: direct, through the socket's file (the same inode), costs
- * plain loads instead of two probe-read calls; a kernel socket has no file. */
+/* unique while addresses are reused; via the file: plain loads (kernel sockets have none) */
 static __always_inline __u64 sock_ino(struct sock *sk, bool direct)
 {
 	struct socket *so = SK_RD(direct, sk, sk_socket);
@@ -1015,10 +919,7 @@ static __always_inline __u64 sock_ino(struct sock *sk, bool direct)
 	return BPF_CORE_READ((struct socket_alloc *)so, vfs_inode.i_ino);
 }
 
-/* The messages in flight on d will never be completed (their receiver closed): counted when
- * an end counts for the process filters, as a completed message would be; the state goes.
- * TCP's read position (read_seq, when has_seq) tells a message its receiver read, whose
- * recv() boundary did not run, from one never read. */
+/* Receiver closed: unread messages counted (TCP: read but unseen apart); state goes. */
 static __always_inline void closed_unread(struct dir_st *d, const struct dir_key *k,
 					  bool has_seq, __u32 read_seq)
 {
@@ -1026,11 +927,11 @@ static __always_inline void closed_unread(struct dir_st *d, const struct dir_key
 	__u32 all = d->r_match == END_YES, seen = has_seq, c, past;
 	int i;
 
-	/* without branches per entry: the verifier walks each of them 16 times */
+	/* no branches per entry: the verifier walks each 16 times */
 	for (i = 0; i < FL_FIFO; i++) {
 		if (h + i == tail)
 			break;
-		c = d->ents[(h + i) & (FL_FIFO - 1)].match | all;	/* 0 or 1 */
+		c = d->ents[(h + i) & (FL_FIFO - 1)].match | all;
 		past = ~(read_seq - d->ents[(h + i) & (FL_FIFO - 1)].end) >> 31 & seen;
 		unseen += c & past;
 		unread += c & ~past;
@@ -1042,8 +943,7 @@ static __always_inline void closed_unread(struct dir_st *d, const struct dir_key
 	dir_delete(k);
 }
 
-/* Drop a direction state an earlier connection left on reused socket addresses (its
- * messages still in flight are misses); NULL, for the caller's d. */
+/* an old connection's state: its messages in flight are misses */
 static __always_inline struct dir_st *forget_dir(const struct dir_st *d, const struct dir_key *k)
 {
 	if (d->head != d->tail)
@@ -1052,12 +952,7 @@ static __always_inline struct dir_st *forget_dir(const struct dir_st *d, const s
 	return NULL;
 }
 
-/*
- * The receiver's position, and whether it counts a read that returned at or after t0.
- * rpos is read before rpos_ts (a receive writes rpos_ts, then rpos by a locked add; the
- * locked no-op orders the two reads): read the other way, a receive counted in between
- * made a send end past its own bytes, never completed (issue 36 item 3).
- */
+/* rpos before rpos_ts, ordered by the locked no-op (issue 36 item 3) */
 static __always_inline __u32 rpos_read(struct dir_st *d, __u64 t0, bool *since_t0)
 {
 	__u32 rpos = *(volatile __u32 *)&d->rpos;
@@ -1067,18 +962,8 @@ static __always_inline __u32 rpos_read(struct dir_st *d, __u64 t0, bool *since_t
 	return rpos;
 }
 
-/*
- * AF_UNIX: is sk, the sender at d's addresses, a new socket there? A new pair of sockets
- * often gets an earlier pair's two addresses (swapped too), and so the earlier state at
- * its key, with that pair's endpoint and, when its client exited with replies unread,
- * bytes outstanding that put this send's end beyond what the new receiver reads (lost:
- * redis-benchmark's CONFIG GETs, the first message of a connection, on 6.12). With bytes
- * of the old pair unread the old state goes (true; a receiver that already read this send
- * read it into the old state: that message is lost with it, counted); else the positions
- * stay exact (a receiver that read first read the new pair's bytes) and d becomes this
- * connection's: its sender, its endpoint (else its messages counted under another
- * server's path, seen with other redis-servers on the host), no receiver verdict yet.
- */
+/* AF_UNIX: is sk new at d's addresses? true: drop the old state (bytes unread); else
+ * adopt it (docs/TRACE.md, "The model"). */
 static __always_inline bool unix_new_pair(struct dir_st *d, struct sock *sk,
 					  const struct dir_key *k, bool direct)
 {
@@ -1098,10 +983,7 @@ static __always_inline bool unix_new_pair(struct dir_st *d, struct sock *sk,
 			miss(FM_REUSED);
 		return true;
 	}
-	/* No read returned since this send began: this pair's bytes start where the receiver
-	 * is. The old pair's sent can be behind it (its receiver was inside a read at the old
-	 * first boundary), and this send would then end among bytes read long ago, completed
-	 * at once with that old receive (the server's own: issue 36 item 3). */
+	/* no read since this send began: start where the receiver is (issue 36 item 3) */
 	rpos = rpos_read(d, t0, &read_since);
 	if (!read_since)
 		d->sent = rpos;
@@ -1113,9 +995,7 @@ static __always_inline bool unix_new_pair(struct dir_st *d, struct sock *sk,
 	return false;
 }
 
-/* A send that gets no FIFO entry: a miss of its flow, and of the run when an end counts for
- * the process filters (a receiver not seen yet does not: another program's traffic to a
- * receiver that never reads would be counted here on every send). */
+/* a receiver not seen yet does not count: never-read traffic would */
 static __always_inline void send_lost(struct dir_st *d, __u32 match, int reason)
 {
 	if (match || d->r_match == END_YES)
@@ -1123,8 +1003,7 @@ static __always_inline void send_lost(struct dir_st *d, __u32 match, int reason)
 	__sync_fetch_and_add(&d->dropped, 1);
 }
 
-/* The receiver that made d read the send begun at t0 before its boundary ran: matched
- * after all, its socket_unknown taken back once, by whichever of the two runs second. */
+/* the receiver made d and read this send: undo its socket_unknown once */
 static __always_inline void unknown_taken_back(struct dir_st *d, __u64 t0)
 {
 	if (d->unknown && d->first_rcv >= t0 &&
@@ -1132,8 +1011,7 @@ static __always_inline void unknown_taken_back(struct dir_st *d, __u64 t0)
 		__sync_fetch_and_sub(&misses[FM_NO_DIR], 1);
 }
 
-/* The entry of the send() call this send is in; its handover time when outside one
- * (counted when the sender counts for the process filters). */
+/* outside a traced syscall: the handover */
 static __always_inline __u64 send_t0(__u64 now, struct task_st *t, struct task_struct *task,
 				     __u32 match)
 {
@@ -1146,11 +1024,7 @@ static __always_inline __u64 send_t0(__u64 now, struct task_st *t, struct task_s
 	return now;
 }
 
-/*
- * A kernel boundary in the current task's context: the time since the last one (or since
- * the send syscall's entry) goes to the stage it ends. Only inside a send-family syscall;
- * a NET_RX softirq that runs there for other traffic is time this send spent, and counts.
- */
+/* Time since the send syscall's last kernel boundary goes to stage fk. */
 static __always_inline struct task_st *kstage_mark(int fk)
 {
 	struct task_st *t = task_find(bpf_get_current_task_btf());
@@ -1164,10 +1038,7 @@ static __always_inline struct task_st *kstage_mark(int fk)
 		t->k_sys = t->sys_ts;
 		t->k_last = t->sys_ts;
 	}
-	/* a boundary's first crossing in a message ends its stage, as --compare stamps it:
-	 * TCP's protocol entry fires again for each skb a large send allocates, a NET_RX
-	 * softirq again for the next segment or an ACK; later crossings are inside the stages
-	 * after it (and still the send's time) */
+	/* first crossing ends the stage, as --compare stamps it (TCP re-enters per skb) */
 	if (t->k_acc[fk])
 		return t;
 	if (now > t->k_last)
@@ -1176,18 +1047,7 @@ static __always_inline struct task_st *kstage_mark(int fk)
 	return t;
 }
 
-/*
- * The send of task t (thread tid) left its first chunk and goes on (a second data-ready, or
- * it leaves the CPU inside the send): a slot slices it from that first data-ready on, the
- * sender running until now; whether it is a message in several chunks is known at its
- * handover. The receiver is the direction's last reader until one reads (bulk_read): known
- * from the start, its entry into the recv() that ends the message is seen too.
- * Only a send the filters keep (the sender counts, or the direction's last receiver does):
- * other programs' large sends took every slot. Called in the sender's context.
- * No free slot: a slot claimed a second ago belongs to a message that has not completed
- * (lost with its direction, or a reader that stopped): taken; else this one is not sliced,
- * counted.
- */
+/* Filtered sends only; no free slot: take one held over a second, else bulk_unsliced. */
 static __always_inline void bulk_start(struct task_st *t, __u32 tid, __u64 now)
 {
 	struct fl_bulk_slot *b = NULL;
@@ -1237,7 +1097,6 @@ static __always_inline void bulk_start(struct task_st *t, __u32 tid, __u64 now)
 	t->bslot = slot;
 }
 
-/* A task switch: a boundary of every slot whose sender or receiver it moves. */
 static __always_inline void bulk_switch(__u32 prev, __u32 next, bool prev_asleep, __u64 now)
 {
 	struct fl_bulk_slot *b;
@@ -1265,8 +1124,7 @@ static __always_inline void bulk_switch(__u32 prev, __u32 next, bool prev_asleep
 	}
 }
 
-/* The receiver of sk returns from a read at now (running since run_ts): it is the reader of
- * every slot on sk, running since its switch in. */
+/* the reader of every slot on sk */
 static __always_inline void bulk_read(__u64 sk, __u32 tid, __u64 run_ts, __u64 now)
 {
 	struct fl_bulk_slot *b;
@@ -1288,7 +1146,7 @@ static __always_inline void bulk_read(__u64 sk, __u32 tid, __u64 run_ts, __u64 n
 	}
 }
 
-/* The receiver of a slot enters a syscall at now: where its last recv() stage begins. */
+/* where its last recv() stage begins */
 static __always_inline void bulk_entry(__u32 tid, __u64 now)
 {
 	struct fl_bulk_slot *b;
@@ -1305,10 +1163,7 @@ static __always_inline void bulk_entry(__u32 tid, __u64 now)
 	}
 }
 
-/*
- * The handover of a send that began at t0: its cut into k (the rest up to now ends at the
- * handover's own boundary); the next message of the same syscall starts from here.
- */
+/* Cut the send begun at t0 into k at its handover; the next message starts here. */
 static __always_inline void kstages_take(struct task_st *t, __u64 t0, __u64 now, __u32 kind,
 					 __u32 *k, __u32 *e_pre, __u32 *bslot)
 {
@@ -1333,8 +1188,7 @@ static __always_inline void kstages_take(struct task_st *t, __u64 t0, __u64 now,
 		t->k_last = now;
 		return;
 	}
-	/* one chunk (the sender preempted): not sliced; the next message of this syscall has
-	 * its own first chunk */
+	/* one chunk (preempted): not sliced */
 	if (t)
 		bulk_release(t, b);
 	if (t && t->sys_ts && t->k_sys == t->sys_ts && t->sys_ts == t0) {
@@ -1342,7 +1196,7 @@ static __always_inline void kstages_take(struct task_st *t, __u64 t0, __u64 now,
 		__builtin_memset(t->k_acc, 0, sizeof(t->k_acc));
 		from = t->k_last;
 		t->k_last = now;
-	} else if (t && t->sys_ts == t0) {	/* no boundary yet: later messages start here */
+	} else if (t && t->sys_ts == t0) {	/* no boundary yet */
 		__builtin_memset(t->k_acc, 0, sizeof(t->k_acc));
 		t->k_sys = t0;
 		t->k_last = now;
@@ -1351,35 +1205,23 @@ static __always_inline void kstages_take(struct task_st *t, __u64 t0, __u64 now,
 		k[last] += now - from;
 }
 
-/*
- * AF_UNIX byte positions at a direction's first traced send of ret bytes. rpos is
- * 0, or what the receiver counted if it read first (it creates the direction
- * then: it can read a message before the sender's boundary runs, even while the
- * sender is here; it writes first_rcv, then last, then rpos). This send ends where
- * the receiver is plus what is still queued (inq_len: 6.18 has it, 6.12 not);
- * without it, at ret when the receiver's first read came after this send began
- * (its bytes are this send's first), else at the receiver's position if it read
- * since this send began, else ret after it.
- * Returns the bytes queued before this send (another writer's, or sent before the run).
- * TCP needs nothing: its positions are sequence numbers the receiver reads.
- */
+/* AF_UNIX first-send positions (docs/TRACE.md, "The model"); inq_len: 6.18, not 6.12 */
 static __always_inline __u32 start_position(struct dir_st *d, struct sock *sk, int ret, __u64 t0)
 {
-	/* counted: rpos counts a read that returned since this send began (bytes of it) */
+	/* counted: rpos holds a read returned since t0 */
 	bool counted;
 	__u32 rpos = rpos_read(d, t0, &counted);
 	bool rcv_first = rpos || d->first_rcv;
 
 	if (bpf_core_field_exists(struct unix_sock___inq, inq_len)) {
-		/* bytes queued before this send were sent before the run; fewer than its own
-		 * were read, and are in rpos only once that read's boundary counted them */
+		/* bytes queued before this send predate the run */
 		struct unix_sock___inq *p = (void *)BPF_CORE_READ((struct unix_sock *)sk, peer);
 		int q = BPF_CORE_READ(p, inq_len) - ret;
 
 		d->sent = rpos + (q > 0 || (q < 0 && counted) ? q : 0);
 		return q > 0 ? q : 0;
 	}
-	/* every byte the receiver counted came after this send began: they are its first */
+	/* every byte counted came after t0: they are its first */
 	if (rcv_first && d->first_rcv >= t0)
 		d->sent = 0;
 	else
@@ -1387,12 +1229,7 @@ static __always_inline __u32 start_position(struct dir_st *d, struct sock *sk, i
 	return 0;
 }
 
-/*
- * A send of ret bytes handed over on sk. With filters, a direction the endpoint filters
- * exclude, or whose sender and last receiver both do not count, gets no per-message
- * state: only its byte position moves (AF_UNIX), so that it is matched exactly again
- * from the moment an end counts.
- */
+/* filtered out: AF_UNIX keeps its byte position, to match again once an end counts */
 static __always_inline int on_send(struct sock *sk, int ret, int direct)
 {
 	__u64 now, t0 = 0, tail;
@@ -1413,8 +1250,8 @@ static __always_inline int on_send(struct sock *sk, int ret, int direct)
 	else if (d && d->sender_sk && k.kind == FL_UNIX && unix_new_pair(d, sk, &k, direct))
 		d = forget_dir(d, &k);
 	else if (d && d->rclosed && d->sender_sk && sock_ino(sk, direct) != d->sender_ino)
-		d = forget_dir(d, &k);	/* its receiver closed: another connection's sender */
-	if (!d) {	/* a hash lookup per send is a good part of its cost: only when new */
+		d = forget_dir(d, &k);	/* receiver closed: another connection */
+	if (!d) {	/* a lookup per send costs: only when new */
 		d = dir_new(&k);
 		if (!d)
 			return 0;
@@ -1422,7 +1259,7 @@ static __always_inline int on_send(struct sock *sk, int ret, int direct)
 	task = bpf_get_current_task_btf();
 	t = task_find(task);
 	match = fill_task(comm, &tgid, &tid, t, task);
-	/* the direction's first traced send (one of two writers meeting here) */
+	/* first traced send (two writers may meet here) */
 	if (!d->sender_sk && !__sync_val_compare_and_swap(&d->sender_sk, 0, (__u64)sk)) {
 		d->sender_ino = sock_ino(sk, direct);
 		endpoint_of(sk, &k, d);
@@ -1436,18 +1273,12 @@ static __always_inline int on_send(struct sock *sk, int ret, int direct)
 		__sync_fetch_and_add(&d->born, now);
 		unknown_taken_back(d, t0);
 	} else if (k.kind == FL_UNIX && !d->born) {
-		/* The first boundary is still running on another CPU (its claim made, its
-		 * positions not yet): whether this send's bytes are among those it finds
-		 * queued cannot be known. Added twice, they stranded the direction's last
-		 * message (two writers starting together, ~1 run in 24). */
+		/* first boundary still running elsewhere (docs/TRACE.md, "What v1 does not do (and why)") */
 		send_lost(d, match, FM_CONCURRENT);
 		return 0;
 	} else if (k.kind == FL_UNIX && d->straddle >= ret && tid != d->born_tid &&
 		   (t0 = cur_entry(t, task)) && t0 < d->born) {
-		/* Another writer's send begun before the first boundary, with bytes queued
-		 * before that boundary's message: these are most likely its own (it queued
-		 * them before its boundary), counted there; adding them again would strand
-		 * the direction's last message. Where its end is among them is not known. */
+		/* another writer's earlier send: these bytes were most likely counted there */
 		__sync_fetch_and_sub(&d->straddle, ret);
 		send_lost(d, match, FM_CONCURRENT);
 		return 0;
@@ -1456,8 +1287,7 @@ static __always_inline int on_send(struct sock *sk, int ret, int direct)
 		goto position_only;
 	d->s_match = match ? END_YES : END_NO;
 	if (!match && d->r_match == END_NO) {
-		/* the receiver's verdict is this connection's only if the sender is the same
-		 * socket, not a new one whose pair took the old pair's addresses */
+		/* the receiver's verdict holds only for the same sender socket */
 		__u64 ino = sock_ino(sk, direct);
 
 		if (ino == d->sender_ino)
@@ -1468,12 +1298,8 @@ static __always_inline int on_send(struct sock *sk, int ret, int direct)
 	}
 	if (!t0)
 		t0 = send_t0(now, t, task, match);
-	/* Two processes or threads can send on one socket at once (a forked child sharing
-	 * it): positions and the FIFO slot are taken by one sender at a time, else both
-	 * took one position and one slot, tearing the record (two comms in one) and losing
-	 * bytes. The position is an atomic add either way; a sender that finds the FIFO
-	 * taken cannot wait (no locks in tracing programs): its message is a miss. The
-	 * claim also keeps the FIFO's ends in order, as the receiver needs. */
+	/* one sender at a time takes a position and a FIFO slot; no locks in BPF: the other
+	 * is a miss */
 	if (__sync_val_compare_and_swap(&d->writer, 0, 1) != 0) {
 		if (k.kind == FL_UNIX)
 			__sync_fetch_and_add(&d->sent, ret);
@@ -1502,7 +1328,7 @@ static __always_inline int on_send(struct sock *sk, int ret, int direct)
 		kstages_take(t, t0, now, k.kind, e->k, e->bk_pre, &e->bslot);
 	__sync_fetch_and_add(&d->tail, 1);
 	__sync_val_compare_and_swap(&d->writer, 1, 0);
-	/* the receiver may have returned the last byte before this tracepoint ran */
+	/* the receiver may have returned the last byte first */
 	if ((int)(d->rpos - end) >= 0 && d->last.ret_ts) {
 		struct scratch *x = scratch_get();
 
@@ -1511,8 +1337,7 @@ static __always_inline int on_send(struct sock *sk, int ret, int direct)
 		__builtin_memcpy(&x->r, &d->last, sizeof(x->r));
 		complete(d, x);
 	}
-	/* TCP: the receiver closed before this boundary ran (on_tcp_close left d to it);
-	 * once the sends cover what it read, the direction ends */
+	/* TCP: receiver closed first: end once the sends cover what it read */
 	if (d->rclosed == 1 && (int)(end - d->closed_seq) >= 0 &&
 	    __sync_val_compare_and_swap(&d->rclosed, 1, 2) == 1)
 		closed_unread(d, &k, true, d->closed_seq);
@@ -1523,12 +1348,7 @@ position_only:
 	return 0;
 }
 
-/*
- * TCP: a direction state left by an earlier connection on the same 4-tuple (its
- * receiving sock is not this one, or closed: the kernel reuses addresses too). A
- * receiver that reads before the sender's boundary must not work on it: the sender
- * would then replace it and lose the bytes read. (unix keys hold both socks.)
- */
+/* TCP: an earlier connection's state on this 4-tuple: not for this receiver. */
 static __always_inline bool stale_for_receiver(const struct dir_st *d, struct sock *sk)
 {
 	return (d->recv_sk && d->recv_sk != (__u64)sk) || d->rclosed;
@@ -1546,7 +1366,7 @@ static __always_inline int on_recv(struct sock *sk, int ret, int flags, int dire
 	__u32 seq = 0, pos;
 	bool unknown = false;
 
-	/* failed and peeking reads first: cheap, and common (EAGAIN in event loops) */
+	/* failed and peeking reads first: cheap and common */
 	if (ret <= 0 || (flags & MSG_PEEK) || !dir_key_of(sk, false, direct, &k, &seq))
 		return 0;
 	now = bpf_ktime_get_ns();
@@ -1558,8 +1378,7 @@ static __always_inline int on_recv(struct sock *sk, int ret, int flags, int dire
 	if (d && stale_for_receiver(d, sk))
 		d = forget_dir(d, &k);
 	if (!d) {
-		/* before any traced send on it: kept, so that a late sender still matches (and
-		 * takes the socket_unknown back, on_send) */
+		/* kept so that a late sender still matches */
 		d = dir_new(&k);
 		if (!d)
 			return 0;
@@ -1584,14 +1403,13 @@ static __always_inline int on_recv(struct sock *sk, int ret, int flags, int dire
 		bulk_read((__u64)sk, r->tid, t ? t->run_ts : 0, now);
 	if (unknown && r->match) {
 		miss(FM_NO_DIR);
-		/* a first send boundary that ran since dir_new did not see this: taken back here */
+		/* a first send boundary since dir_new did not see it */
 		__sync_val_compare_and_swap(&d->unknown, 0, 1);
 		if (d->born)
 			unknown_taken_back(d, d->born_t0);
 	}
 	if (!r->match && d->s_match == END_NO && d->head == d->tail) {
-		/* neither end counts and nothing is in flight: who read when is all a late
-		 * sender's boundary needs (a sender that counts, racing this read) */
+		/* neither end counts, nothing in flight: only what a late sender needs */
 		r->entry_ts = r->poll_entry = r->poll_exit = 0;
 		__builtin_memcpy(&d->last, r, sizeof(*r));
 		d->rpos_ts = now;
@@ -1608,10 +1426,7 @@ static __always_inline int on_recv(struct sock *sk, int ret, int flags, int dire
 	}
 	__builtin_memcpy(&d->last, r, sizeof(*r));
 	d->rpos_ts = now;
-	/* last and rpos_ts, then rpos by a locked add (only this receiver writes it): a
-	 * sender that sees the new rpos sees both, and the add orders them before
-	 * complete()'s read of the FIFO tail. With plain stores, the late sender's check and
-	 * this read could both miss the other (store buffering) and strand the message. */
+	/* rpos last, by a locked add: a late sender and this cannot both miss the other */
 	__sync_fetch_and_add(&d->rpos, pos);
 	complete(d, x);
 	return 0;
@@ -1629,7 +1444,7 @@ int BPF_PROG(tp_sys_enter, struct pt_regs *regs, long nr)
 	if (!t)
 		return 0;
 	if (io) {
-		if (bulk && t->bslot)	/* its last send ended without a handover (failed) */
+		if (bulk && t->bslot)	/* its last send had no handover */
 			bulk_release(t, bulk_own(t, (__u32)bpf_get_current_pid_tgid()));
 		t->sys_ts = bpf_ktime_get_ns();
 		t->sys_nr = nr;
@@ -1641,7 +1456,6 @@ int BPF_PROG(tp_sys_enter, struct pt_regs *regs, long nr)
 	return 0;
 }
 
-/* A poll-family call returned: its entry and return bound the receiver's wait in it. */
 static __always_inline void on_poll_exit(void)
 {
 	struct task_st *t = task_find(bpf_get_current_task_btf());
@@ -1654,7 +1468,7 @@ static __always_inline void on_poll_exit(void)
 	t->poll_pend = 0;
 }
 
-/* Without syscall tracepoints (CONFIG_FTRACE_SYSCALLS): every syscall's return. */
+/* without syscall tracepoints (CONFIG_FTRACE_SYSCALLS) */
 SEC("?tp_btf/sys_exit")
 int BPF_PROG(tp_sys_exit, struct pt_regs *regs, long ret)
 {
@@ -1663,13 +1477,7 @@ int BPF_PROG(tp_sys_exit, struct pt_regs *regs, long ret)
 	return 0;
 }
 
-/*
- * With them, only the poll-family returns run a program: an attached raw sys_exit costs
- * every syscall on the host ~100 ns even with an empty body (docs/TRACE.md, "Overhead"),
- * a syscalls:sys_exit_NAME event of another syscall next to nothing. A syscall the
- * architecture lacks (arm64: epoll_wait, poll, select) has no event; user space leaves
- * its program out.
- */
+/* a raw sys_exit costs every syscall ~100 ns, even empty (docs/TRACE.md, "Overhead") */
 #define POLL_EXIT(name)								\
 SEC("?tracepoint/syscalls/sys_exit_" #name)					\
 int tp_exit_##name(void *ctx) { on_poll_exit(); return 0; }
@@ -1682,10 +1490,9 @@ POLL_EXIT(ppoll)
 POLL_EXIT(select)
 POLL_EXIT(pselect6)
 
-/* ---- kernel stages of the send (autoloaded when the kernel has the tracepoint) ---- */
+/* kernel stages of the send */
 
-/* A tracepoint that ends kernel stage fk wherever it fires in a send; the NET_RX ones only
- * for that softirq (the other vectors fire all the time and are not on the path). */
+/* NET_RX only: the other vectors fire all the time */
 #define KSTAGE_TP(tp, fk)						\
 SEC("?tp_btf/" #tp)							\
 int BPF_PROG(tp_k_##tp)							\
@@ -1708,8 +1515,7 @@ KSTAGE_TP(net_dev_queue, FK_DEV_QUEUE)
 KSTAGE_SOFTIRQ_TP(softirq_entry, FK_SOFTIRQ)
 KSTAGE_TP(netif_receive_skb, FK_IP_RCV)
 
-/* Data ready on sk inside a send: the first in its syscall is where a message sent in several
- * chunks starts to be sliced, the second (on the same socket) that it is one. */
+/* first data-ready in a send: slicing may start; a second on sk: several chunks */
 SEC("?tp_btf/sk_data_ready")
 int BPF_PROG(tp_k_sk_data_ready, struct sock *sk)
 {
@@ -1735,9 +1541,8 @@ int BPF_PROG(tp_k_sk_data_ready, struct sock *sk)
 }
 KSTAGE_SOFTIRQ_TP(softirq_exit, FK_WAKE_END)
 
-/* ---- kernel stages of the receiver (--detail full) ---- */
+/* kernel stages of the receiver (--detail full) */
 
-/* The state of a task that is not the current one (the next task of a switch). */
 static __always_inline struct task_st *task_find_other(struct task_struct *task)
 {
 	__u32 tid = task->pid;
@@ -1747,7 +1552,6 @@ static __always_inline struct task_st *task_find_other(struct task_struct *task)
 	return bpf_map_lookup_elem(&tasks, &tid);
 }
 
-/* A task with state goes onto a CPU: the end of its wait for one after a wakeup. */
 SEC("?tp_btf/sched_switch")
 int BPF_PROG(tp_k_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
@@ -1763,8 +1567,7 @@ int BPF_PROG(tp_k_sched_switch, bool preempt, struct task_struct *prev, struct t
 	if (!bulk)
 		return 0;
 	slept = switched_to_sleep(preempt, prev);
-	/* the sender leaves the CPU inside a send whose first chunk left: sliced from there
-	 * on, a message in several chunks if it slept (for buffer space) or has more chunks */
+	/* a sender leaving the CPU inside a send past its first chunk */
 	t = task_find_other(prev);
 	if (t && t->dr_sys && t->dr_sys == t->sys_ts) {
 		t->dr_slept |= slept;
@@ -1776,7 +1579,7 @@ int BPF_PROG(tp_k_sched_switch, bool preempt, struct task_struct *prev, struct t
 	return 0;
 }
 
-/* Copy done in the current task's recv-family syscall: the last one it crosses counts. */
+/* the last copy-done in the syscall counts */
 static __always_inline void copy_done(void)
 {
 	struct task_st *t = task_find(bpf_get_current_task_btf());
@@ -1794,8 +1597,7 @@ int BPF_PROG(tp_k_tcp_rcv_space_adjust)
 	return 0;
 }
 
-/* AF_UNIX: an skb read to its end is freed in the reader's recv(); other consume_skb calls
- * (TCP's ACKs freed in its recv()) do not end a copy. */
+/* AF_UNIX only: TCP frees ACKs in its recv() too */
 SEC("?tp_btf/consume_skb")
 int BPF_PROG(tp_k_consume_skb, struct sk_buff *skb)
 {
@@ -1806,7 +1608,7 @@ int BPF_PROG(tp_k_consume_skb, struct sk_buff *skb)
 	return 0;
 }
 
-/* ---- the send and receive boundaries, per mode ---- */
+/* send and receive boundaries, per mode */
 
 SEC("?tp_btf/sock_send_length")
 int BPF_PROG(tp_sock_send_length, struct sock *sk, int ret, int flags)
@@ -1820,8 +1622,7 @@ int BPF_PROG(tp_sock_recv_length, struct sock *sk, int ret, int flags)
 	return on_recv(sk, ret, flags, SK_BTF_CAST);
 }
 
-/* Function modes: the entry of a socket-layer send/recv remembers its sock (and
- * recv flags) for the exit, which kretprobes see without arguments. */
+/* kretprobes have no arguments: the entry keeps sock and flags */
 static __always_inline void on_call_entry(struct socket *sock, int flags)
 {
 	struct task_st *t = task_get();
@@ -1832,7 +1633,6 @@ static __always_inline void on_call_entry(struct socket *sock, int flags)
 	t->call_flags = flags;
 }
 
-/* The exit: what sock_send_length / sock_recv_length would have said. */
 static __always_inline void on_call_exit(int ret, bool sending)
 {
 	struct task_st *t = task_find(bpf_get_current_task_btf());
@@ -1866,27 +1666,19 @@ RECV_FUNC(unix_stream_recvmsg)
 RECV_FUNC(inet_recvmsg)
 RECV_FUNC(inet6_recvmsg)
 
-/* ---- every mode ---- */
+/* every mode */
 
-/*
- * TCP: has the receiver read bytes past the last send whose boundary ran? That boundary
- * is still to come: an orphaned socket reaches TCP_CLOSE as soon as its FIN is acked,
- * often while its peer is still inside the send whose bytes it read (issue 36 item 3).
- */
+/* TCP: read past the last send boundary, which is still to come (issue 36 item 3) */
 static __always_inline bool send_boundary_pending(const struct dir_st *d, __u32 read_seq)
 {
 	__u64 tail = d->tail;
 
 	if (!d->first_rcv || d->ep_out || tail != d->head)
-		return false;	/* nothing read, no messages, or the FIFO's own checks apply */
+		return false;
 	return !tail || (int)(read_seq - d->ents[(tail - 1) & (FL_FIFO - 1)].end) > 0;
 }
 
-/*
- * A loopback TCP socket reached TCP_CLOSE: the direction towards it ends, and its state
- * goes now rather than when the LRU evicts it (which would drop a live connection's
- * state instead, silently); messages never read are counted.
- */
+/* TCP_CLOSE: the state goes now, not by the LRU evicting a live one (docs/TRACE.md, "The model") */
 static __always_inline void on_tcp_close(struct sock *sk)
 {
 	struct dir_key k = {};
@@ -1903,19 +1695,14 @@ static __always_inline void on_tcp_close(struct sock *sk)
 	    seq == BPF_CORE_READ((struct tcp_sock *)sk, rcv_nxt))
 		seq--;
 	if (send_boundary_pending(d, seq)) {
-		/* that boundary ends the direction; unless it ran meanwhile (it reads rclosed
-		 * after queueing: one of the two sees the other) */
+		/* one of this and the late boundary ends it */
 		d->closed_seq = seq;
 		if (__sync_val_compare_and_swap(&d->rclosed, 0, 1) != 0 ||
 		    send_boundary_pending(d, seq) ||
 		    __sync_val_compare_and_swap(&d->rclosed, 1, 2) != 1)
 			return;
 	}
-	/* still held and readable: a half-closed socket gets here at the peer's FIN and its
-	 * owner may still read what is queued (php-fpm reads a request's last bytes after its
-	 * shutdown(SHUT_WR)), or a recv() that copied the oldest message is yet to reach its
-	 * boundary; left to the LRU. A close() with data unread gets here before the socket
-	 * is orphaned, its queue already purged (__tcp_close): nothing left to read. */
+	/* still held and readable (half-closed): left to the LRU */
 	if (d->tail != d->head && sk->sk_socket &&
 	    (sk->sk_receive_queue.qlen ||
 	     (int)(seq - d->ents[d->head & (FL_FIFO - 1)].end) >= 0))
@@ -1940,13 +1727,7 @@ int BPF_PROG(tp_inet_sock_set_state, const struct sock *sk, const int oldstate, 
 	return 0;
 }
 
-/*
- * AF_UNIX has no state-change tracepoint: a receiver that closes (exits, is killed) with
- * data unread frees the queued skbs (unix_release_sock, after sock_orphan). An skb of a
- * unix stream whose sender's peer is orphaned is such data: the direction's messages in
- * flight are never read. (A sender that closed first no longer names its peer: its
- * messages stay in flight, counted at the end of the run.)
- */
+/* AF_UNIX: no close tracepoint; unread skbs are freed after sock_orphan */
 SEC("tp_btf/kfree_skb")
 int BPF_PROG(tp_kfree_skb, struct sk_buff *skb)
 {
@@ -1968,13 +1749,7 @@ int BPF_PROG(tp_kfree_skb, struct sk_buff *skb)
 	return 0;
 }
 
-/*
- * A thread exits: its syscall state goes (the task map would otherwise fill with the
- * threads of exited processes until the LRU evicted live ones). The last thread of a
- * followed process takes it out of tgids: a later process given its number is not the
- * one followed, and a long -- COMMAND run's exited children do not fill the map. Every
- * kernel decrements signal->live before this tracepoint (do_exit's group_dead).
- */
+/* signal->live drops before this tracepoint (do_exit's group_dead) */
 SEC("?tp_btf/sched_process_exit")
 int BPF_PROG(tp_sched_process_exit, struct task_struct *task)
 {
@@ -1988,7 +1763,6 @@ int BPF_PROG(tp_sched_process_exit, struct task_struct *task)
 	return 0;
 }
 
-/* A followed process forks: the child is followed too (a full map: counted, not followed). */
 SEC("?tp_btf/sched_process_fork")
 int BPF_PROG(tp_sched_process_fork, struct task_struct *parent, struct task_struct *child)
 {

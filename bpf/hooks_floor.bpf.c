@@ -1,14 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
-/*
- * The bench's floor (scripts/hooks_floor.c): an empty program on every hook `udsprobe --trace`
- * attaches in tracepoint mode, so that trace-overhead.py can tell what the attachments alone
- * cost a server (the syscall-tracing slow path, the tracepoint dispatch) from what
- * flows.bpf.c's program bodies add. Nothing here is loaded by udsprobe.
- *
- * Each tp_btf program carries the section of its flows.bpf.c counterpart: the loader pairs
- * them by section name and fails when udsprobe attaches a hook this file has no program for.
- * One tracepoint program serves every syscalls:sys_exit_<poll> event udsprobe chooses.
- */
+/* The bench's floor (scripts/hooks_floor.c): an empty program on every hook --trace attaches
+ * in tracepoint mode (docs/TRACE.md, "Overhead"). Sections match flows.bpf.c's: the loader
+ * pairs them by name. Not loaded by udsprobe. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 
@@ -27,6 +20,6 @@ EMPTY_TP_BTF(sched_process_exit)
 EMPTY_TP_BTF(sched_process_fork)
 EMPTY_TP_BTF(kfree_skb)
 
-/* attached by name to each syscalls: event (no section target: one program, many links) */
+/* one program, a link per syscalls: event */
 SEC("?tracepoint")
 int floor_tracepoint(void *ctx) { return 0; }

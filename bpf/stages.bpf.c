@@ -1,14 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/*
- * Message attribution: stamp each message's boundaries (stages.h) as it crosses
- * the stack, then, when the receiver's recv() returns, add every stage's time to
- * per-CPU sums, counts and log2 histograms. Nothing goes to user space per event.
- *
- * One handler per boundary; thin wrappers per attach mode: fentry/fexit,
- * kprobe/kretprobe (fe_/kp_/fx_/kr_ from common.bpf.h's macros), tp_btf (tp_, by
- * hand). All wrappers are optional ("?") and user space enables the set of the
- * chosen mode before load (user/tracer_progs.c).
- */
+/* --compare's stage attribution: docs/STAGES.md, "The model" and "Attach modes". */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -19,44 +10,33 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-/*
- * Everything lives in .bss: the workload has exactly two tasks, so a tid compare
- * replaces a hash lookup on every hit, which keeps the probe cost per hit low.
- * User space (and the client child, for `tracing`) writes it through the mmap.
- */
-/*
- * Cache lines: the run's settings, read by every hit on every CPU, share no line with anything
- * written during a run, and each CPU's hit counter has a line of its own; otherwise every
- * syscall of another task on the other CPU pulls lines the message's CPU writes (measured on a
- * 2-vCPU AMD EPYC, docs/BENCHMARKS.md).
- */
+/* All state in .bss, tid-filtered; settings, counters and each CPU's hits on their own
+ * cache lines (docs/STAGES.md, "Correlation (how a boundary finds its message)"). */
 #define CACHE_LINE 64
 #define HITS_STRIDE (CACHE_LINE / sizeof(__u64))
-__u32 tracing __attribute__((aligned(CACHE_LINE)));	/* 1 while the measured loop runs */
+__u32 tracing __attribute__((aligned(CACHE_LINE)));	/* the measured loop runs */
 __u32 attribution;		/* enum attribution */
-__u32 transport;		/* TRANSPORT_* of this run */
+__u32 transport;
 __u32 task_tid[NR_SLOTS];	/* client, server */
-/* No data-ready boundary for this transport in this mode (6.1 tracepoints): slice from send entry */
+/* no data-ready boundary (6.1 tracepoints): slice from send entry */
 __u32 slice_from_send;
-/* Boundaries this mode sees for this run's transport (bit per enum boundary), set per run */
+/* bit per enum boundary this mode sees */
 __u64 avail_mask;
-/* Counters reported at exit. */
-__u64 msgs_done __attribute__((aligned(CACHE_LINE)));	/* messages attributed end to end */
-__u64 msgs_unmatched;		/* recv returned data with no message in flight */
-__u64 msgs_overwritten;		/* a send started before the previous message was received */
-__u64 msgs_wrong_sock;		/* data-ready socket != the socket that received it */
+__u64 msgs_done __attribute__((aligned(CACHE_LINE)));
+__u64 msgs_unmatched;		/* recv data, no message */
+__u64 msgs_overwritten;		/* send before the last was received */
+__u64 msgs_wrong_sock;		/* data-ready sk != copy's sk */
 __u64 calib_hits;
-const volatile long calib_nr;	/* the syscall the calibration loop makes (set before load) */
-/* Every program run, per CPU (CPU c's at cpu_hits[c * HITS_STRIDE]): probe-cost correction */
+const volatile long calib_nr;
+/* per CPU, a line each: probe-cost correction */
 __u64 cpu_hits[MAX_CPUS * HITS_STRIDE] __attribute__((aligned(CACHE_LINE)));
 
 struct task_info tasks[NR_SLOTS];
-/* One message in flight per receiver, indexed by the receiver's slot. */
+/* indexed by the receiver's slot */
 struct msg_state msgs[NR_SLOTS];
-/* Written only by the task of that slot, so plain adds do not race. */
-struct stage_acc stats[NR_SLOTS * SLOT_STRIDE];	/* [slot][stage] */
+/* written only by that slot's task: plain adds */
+struct stage_acc stats[NR_SLOTS * SLOT_STRIDE];
 
-/* CPU cpu's hit counter. */
 static __always_inline __u64 *hits_of(__u32 cpu)
 {
 	return &cpu_hits[(cpu & (MAX_CPUS - 1)) * HITS_STRIDE];
@@ -75,7 +55,6 @@ static __always_inline __u32 count_hit(void)
 	return count_hits(1);
 }
 
-/* Slot of the current task, or -1 if it is not one of ours. */
 static __always_inline int slot_of(__u32 tid)
 {
 	if (!tid)
@@ -87,9 +66,7 @@ static __always_inline int slot_of(__u32 tid)
 	return -1;
 }
 
-/* The helper, not a per-CPU tid kept by sched_switch: tried, and on a shared machine (others
- * attaching and detaching sched_switch programs) this program missed some switches, and every
- * hit until the CPU's next switch went to the wrong task. */
+/* Not a tid kept by sched_switch: on a shared machine that missed switches. */
 static __always_inline int current_slot(void)
 {
 	return slot_of((__u32)bpf_get_current_pid_tgid());
@@ -109,18 +86,14 @@ static __always_inline void stamp(struct msg_state *m, __u32 b, __u32 cpu)
 	stamp_at(m, b, bpf_ktime_get_ns(), cpu);
 }
 
-/*
- * A CPU and its hit counter at a slice boundary, in one word: the two tasks' CPUs can tick the
- * same message at once, and a CPU paired with another CPU's count would make nonsense. 24 bits
- * of each kind of hit: far more than one slice has.
- */
+/* CPU and hit count in one word: two CPUs may tick one message at once. */
 #define MARK_HITS 0xffffffull
 static __always_inline __u64 hit_mark(__u32 cpu, __u64 hits)
 {
 	return (__u64)(cpu & 0xffff) << 48 | ((hits >> 32) & MARK_HITS) << 24 | (hits & MARK_HITS);
 }
 
-/* Hits between two marks: on the same CPU, else one (as attribute() counts a stage's). */
+/* across CPUs: one hit, as attribute() counts */
 static __always_inline __u64 hits_between(__u64 from, __u64 to)
 {
 	if (from >> 48 != to >> 48)
@@ -128,7 +101,6 @@ static __always_inline __u64 hits_between(__u64 from, __u64 to)
 	return (((to >> 24) - (from >> 24)) & MARK_HITS) << 32 | ((to - from) & MARK_HITS);
 }
 
-/* Bulk slicing starts at boundary b: its time, and its CPU's hit count for the first slice. */
 static __always_inline void slice_from(struct msg_state *m, __u32 b)
 {
 	if (b >= B__COUNT)
@@ -145,7 +117,7 @@ static __always_inline int account_inline(int slot, __u32 stage, __u64 ns, __u64
 	if (slot < 0 || stage >= SLOT__COUNT)
 		return 0;
 	idx = (slot & 1) * SLOT_STRIDE + stage;
-	/* inlined with a computed stage, clang drops a mask it thinks redundant; 6.1 needs it */
+	/* keep the mask clang drops as redundant: 6.1's verifier needs it */
 	barrier_var(idx);
 	acc = &stats[idx & (NR_SLOTS * SLOT_STRIDE - 1)];
 	acc->sum_ns += ns;
@@ -155,15 +127,14 @@ static __always_inline int account_inline(int slot, __u32 stage, __u64 ns, __u64
 	acc->book_ns += book_ns;
 	hist = log2_slot(ns);
 	if (hist >= HIST_SLOTS)
-		hist = HIST_SLOTS - 1;	/* 4.3 s and longer share the last slot */
-	/* hide the range clang proved, so that it keeps the mask older verifiers (6.1) need
-	 * to bound the index */
+		hist = HIST_SLOTS - 1;
+	/* same */
 	barrier_var(hist);
 	acc->hist[hist & (HIST_SLOTS - 1)]++;
 	return 0;
 }
 
-/* Global (noinline): verified once, not once per caller and path. */
+/* global: verified once, not per caller */
 __noinline int account_book(int slot, __u32 stage, __u64 ns, __u64 hits, __u64 book_ns)
 {
 	return account_inline(slot, stage, ns, hits, book_ns);
@@ -174,12 +145,8 @@ static __always_inline int account(int slot, __u32 stage, __u64 ns, __u64 hits)
 	return account_book(slot, stage, ns, hits, 0);
 }
 
-/*
- * Walk the stamped boundaries in order; each gets the time since the previous
- * stamped one. Timestamps from two CPUs are clamped to stay monotonic, so the
- * stages always partition [first, last]. Unrolled with constant bounds, so
- * every index is a constant for the verifier.
- */
+/* Each stamped boundary gets the time since the previous one, clamped monotonic
+ * across CPUs; unrolled so every index is a constant for the verifier. */
 static __always_inline void attribute(int slot, int rslot, const __u32 first, const __u32 last)
 {
 	struct msg_state *m = &msgs[rslot & 1];
@@ -195,7 +162,7 @@ static __always_inline void attribute(int slot, int rslot, const __u32 first, co
 		if (t < prev)
 			t = prev;
 		hits = m->cpu[b] == prev_cpu && m->hits[b] >= prev_hits ? m->hits[b] - prev_hits : 1;
-		/* a deferred NET_RX softirq: the wait for it is its own stage, not the device's */
+		/* deferred NET_RX: its wait is its own stage */
 		account_inline(slot, b == B_SOFTIRQ && m->softirq_deferred ? C_SOFTIRQ_DEFERRED : b,
 			       t - prev, hits, 0);
 		prev = t;
@@ -204,7 +171,6 @@ static __always_inline void attribute(int slot, int rslot, const __u32 first, co
 	}
 }
 
-/* Global (noinline) wrappers: each verified once, not in every program. */
 __noinline int attribute_message(int slot)
 {
 	attribute(slot & 1, slot & 1, B_SEND_ENTER, B_RECV_EXIT);
@@ -228,12 +194,8 @@ static __always_inline bool in_flight(const struct msg_state *m)
 	return m->t[B_SEND_ENTER] && !m->t[B_RECV_EXIT];
 }
 
-/*
- * The message the current task is sending: NULL outside its send syscall, and once that
- * message is complete. A receiver can finish before the send returns (its last data went
- * out, the sender was preempted), and reply at once: the reply's segments then reach the
- * sender's socket backlog and are delivered here, from the send's release_sock.
- */
+/* NULL outside the task's send and once its message is complete (the receiver can
+ * finish and reply before the send returns). */
 static __always_inline struct msg_state *sending_msg(void)
 {
 	int s = current_slot();
@@ -245,7 +207,7 @@ static __always_inline struct msg_state *sending_msg(void)
 	return in_flight(m) ? m : NULL;
 }
 
-/* ---- handler bodies, one per boundary kind -------------------------------- */
+/* handler bodies */
 
 static __always_inline void on_send_enter(int s, __u32 cpu)
 {
@@ -255,31 +217,30 @@ static __always_inline void on_send_enter(int s, __u32 cpu)
 
 	if (!tracing)
 		return;
-	now = bpf_ktime_get_ns();	/* one clock read per hit: the reset below is not timed */
-	/* stream: data flows client -> server; the server's final ack is not a message */
+	now = bpf_ktime_get_ns();	/* before the reset: it is not timed */
+	/* stream: the server's final ack is not a message */
 	if (attribution == ATTR_PER_CALL && s != 0)
 		return;
 	if (m->t[B_SEND_ENTER] && !m->t[B_RECV_EXIT] && attribution == ATTR_MESSAGE)
 		__sync_fetch_and_add(&msgs_overwritten, 1);
-	/* hits[] and cpu[] need no reset: they are read only where t[] is set (stamp_at and
-	 * copy_stamp write the three together), and skipping them halves the stores */
+	/* hits[], cpu[] are read only where t[] is set: no reset, half the stores */
 	__builtin_memset(m->t, 0, sizeof(m->t));
 	__builtin_memset(&m->skb, 0, sizeof(*m) - offsetof(struct msg_state, skb));
 	tasks[s & 1].in_send = 1;
 	stamp_at(m, B_SEND_ENTER, now, cpu);
-	/* stream: a call whose chunks all leave later (ACK-clocked) is sliced from its entry */
+	/* stream: a call whose chunks all leave later (ACK-clocked) */
 	if (slice_from_send || attribution == ATTR_PER_CALL)
 		slice_from(m, B_SEND_ENTER);
 	if (ti->recv_exit && attribution == ATTR_MESSAGE) {
 		m->gap_ns = m->t[B_SEND_ENTER] - ti->recv_exit;
 		m->gap_hits = ti->recv_exit_cpu == cpu ? m->hits[B_SEND_ENTER] - ti->recv_exit_hits : 1;
-		/* our own work inside the gap, measured: the last attribution */
+		/* our bookkeeping inside the gap */
 		m->gap_book_ns = ti->book_ns;
 	}
 	ti->recv_exit = 0;
 }
 
-/* Boundaries only one transport's path has (the functions are shared by others). */
+/* their functions also run for the other transport */
 #define UNIX_ONLY ((1ull << B_U_ALLOC) | (1ull << B_U_COPY) | (1ull << B_U_QUEUE))
 #define TCP_ONLY ((1ull << B_T_LOCKED) | (1ull << B_T_XMIT) | (1ull << B_T_TRANSMIT) |		\
 		  (1ull << B_T_IPQ) | (1ull << B_T_IPOUT2) | (1ull << B_DEV_QUEUE) |		\
@@ -303,11 +264,8 @@ static __always_inline void on_sender_boundary(__u32 b)
 		stamp(m, b, cpu);
 }
 
-/*
- * Receive-side TCP boundaries: follow the segment's skb, whatever task runs the softirq.
- * skb addresses are recycled, and a finished message keeps its key until its sender's next
- * send: only a message still in flight may match.
- */
+/* TCP receive side: follow the skb; addresses are recycled, so only an in-flight
+ * message may match. */
 static __always_inline void on_skb_boundary(__u32 b, void *skb)
 {
 	__u32 cpu = count_hit();
@@ -321,13 +279,9 @@ static __always_inline void on_skb_boundary(__u32 b, void *skb)
 		stamp(&msgs[1], b, cpu);
 }
 
-/*
- * The in-flight TCP message that has crossed `need` on this CPU (or anywhere, when
- * receiver_ok and its receiver runs this) but not `unset` nor `before`. For receive-path boundaries without an skb argument that run outside
- * the sender's send: the NET_RX softirq deferred to ksoftirqd (or to a later irq exit) runs
- * the segment's receive, and a receiver that owned its socket runs tcp_rcv_established and
- * the data-ready callback from release_sock.
- */
+/* In-flight TCP message past `need` on this CPU (or run by its receiver if receiver_ok),
+ * not yet at `unset` or `before`: skb-less receive boundaries outside the send
+ * (docs/STAGES.md, "Correlation (how a boundary finds its message)"). */
 static __always_inline struct msg_state *rx_msg(__u32 need, __u32 unset, __u32 before, __u32 cpu,
 						bool receiver_ok)
 {
@@ -358,17 +312,8 @@ static __always_inline void on_dev_queue(void *skb)
 	m->skb = (__u64)skb;
 }
 
-/*
- * The first NET_RX softirq after our segment was queued: normally at the end of
- * __dev_queue_xmit, in the sender's send. When ksoftirqd already runs on that CPU the kernel
- * leaves the softirq to it (or a later irq exit runs it): the segment waits on the CPU's
- * backlog meanwhile, and that wait is the C_SOFTIRQ_DEFERRED stage.
- */
-/*
- * A receive-path boundary b without an skb argument, crossed after `after`: in the sender's
- * send, or else in whichever context runs the softirq for the segment queued on this CPU.
- * Returns the message when it was stamped outside the send.
- */
+/* Boundary b after `after`: in the send, else via rx_msg(); returns m when stamped
+ * outside the send. */
 static __always_inline struct msg_state *rx_boundary(__u32 b, __u32 after)
 {
 	__u32 cpu = count_hit();
@@ -384,6 +329,7 @@ static __always_inline struct msg_state *rx_boundary(__u32 b, __u32 after)
 	return m;
 }
 
+/* NET_RX left to ksoftirqd or a later irq exit: C_SOFTIRQ_DEFERRED */
 static __always_inline void on_softirq(void)
 {
 	struct msg_state *m = rx_boundary(B_SOFTIRQ, B_DEV_QUEUE);
@@ -392,19 +338,13 @@ static __always_inline void on_softirq(void)
 		m->softirq_deferred = 1;
 }
 
-/* process_backlog: in whichever context ran the NET_RX softirq that found our segment. */
 static __always_inline void on_backlog(void)
 {
 	rx_boundary(B_T_BACKLOG, B_SOFTIRQ);
 }
 
-/*
- * A later chunk (segment) of an in-flight TCP message, in whatever context delivered it: the
- * receiver's own (its ACKs clock out the rest of the data), or ksoftirqd and softirqs at other
- * tasks' irq exits, where a slow CPU defers NET_RX. Matched by the socket its first chunk
- * reached; a FIN (the peer's close() while the message is unread) calls data-ready too after
- * shutting the receive side, and is no chunk.
- */
+/* A later TCP chunk of an in-flight message, in any context, matched by its socket;
+ * a FIN also calls data-ready and is no chunk. */
 static __always_inline struct msg_state *later_chunk_msg(const struct sock *sk)
 {
 	__u32 i;
@@ -426,7 +366,7 @@ static __always_inline void on_data_ready(const struct sock *sk)
 	__u32 cpu = count_hit();
 	struct msg_state *m = sending_msg();
 
-	/* TCP outside the send: deferred softirq, or the receiver's release_sock */
+	/* TCP outside the send: deferred softirq or the receiver's release_sock */
 	if (!m)
 		m = rx_msg(B_T_IP_RCV, B_DATA_READY, B_RECV_EXIT, cpu, true);
 	if (!m)
@@ -442,9 +382,7 @@ static __always_inline void on_data_ready(const struct sock *sk)
 	stamp(m, B_DATA_READY, cpu);
 	m->rsk = (__u64)sk;
 	slice_from(m, B_DATA_READY);
-	/* Sliced from here on. Per call, boundaries before it are gone. Per message, the slices
-	 * hold nothing yet, unless a bulk_tick on the other CPU read the previous message and
-	 * wrote its last slice after this message's reset. */
+	/* a late bulk_tick on the other CPU may have written the previous message's slice */
 	__builtin_memset(m->bulk, 0, sizeof(m->bulk));
 	__builtin_memset(m->bulk_hits, 0, sizeof(m->bulk_hits));
 }
@@ -456,32 +394,21 @@ static __always_inline void on_wake_end(__u32 for_transport)
 
 	if (transport != for_transport)
 		return;
-	/* TCP outside the send: the same callback's return, on the CPU that called it */
+	/* TCP outside the send: the callback's return, same CPU */
 	if (!m)
 		m = rx_msg(B_DATA_READY, B_WAKE_END, B_RECV_EXIT, cpu, false);
 	if (!m && !bpf_core_type_exists(btf_trace_sk_data_ready))
 		m = rx_msg(B_T_IP_RCV, B_WAKE_END, B_RECV_EXIT, cpu, false);
 	if (!m)
 		return;
-	/*
-	 * Kernels without the sock:sk_data_ready tracepoint (6.1) never stamp
-	 * B_DATA_READY in tracepoint mode; there the TCP segment's receive
-	 * (netif_receive_skb) is what must have happened, else the merged
-	 * "ip_tcp_in+enqueue_wakeup" stage stays empty and its time lands in
-	 * send;return.
-	 */
+	/* 6.1 lacks the sk_data_ready tracepoint: require netif_receive_skb, else the merged
+	 * stage's time lands in send;return */
 	if (m->t[B_DATA_READY] ||
 	    (!bpf_core_type_exists(btf_trace_sk_data_ready) && m->t[B_T_IP_RCV]))
 		stamp(m, B_WAKE_END, cpu);
 }
 
-/*
- * Bulk slicing of a message sent in several chunks: from its first data-ready on, credit the
- * time since the last slice boundary to what ran then. The sender's send() comes first (it
- * must queue the last byte), then the receiver's recv() (copying what is queued); when
- * neither runs, the sender asleep in send() waits for buffer space, else both wait for the
- * scheduler. Boundaries: sched_switch of either task, the sender's send() exit, recv() exit.
- */
+/* docs/STAGES.md, "Messages in several chunks (large sizes)" */
 static __always_inline void bulk_tick(int r, __u64 now, __u32 cpu)
 {
 	struct msg_state *m = &msgs[r & 1];
@@ -489,7 +416,7 @@ static __always_inline void bulk_tick(int r, __u64 now, __u32 cpu)
 	__u64 mark;
 	__u32 k;
 
-	/* no mark: a tick on another CPU stored a slice time after the next message's reset */
+	/* no mark: a tick on another CPU raced the next message's reset */
 	if (!m->slice_t || !m->slice_mark || !in_flight(m) || now < m->slice_t)
 		return;
 	if (snd->in_send && snd->on_cpu)
@@ -508,9 +435,7 @@ static __always_inline void bulk_tick(int r, __u64 now, __u32 cpu)
 	m->slice_mark = mark;
 }
 
-
-/* The receiver is switched in at now (0: read the clock here): the latest switch before it
- * copies is when it ran. */
+/* The latest switch-in before the copy is when the receiver ran (now 0: read the clock). */
 static __always_inline void on_switch_in(__u32 next_tid, __u32 cpu, __u64 now)
 {
 	int s = slot_of(next_tid);
@@ -531,10 +456,7 @@ static __always_inline void on_switch_in(__u32 next_tid, __u32 cpu, __u64 now)
 	m->hits[B_RUN] = *hits_of(cpu);
 }
 
-/*
- * A copy boundary of the receiver's recv(). transport: only for that transport
- * (TRANSPORT__COUNT: any). Returns the message when the boundary belongs to it (NULL when not).
- */
+/* for_transport TRANSPORT__COUNT: any; returns the message the copy belongs to */
 static __always_inline struct msg_state *on_copy(__u32 b, bool last_wins, __u32 for_transport)
 {
 	__u32 cpu = count_hit();
@@ -562,18 +484,13 @@ static __always_inline struct msg_state *on_copy(__u32 b, bool last_wins, __u32 
 	return m;
 }
 
-/*
- * The socket a copy read from (rsk, 0 if unknown) must be the one data-ready signalled
- * (msgs_wrong_sock): checked in the copy's own probe, without a probe hit of its own.
- */
+/* msgs_wrong_sock, checked in the copy's own probe: no extra hit */
 static __always_inline void check_copy_sock(const struct msg_state *m, __u64 rsk)
 {
 	if (m && rsk && m->rsk && m->rsk != rsk)
 		__sync_fetch_and_add(&msgs_wrong_sock, 1);
 }
 
-/* A message in several chunks: boundaries up to its first data-ready, then the slices. */
-/* The slices of a sliced message or send() call m, its chunks and its sender's sleeps, in slot s. */
 static __always_inline void account_slices(int s, const struct msg_state *m, __u32 chunks)
 {
 	__u32 k;
@@ -581,8 +498,7 @@ static __always_inline void account_slices(int s, const struct msg_state *m, __u
 #pragma unroll
 	for (k = 0; k < NR_BULK; k++)
 		account(s, C_BULK_SEND_COPY + k, m->bulk[k], m->bulk_hits[k]);
-	/* none seen: a stream call whose every data-ready ran outside it (a deferred NET_RX
-	 * softirq): uncounted, not zero chunks (user space divides by the calls counted) */
+	/* 0: every data-ready ran outside the call (deferred NET_RX): uncounted, not zero */
 	if (chunks)
 		account(s, C_CHUNKS, chunks, 0);
 	account(s, C_SLEEPS, m->sender_slept, 0);
@@ -600,7 +516,6 @@ static __always_inline void finish_bulk(int s, __u64 now, __u32 cpu)
 	account_slices(s, m, m->chunks > 1 ? m->chunks : m->copies);
 }
 
-/* Boundary `to` takes `from`'s stamp (a zero-length stage). */
 static __always_inline void copy_stamp(struct msg_state *m, __u32 to, __u32 from)
 {
 	if (to >= B__COUNT || from >= B__COUNT)
@@ -610,13 +525,9 @@ static __always_inline void copy_stamp(struct msg_state *m, __u32 to, __u32 from
 	m->hits[to] = m->hits[from];
 }
 
-/*
- * Boundary B of the message to slot s takes the stamp of the last boundary it crossed before
- * B: a zero-length stage. For a receiver done before the sender got there (across CPUs: it
- * found the skb queued before the data-ready call, or returned before the sender came back from
- * the wakeup or its send): that rest of the sender's work is off the critical path.
- * Unrolled with constant bounds, one function per boundary (each verified once).
- */
+/* B takes the last earlier stamp (a zero-length stage) when the receiver finished first:
+ * off the critical path (docs/STAGES.md, "The critical path and the scheduler stage").
+ * One function per boundary, each verified once. */
 #define FILL_FROM_PREVIOUS(fn, B)						\
 __noinline int fn(int s)							\
 {										\
@@ -636,7 +547,6 @@ FILL_FROM_PREVIOUS(fill_data_ready, B_DATA_READY)
 FILL_FROM_PREVIOUS(fill_wake_end, B_WAKE_END)
 FILL_FROM_PREVIOUS(fill_send_exit, B_SEND_EXIT)
 
-/* The receiver's recv() returned data: the message is complete. */
 static __always_inline void finish_message(int s, struct task_info *ti, __u32 cpu)
 {
 	struct msg_state *m = &msgs[s & 1];
@@ -648,20 +558,18 @@ static __always_inline void finish_message(int s, struct task_info *ti, __u32 cp
 		return;
 	}
 	stamp_at(m, B_RECV_EXIT, now, cpu);
-	/* several chunks: seen at data-ready, else by the copies or a sender that had to wait */
+	/* several chunks: seen at data-ready, or by copies or sender sleeps */
 	if (m->slice_t && (m->chunks > 1 ||
 			   (slice_from_send && (m->sender_slept || m->copies > 1)))) {
 		finish_bulk(s, now, cpu);
 		goto done;
 	}
-	/* a receiver done before the sender got there: zero-length stages (FILL_FROM_PREVIOUS) */
 	if (!m->t[B_DATA_READY] && (avail_mask & (1ull << B_DATA_READY)))
 		fill_data_ready(s);
 	if (!m->t[B_WAKE_END] && (avail_mask & (1ull << B_WAKE_END)))
 		fill_wake_end(s);
 	if (!m->t[B_SEND_EXIT])
 		fill_send_exit(s);
-	/* runs = max(data ready, switched in, entered recv); its CPU and hit count go with it */
 	run = m->t[B_DATA_READY] ? m->t[B_DATA_READY] : m->t[B_SEND_ENTER];
 	if (ti->recv_enter > run)
 		run = ti->recv_enter;
@@ -678,7 +586,7 @@ static __always_inline void finish_message(int s, struct task_info *ti, __u32 cp
 			m->hits[B_RUN] = m->hits[B_SEND_ENTER];
 		}
 	}
-	/* sender time after the receiver started running is off the critical path */
+	/* critical path: sender time after the receiver runs is off it */
 	if (m->t[B_SEND_EXIT] > m->t[B_RUN]) {
 		m->t[B_SEND_EXIT] = m->t[B_RUN];
 		m->cpu[B_SEND_EXIT] = m->cpu[B_RUN];
@@ -686,7 +594,7 @@ static __always_inline void finish_message(int s, struct task_info *ti, __u32 cp
 	}
 	attribute_message(s);
 done:
-	/* inline, not the global account_book: two calls fewer on every message's last hit */
+	/* inline: two calls fewer on every message's last hit */
 	account_inline(s, C_TOTAL, now - m->t[B_SEND_ENTER], 0, 0);
 	if (m->gap_ns)
 		account_inline(s, C_GAP, m->gap_ns, m->gap_hits, m->gap_book_ns);
@@ -703,13 +611,9 @@ __noinline int attribute_first_chunk_of_call(int slot)
 	return 0;
 }
 
-/*
- * Stream: one send() call's own stages, counted in the sender's slot. A call that queued
- * several chunks, slept for buffer space after its first, or sent more than one chunk can hold
- * (the rest then left later, clocked by the receiver's ACKs) is sliced after its first chunk
- * like a message (bulk_tick): its later boundaries would hold every chunk's copies and waits.
- */
-#define MAX_CHUNK_BYTES 65536	/* a TCP GSO segment's most; a UDS skb holds ~36 KiB */
+/* Stream: one send() call; a large one is sliced (docs/STAGES.md, "Stream and connect
+ * modes"). */
+#define MAX_CHUNK_BYTES 65536	/* TCP GSO max; a UDS skb holds ~36 KiB */
 static __always_inline void finish_send_call(int s, long sent)
 {
 	struct msg_state *m = &msgs[(s ^ 1) & 1];
@@ -726,7 +630,6 @@ static __always_inline void finish_send_call(int s, long sent)
 	m->t[B_SEND_ENTER] = 0;
 }
 
-/* Stream: one recv() call's stages: wait, copy, return. */
 static __always_inline void finish_recv_call(int s, struct task_info *ti)
 {
 	__u64 now = bpf_ktime_get_ns(), run = ti->recv_enter, copy;
@@ -743,9 +646,8 @@ static __always_inline void finish_recv_call(int s, struct task_info *ti)
 	__sync_fetch_and_add(&msgs_done, 1);
 }
 
-/* The workload moves its messages with send() and recv() only: a read() or write() of its
- * tasks is the go pipe or stderr. The server's read of its go byte, taken for a recv(), ended
- * the client's first message when that came first (--warmup 0). */
+/* Only send/recv carry messages: read/write are the go pipe and stderr (a read taken
+ * for a recv ended the first message with --warmup 0). */
 static __always_inline bool is_send(__u32 nr)
 {
 	return nr == NR_sendto || nr == NR_sendmsg;
@@ -773,8 +675,7 @@ static __always_inline void on_sys_enter(long nr)
 		ti->in_recv = 1;
 		ti->switch_in = 0;
 		ti->copy_done = 0;
-		/* a message's recv() entered before its send: every stamp of it comes later, so this
-		 * entry can never be when the receiver ran (finish_message): no clock read (pingpong) */
+		/* entered before the send: cannot be when the receiver ran; no clock read */
 		if (attribution == ATTR_MESSAGE && !in_flight(&msgs[s & 1])) {
 			ti->recv_enter = 0;
 			return;
@@ -823,7 +724,6 @@ static __always_inline void on_sys_exit(long ret)
 	}
 }
 
-/* Calibration: the cost of one typical boundary hit (slot check + stamp). */
 static __always_inline void on_calibrate(void)
 {
 	__u32 cpu = count_hit();
@@ -838,7 +738,7 @@ static __always_inline void on_calibrate(void)
 	calib_hits++;
 }
 
-/* ---- tracepoints (every mode) ---------------------------------------------- */
+/* tracepoints, every mode */
 
 SEC("?tp_btf/sys_enter")
 int BPF_PROG(tp_sys_enter, struct pt_regs *regs, long id)
@@ -880,8 +780,7 @@ int BPF_PROG(tp_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	return 0;
 }
 
-/* The same three as raw tracepoints, for kprobe mode on a kernel that exposes no BTF of its
- * own (tp_btf needs it; raw_tp and CO-RE reads work with --btf FILE). */
+/* kprobe mode without kernel BTF (--btf FILE): tp_btf needs it, raw_tp does not */
 SEC("?raw_tp/sys_enter")
 int BPF_PROG(rtp_sys_enter, struct pt_regs *regs, long id)
 {
@@ -905,7 +804,7 @@ int BPF_PROG(rtp_sched_switch, bool preempt, struct task_struct *prev, struct ta
 	return 0;
 }
 
-/* The calibration probe of tracepoint mode (fe_calib, kp_calib below for the others). */
+/* tracepoint mode's calibration probe */
 SEC("?tp_btf/sys_enter")
 int BPF_PROG(tp_calib, struct pt_regs *regs, long id)
 {
@@ -914,7 +813,7 @@ int BPF_PROG(tp_calib, struct pt_regs *regs, long id)
 	return 0;
 }
 
-/* ---- tracepoint mode --------------------------------------------------------- */
+/* tracepoint mode */
 
 SEC("?tp_btf/tcp_sendmsg_locked")
 int BPF_PROG(tp_tcp_sendmsg_locked)
@@ -941,7 +840,7 @@ int BPF_PROG(tp_softirq_entry, unsigned int vec)
 SEC("?tp_btf/netif_receive_skb")
 int BPF_PROG(tp_netif_receive_skb, struct sk_buff *skb)
 {
-	/* fires at the start of __netif_receive_skb_core: the demux into IP begins */
+	/* start of __netif_receive_skb_core: the demux into IP */
 	on_skb_boundary(B_T_IP_RCV, skb);
 	return 0;
 }
@@ -968,15 +867,9 @@ int BPF_PROG(tp_softirq_exit, unsigned int vec)
 	return 0;
 }
 
-/*
- * UDS: the socket the consumed skb was sent to must be the one data-ready signalled. skb's
- * owner is the sender (skb_set_owner_w), whose peer receives. skb and its sk are tp_btf
- * pointers (direct loads); unix_sock's peer lies beyond struct sock, where the verifier allows
- * no direct load (and bpf_skc_to_unix_sock takes no RCU pointer such as skb->sk): a probe read,
- * ~50 ns. A unix socket's peer is set at connect and kept, so a (sender, signalled) pair once
- * found to match is remembered in the receiver's task (reset each run) and its later messages
- * need no read: in a pingpong, one read per run.
- */
+/* UDS: the consumed skb's owner (the sender) must peer with the signalled socket.
+ * unix_sock.peer is beyond struct sock, no direct load: a probe read, once per pair
+ * (peers are fixed at connect). */
 static __always_inline void check_unix_copy(struct msg_state *m, struct sk_buff *skb)
 {
 	struct task_info *ti = &tasks[m == &msgs[1]];
@@ -998,7 +891,7 @@ static __always_inline void check_unix_copy(struct msg_state *m, struct sk_buff 
 SEC("?tp_btf/consume_skb")
 int BPF_PROG(tp_consume_skb, struct sk_buff *skb)
 {
-	/* UDS: the receiver consumes the message's skb right after copying it */
+	/* UDS: consumed right after the copy */
 	struct msg_state *m = on_copy(B_COPY_DONE, false, TRANSPORT_UNIX);
 
 	if (m)
@@ -1013,11 +906,9 @@ int BPF_PROG(tp_tcp_rcv_space_adjust, struct sock *sk)
 	return 0;
 }
 
-/* ---- fentry/fexit and kprobe/kretprobe modes (common.bpf.h's twins) ----------- */
+/* fentry/fexit and kprobe/kretprobe modes */
 
-/* A function entry that marks boundary b while the current task is sending. */
 #define SENDER_PROBE(func, b) FENTRY_KPROBE(func, on_sender_boundary(b))
-/* A function entry whose first argument is the segment's skb. */
 #define SKB_PROBE(func, b) FENTRY_KPROBE(func, on_skb_boundary(b, skb), struct sk_buff *skb)
 
 SENDER_PROBE(unix_stream_sendmsg, B_PROTO)
@@ -1047,6 +938,5 @@ FEXIT_KRETPROBE_NORET(sock_def_readable, on_wake_end(transport))
 FENTRY_KPROBE(skb_copy_datagram_iter, on_copy(B_COPY_START, false, TRANSPORT__COUNT))
 FEXIT_KRETPROBE_NORET(skb_copy_datagram_iter, on_copy(B_COPY_DONE, true, TRANSPORT__COUNT))
 
-/* Calibration probes for the function modes (fe_calib, kp_calib): on a cheap syscall's x86
- * wrapper, chosen at run time (set_attach_target / attach_kprobe) among those this kernel has. */
+/* fe_calib/kp_calib: target picked at run time among this kernel's syscall wrappers */
 FENTRY_KPROBE_AS(calib, __x64_sys_getppid, on_calibrate())

@@ -1,15 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/*
- * Helpers for udsprobe's BPF programs (BPF side only; libbpf-tools' maps.bpf.h
- * and bits.bpf.h): constants vmlinux.h lacks, lookup-or-init, a log2 slot, and
- * one macro pair that emits the fentry + kprobe (fexit + kretprobe) wrappers of
- * one handler body, named fe_/kp_/fx_/kr_<function> (tracepoints are tp_<name>).
- * Include after vmlinux.h and libbpf's bpf_helpers.h and bpf_tracing.h.
- */
+/* after libbpf-tools' maps.bpf.h, bits.bpf.h */
 #ifndef UDSPROBE_COMMON_BPF_H
 #define UDSPROBE_COMMON_BPF_H
 
-/* #defines in the kernel, so not in vmlinux.h */
+/* kernel #defines, not in vmlinux.h */
 #define AF_UNIX		1
 #define AF_INET		2
 #define AF_INET6	10
@@ -21,8 +15,7 @@
 #define PF_KTHREAD	0x00200000
 #define RCV_SHUTDOWN	1
 
-/* The value at key, inserting init first when absent (BPF_NOEXIST: another CPU may
- * win the race, then its value is used); NULL when the map is full. */
+/* another CPU may win the race: its value is used; NULL: map full */
 static __always_inline void *lookup_or_try_init(void *map, const void *key, const void *init)
 {
 	void *v = bpf_map_lookup_elem(map, key);
@@ -33,7 +26,7 @@ static __always_inline void *lookup_or_try_init(void *map, const void *key, cons
 	return bpf_map_lookup_elem(map, key);
 }
 
-/* floor(log2(v)) for v > 0, 0 for v == 0: the slot of a log2 histogram. */
+/* floor(log2(v)), 0 for 0 */
 static __always_inline __u32 log2_slot(__u64 v)
 {
 	__u32 r = 0, shift;
@@ -47,20 +40,7 @@ static __always_inline __u32 log2_slot(__u64 v)
 	return r;
 }
 
-/*
- * FENTRY_KPROBE(func, body, args...): fe_<func> (fentry) and kp_<func> (kprobe),
- * both running body with the function's first arguments declared as args.
- * FENTRY_KPROBE_AS(name, func, body, args...): the same named fe_<name> and
- * kp_<name> (a probe whose target user space picks at run time).
- * FEXIT_KRETPROBE(func, ret_type, body, args...): fx_<func> (fexit) and
- * kr_<func> (kretprobe) running body with `ret` the return value; for fexit,
- * args are the function's arguments followed by `ret_type ret` (or nothing when
- * body does not use them). FEXIT_KRETPROBE_NORET(func, body): the same for a
- * body that does not read the return value (a void function's return).
- * FEXIT_KRETPROBE_RET(func, body): `ret` (__u64) without declaring the
- * arguments, for functions whose argument list differs between kernels.
- * All are optional (SEC("?...")): user space enables one mode's set.
- */
+/* fentry+kprobe and fexit+kretprobe twins of one body (fe_/kp_/fx_/kr_); all optional */
 #define FENTRY_KPROBE_AS(name, func, body, ...)					\
 SEC("?fentry/" #func)								\
 int BPF_PROG(fe_##name, ##__VA_ARGS__) { body; return 0; }			\
@@ -93,7 +73,7 @@ struct task_struct___pre514 {
 	long state;
 } __attribute__((preserve_access_index));
 
-/* t is tp_btf's task pointer: a direct (CO-RE relocated) load, no probe-read helper call */
+/* t: a tp_btf pointer, a direct CO-RE load */
 static __always_inline bool asleep(struct task_struct *t)
 {
 	if (bpf_core_field_exists(t->__state))
@@ -101,7 +81,7 @@ static __always_inline bool asleep(struct task_struct *t)
 	return ((struct task_struct___pre514 *)t)->state != 0;
 }
 
-/* sched_switch's prev leaves the CPU to wait (not preempted while runnable) */
+/* asleep, not preempted while runnable */
 static __always_inline bool switched_to_sleep(bool preempt, struct task_struct *prev)
 {
 	return !preempt && asleep(prev);

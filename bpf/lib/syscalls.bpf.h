@@ -1,6 +1,4 @@
-/* Syscall numbers the BPF programs compare raw sys_enter ids with, per target architecture
- * (x86-64: arch/x86/entry/syscalls/syscall_64.tbl; arm64: include/uapi/asm-generic/unistd.h;
- * -1: arm64 has no such call), and where the raw id sits in pt_regs. */
+/* Raw syscall ids per arch (syscall_64.tbl, asm-generic/unistd.h; -1: arm64 lacks it). */
 #ifndef UDSPROBE_SYSCALLS_BPF_H
 #define UDSPROBE_SYSCALLS_BPF_H
 
