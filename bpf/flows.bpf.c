@@ -125,6 +125,7 @@ struct dir_st {
 	__u8 s_match, r_match;	/* enum end_match */
 	__u8 ep_out;		/* endpoint filters exclude it */
 	__u8 counted;		/* fl_stats.conns */
+	__u8 to_srv;		/* TCP: towards the listener's port */
 	__u32 closed_seq;	/* TCP: read position at close */
 	__u64 rclosed;		/* 1: closed, send boundary pending; 2: ended */
 	__u64 unknown;		/* made by a socket_unknown receive */
@@ -479,6 +480,7 @@ static __always_inline void endpoint_of(struct sock *sk, const struct dir_key *k
 				  (!bpf_map_lookup_elem(&lports, &sp) && dp < sp);
 
 		d->port = srv_is_dst ? dp : sp;
+		d->to_srv = srv_is_dst;
 		__builtin_memcpy(d->addr, srv_is_dst ? k->daddr : k->saddr, 16);
 		d->v6 = (k->daddr[1] | k->daddr[2] | k->daddr[3]) != 0;	/* IPv4 fills [0] only */
 	}
@@ -794,6 +796,7 @@ static __always_inline void record(struct dir_st *d, const struct msg_ent *e,
 	if (!d->counted) {	/* the connection's first message */
 		d->counted = 1;
 		s->conns++;
+		s->conns_to_srv += d->to_srv;
 	}
 	hist_add(s->lat_hist, o->latency_ns);
 	for (st = 0; st < FS__COUNT; st++)

@@ -112,6 +112,7 @@ struct fl_stats {
 	__u64 misses;		/* sends lost */
 	__u64 cross_cpu;	/* read on another CPU */
 	__u64 conns;		/* direction states carrying it */
+	__u64 conns_to_srv;	/* TCP: of those, towards the listener's port */
 	__u64 st_sum[FS__COUNT];
 	__u64 st_cnt[FS__COUNT];
 	__u64 k_sum[FK__COUNT];	/* sum st_sum[FS_SEND] */

@@ -91,11 +91,14 @@ def test_calibration_file(calibrated):
                                                    for p in ("same", "split")]
     assert all(float(r[3]) > 0 and float(r[4]) > 0 for r in conns), conns
     assert not HOST_TIMES or all(float(r[4]) > float(r[3]) for r in conns), conns
-    # and its messages' send, wake and recv (each the first of its connection), per transport
+    # and its messages' send, wake and recv (each the first of its connection), then the
+    # client's connect(), per transport: the handshake makes TCP's longer
     for r in conns:
         vals = [float(v) for v in r[5:]]
-        assert len(vals) == 6 and all(v >= 0 for v in vals), r
+        assert len(vals) == 8 and all(v >= 0 for v in vals), r
         assert vals[1] <= vals[0] and vals[4] <= vals[3] and vals[3] > 0, r
+        assert vals[6] > 0 and vals[7] > 0, r
+        assert not HOST_TIMES or vals[7] > vals[6], r
     runs = {}
     for r in rows:
         vals = [float(v) for v in r[4:]]

@@ -12,7 +12,7 @@
 /* Every run, kind and size alike: the differences are exact, the noise 0. Columns: send, wake,
  * recv per transport (unix, tcp), then the untraced latencies; a connection's: its latencies,
  * then its messages' send, wake, recv, which cost TCP first_extra ns more in send() than the
- * ping-pong's. */
+ * ping-pong's, then the client's connect(). */
 static int write_calibration(char *path, size_t len, int first_extra)
 {
 	static const char *const pl[] = { "same", "split" }, *const kind[] = { "corrected", "traced" };
@@ -34,8 +34,9 @@ static int write_calibration(char *path, size_t len, int first_extra)
 						p ? "2000\t1900\t3000\t7000\t6000\t2000\t6000\t9000" :
 						"1000\t900\t1500\t4000\t3000\t1000\t3000\t5000");
 	for (r = 1; r <= 3; r++)
-		fprintf(f, "%d\tsame\tconnect\t10000\t20000\t1000\t900\t1500\t%d\t%d\t1000\n"
-			"%d\tsplit\tconnect\t20000\t40000\t2000\t1900\t3000\t%d\t%d\t2000\n", r,
+		fprintf(f, "%d\tsame\tconnect\t10000\t20000\t1000\t900\t1500\t%d\t%d\t1000\t3000\t"
+			"15000\n%d\tsplit\tconnect\t20000\t40000\t2000\t1900\t3000\t%d\t%d\t2000\t"
+			"5000\t25000\n", r,
 			4000 + first_extra, 3000 + first_extra, r, 7000 + first_extra,
 			6000 + first_extra);
 	return fclose(f);
@@ -74,6 +75,7 @@ TEST(predict_worked_examples)
 	/* a receiver (srv) busy with other messages: it saves (100k x 4100 as the sender of the
 	 * flow below + 100k x -500 as this one's receiver) / 1 s = 0.36 of its time */
 	flows[2] = tcp_flow("cli", "srv", 100000, 0, 0, 8000, 50000, 1000, 70000);
+	flows[2].conns_to_srv = flows[2].conns;	/* cli connected: srv saves nothing of that */
 	flows[3] = tcp_flow("srv", "cli", 100000, 100000, 100000, 8000, 0, 1000, 12000);
 	/* a unix flow is not predicted; a too-short one says why */
 	CHECK_INT(predict_from_file(&run, path), 0);
@@ -128,6 +130,34 @@ TEST(predict_first_message_of_a_connection)
 	CHECK_DBL(flows[0].if_unix.mean, 8500, 1e-6);
 	/* 20000 - 10000 - 2 x (5000 - 3000) - 2 x 2000 */
 	CHECK_DBL(flows[0].if_unix.conn_saved, 2000, 1e-6);
+}
+
+/* A client that opens a connection per request and reads the replies while busy: it saves,
+ * over the run, what its messages save and the connect()s of the connections it opened (each
+ * carries a request and a reply: half in each flow), and the replies' waits shrink by that
+ * share of its time. */
+TEST(predict_connections_shrink_the_connecting_side)
+{
+	char path[64];
+	struct flow flows[2];
+	struct trace_run run = { .flows = flows, .n_flows = 2, .duration_ns = 100000000,
+				 .detail = "syscall" };
+
+	CHECK_INT(write_calibration(path, sizeof(path), 0), 0);
+	flows[0] = tcp_flow("cl", "sv", 1000, 0, 0, 8000, 0, 1000, 12000);
+	flows[0].conns_to_srv = 1000;
+	flows[1] = tcp_flow("sv", "cl", 1000, 0, 0, 8000, 100000, 1000, 120000);
+	CHECK_INT(predict_from_file(&run, path), 0);
+	unlink(path);
+	/* one CPU: a connection saves 20000 - 10000 - 2 x (5000 - 3000) = 6000 beyond its
+	 * messages, its connect() 15000 - 3000; cl: 1000 x 3000 (its requests' send)
+	 * + 1000 x -500 (the replies' copy) + 2 x 1000 x 12000 / 2 (its connect()s, half in each
+	 * flow) = 14.5 ms of 100 ms */
+	CHECK_DBL(flows[0].if_unix.conn_saved, 6000, 1e-6);
+	CHECK_DBL(flows[1].if_unix.waits_saved, 100000 * 0.145, 1e-6);
+	CHECK_DBL(flows[1].if_unix.saved, 3000 - 500 + 14500, 1e-6);
+	/* sv opened none: its requests' waits (none here) would shrink by its messages only */
+	CHECK_DBL(flows[0].if_unix.saved, 2500, 1e-6);
 }
 
 TEST(predict_says_why_not)

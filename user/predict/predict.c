@@ -94,6 +94,7 @@ struct cal_point {
 	double wake[TR__COUNT];		/* of that, up to the receiver's wakeup (no send;return) */
 	double recv[TR__COUNT];		/* the receiver's copy and return */
 	double latency[TR__COUNT];	/* untraced mean one-way latency */
+	double connect[TR__COUNT];	/* --mode connect only: the client's connect() */
 };
 
 enum { PL_SAME, PL_SPLIT, PL__COUNT };	/* --cpu same, split */
@@ -111,7 +112,8 @@ struct calibration {
 	struct cal_point p[CAL_RUNS][K__COUNT][PL__COUNT][N_SIZES];
 	/* --mode connect at CONN_SIZE bytes (connect, request, response, close), per run and
 	 * placement: latency is the whole connection (untraced mean), send/wake/recv the path of
-	 * its messages, each the first of its connection in its direction (corrected) */
+	 * its messages, each the first of its connection in its direction, connect the client's
+	 * connect() (conn;connect; corrected) */
 	struct cal_point conn[CAL_RUNS][PL__COUNT];
 };
 
@@ -166,13 +168,15 @@ static int cal_load(const char *path, struct calibration *cal)
 
 		if (line[0] == '#')
 			continue;
-		if (sscanf(line, "%d %15s connect %lf %lf %lf %lf %lf %lf %lf %lf", &r, place,
+		if (sscanf(line, "%d %15s connect %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf", &r, place,
 			   &c.latency[TR_UNIX], &c.latency[TR_TCP], &c.send[TR_UNIX], &c.wake[TR_UNIX],
-			   &c.recv[TR_UNIX], &c.send[TR_TCP], &c.wake[TR_TCP], &c.recv[TR_TCP]) == 10) {
+			   &c.recv[TR_UNIX], &c.send[TR_TCP], &c.wake[TR_TCP], &c.recv[TR_TCP],
+			   &c.connect[TR_UNIX], &c.connect[TR_TCP]) == 12) {
 			for (pl = 0; pl < PL__COUNT && strcmp(place, pl_names[pl]); pl++)
 				;
 			if (r < 1 || r > CAL_RUNS || pl == PL__COUNT || cseen[r - 1][pl] ||
-			    c.latency[TR_UNIX] <= 0 || c.latency[TR_TCP] <= 0 || c.send[TR_TCP] <= 0)
+			    c.latency[TR_UNIX] <= 0 || c.latency[TR_TCP] <= 0 || c.send[TR_TCP] <= 0 ||
+			    c.connect[TR_UNIX] <= 0 || c.connect[TR_TCP] <= 0)
 				continue;
 			cal->conn[r - 1][pl] = c;
 			cseen[r - 1][pl] = true;
@@ -241,15 +245,16 @@ static int cal_save(const char *path, const struct calibration *cal)
 				}
 	fprintf(of.f, "# run\tcpu\tconnect\tunix_connection_ns\ttcp_connection_ns (%d B each way)\t"
 		"then its messages: unix_send_ns\tunix_wake_ns\tunix_recv_ns\ttcp_send_ns\t"
-		"tcp_wake_ns\ttcp_recv_ns\n", CONN_SIZE);
+		"tcp_wake_ns\ttcp_recv_ns\tthen connect(): unix_connect_ns\ttcp_connect_ns\n", CONN_SIZE);
 	for (r = 0; r < CAL_RUNS; r++)
 		for (pl = 0; pl < PL__COUNT; pl++) {
 			const struct cal_point *c = &cal->conn[r][pl];
 
 			fprintf(of.f, "%d\t%s\tconnect\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t"
-				"%.1f\n", r + 1, pl_names[pl], c->latency[TR_UNIX], c->latency[TR_TCP],
-				c->send[TR_UNIX], c->wake[TR_UNIX], c->recv[TR_UNIX], c->send[TR_TCP],
-				c->wake[TR_TCP], c->recv[TR_TCP]);
+				"%.1f\t%.1f\t%.1f\n", r + 1, pl_names[pl], c->latency[TR_UNIX],
+				c->latency[TR_TCP], c->send[TR_UNIX], c->wake[TR_UNIX], c->recv[TR_UNIX],
+				c->send[TR_TCP], c->wake[TR_TCP], c->recv[TR_TCP], c->connect[TR_UNIX],
+				c->connect[TR_TCP]);
 		}
 	return outfile_commit(&of, 0);
 }
@@ -314,10 +319,20 @@ static int cal_connections(struct calibration *cal, int r, enum attach_mode atta
 		err = -EPROTO;
 	for (i = 0; !err && i < cmp.n_pairs; i++) {
 		struct cal_point *c = &cal->conn[r][cmp.pairs[i].place == CPU_SAME ? PL_SAME : PL_SPLIT];
+		int t;
 
 		err = cal_point_of(&cmp.pairs[i], K_CORRECTED, c);
-		if (!err && (!c->latency[TR_UNIX] || !c->latency[TR_TCP]))
-			err = -EPROTO;
+		for (t = 0; !err && t < TR__COUNT; t++) {
+			const struct trace_result *x = &cmp.pairs[i].tr[t].trace;
+			int k;
+
+			c->connect[t] = 0;
+			for (k = 0; k < x->n_stages; k++)
+				if (!strcmp(x->stages[k].name, "conn;connect"))
+					c->connect[t] = MAX(x->stages[k].corrected_ns_per_msg, 0.0);
+			if (!c->latency[t] || !c->connect[t])
+				err = -EPROTO;
+		}
 	}
 	comparison_free(&cmp);
 	return err;
@@ -473,6 +488,15 @@ static double conn_saving(const struct calibration *cal, int r, double split)
 	return d - 2 * (x.send + x.copy);
 }
 
+/* What the side that opens a connection saves in it, TCP minus AF_UNIX, run r, placements
+ * weighted by split: its connect() (on loopback the whole handshake runs inside it). */
+static double open_saving(const struct calibration *cal, int r, double split)
+{
+	return (1 - split) * (cal->conn[r][PL_SAME].connect[TR_TCP] -
+			      cal->conn[r][PL_SAME].connect[TR_UNIX]) +
+	       split * (cal->conn[r][PL_SPLIT].connect[TR_TCP] - cal->conn[r][PL_SPLIT].connect[TR_UNIX]);
+}
+
 /* The two largest TCP-only kernel stages of the flow, in words for the sentence. */
 static void mostly(const struct flow *fl, char *buf, size_t len)
 {
@@ -505,6 +529,9 @@ struct path_saving {
 	double send[CAL_RUNS], copy[CAL_RUNS];
 	double cpu[CAL_RUNS];	/* the whole send() and the copy: the kernel's CPU per message */
 	double share[CAL_RUNS];	/* of its receiver's processes' time, what the switch saves */
+	double conn[CAL_RUNS];	/* a connection's saving beyond its messages (conn_saving) */
+	double open[CAL_RUNS];	/* of its opener's time, per connection (open_saving) */
+	double conn_weight;	/* of those connections, this flow's to count: 1/2 with its reverse */
 };
 
 /* --detail full's own probes on TCP's path that AF_UNIX's lacks, per message: all of them
@@ -549,7 +576,10 @@ static bool path_saving(struct flow *fl, const struct calibration *cal, int kind
 			      (1 - waited * ps->split) * (d.send + pe->all);
 		ps->copy[r] = d.copy;
 		ps->cpu[r] = d.send + pe->all + d.copy;
+		ps->conn[r] = fl->conns ? conn_saving(cal, r, ps->split) : 0;
+		ps->open[r] = fl->conns ? open_saving(cal, r, ps->split) : 0;
 	}
+	ps->conn_weight = 1;
 	ps->ok = true;
 	return true;
 }
@@ -569,9 +599,59 @@ static int by_comm(const void *a, const void *b)
 	return c ? c : x->flow - y->flow;
 }
 
+/* A predicted flow by its endpoint and its two ends' names, the lower first: a flow and its
+ * reverse are neighbours. */
+struct flow_pair_ref {
+	const struct flow *fl;
+	int at;
+};
+
+static int by_pair(const void *a, const void *b)
+{
+	const struct flow *x = ((const struct flow_pair_ref *)a)->fl;
+	const struct flow *y = ((const struct flow_pair_ref *)b)->fl;
+	int sx = strcmp(x->sender.comm, x->receiver.comm) > 0;
+	int sy = strcmp(y->sender.comm, y->receiver.comm) > 0;
+	int c = strcmp(x->endpoint, y->endpoint);
+
+	c = c ? c : strcmp(sx ? x->receiver.comm : x->sender.comm,
+			   sy ? y->receiver.comm : y->sender.comm);
+	return c ? c : strcmp(sx ? x->sender.comm : x->receiver.comm,
+			      sy ? y->sender.comm : y->receiver.comm);
+}
+
+/* A connection that carried both a flow and its reverse (or a flow whose ends have one name:
+ * both directions in it) counts in each at half. */
+static void conn_weights(const struct trace_run *run, struct path_saving *ps)
+{
+	struct flow_pair_ref *refs = calloc((size_t)run->n_flows + 1, sizeof(*refs));
+	int i, j, k, n = 0;
+
+	if (!refs)
+		return;
+	for (i = 0; i < run->n_flows; i++)
+		if (ps[i].ok && run->flows[i].conns)
+			refs[n++] = (struct flow_pair_ref){ &run->flows[i], i };
+	qsort(refs, n, sizeof(*refs), by_pair);
+	for (i = 0; i < n; i = j) {
+		bool fwd = false, rev = false;
+
+		for (j = i; j < n && !by_pair(&refs[i], &refs[j]); j++) {
+			int c = strcmp(refs[j].fl->sender.comm, refs[j].fl->receiver.comm);
+
+			fwd |= c <= 0;
+			rev |= c >= 0;
+		}
+		for (k = i; fwd && rev && k < j; k++)
+			ps[refs[k].at].conn_weight = 0.5;
+	}
+	free(refs);
+}
+
 /* Each flow's ps.share: the share of its time the receiver's processes (by comm) would save,
- * per run: what their messages save in the TCP flows they send and read, over the run's
- * duration per process of that name; at most 0.9. A message whose receiver was busy with
+ * per run: what their messages save in the TCP flows they send and read, and the connect()s
+ * of the connections they open (on loopback the handshake runs in the connecting process),
+ * over the run's duration per process of that name; at most 0.9. A message whose receiver was busy with
  * other messages (wait;busy) waits that much less: those messages' kernel work shrinks too
  * (redis-benchmark -c 20: 90 -> 65 us). One sort by name, not a scan of every flow per flow. */
 static void time_shares(const struct trace_run *run, struct path_saving *ps)
@@ -595,11 +675,16 @@ static void time_shares(const struct trace_run *run, struct path_saving *ps)
 		for (j = i; j < n && !strcmp(ends[j].comm, ends[i].comm); j++) {
 			const struct flow *g = &run->flows[ends[j].flow];
 			const struct path_saving *p = &ps[ends[j].flow];
+			double opened;
 
 			if (!p->ok)
 				continue;
+			/* of g's connections, those this end opened */
+			opened = g->conns ? (double)(ends[j].receiver ? g->conns - g->conns_to_srv :
+						     g->conns_to_srv) : 0;
 			for (r = 0; r < CAL_RUNS; r++)
-				saved[r] += g->messages * (ends[j].receiver ? p->copy[r] : p->send[r]);
+				saved[r] += g->messages * (ends[j].receiver ? p->copy[r] : p->send[r]) +
+					    opened * p->conn_weight * p->open[r];
 			procs = MAX(procs, ends[j].receiver ? g->receiver.n_pids : g->sender.n_pids);
 		}
 		for (k = i; k < j; k++)
@@ -671,13 +756,9 @@ static void predict_flow(const struct trace_run *run, int at, const struct path_
 	u->saved_frac = fl->mean > 0 ? u->saved / fl->mean : 0;
 	u->size_used = cal_sizes[p->nearest];
 	if (fl->conns) {
-		double c[CAL_RUNS];
-
-		for (r = 0; r < CAL_RUNS; r++)
-			c[r] = conn_saving(cal, r, p->split);
-		u->conn_saved = median3(c[0], c[1], c[2]);
-		u->conn_saved_lo = MIN(c[0], MIN(c[1], c[2]));
-		u->conn_saved_hi = MAX(c[0], MAX(c[1], c[2]));
+		u->conn_saved = median3(p->conn[0], p->conn[1], p->conn[2]);
+		u->conn_saved_lo = MIN(p->conn[0], MIN(p->conn[1], p->conn[2]));
+		u->conn_saved_hi = MAX(p->conn[0], MAX(p->conn[1], p->conn[2]));
 	}
 	mostly(fl, u->mostly, sizeof(u->mostly));
 	u->predicted = true;
@@ -726,6 +807,7 @@ static void predict_flows(struct trace_run *run, const struct calibration *cal)
 	for (i = 0; i < run->n_flows; i++)
 		if (run->flows[i].transport == FL_TCP)
 			path_saving(&run->flows[i], cal, kind, &pe, &ps[i]);
+	conn_weights(run, ps);
 	time_shares(run, ps);
 	for (i = 0; i < run->n_flows; i++)
 		if (ps[i].ok)

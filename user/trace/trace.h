@@ -129,6 +129,7 @@ struct flow {
 	uint64_t messages, bytes, misses;
 	uint64_t cross_cpu;	/* messages read on another CPU than the sender's at the handover */
 	uint64_t conns;		/* connections that carried them (this direction of each) */
+	uint64_t conns_to_srv;	/* TCP: of those, towards the listener's port: the sender connected */
 	uint64_t p50, p90, p99;
 	double mean;
 	double coverage;

@@ -315,6 +315,7 @@ static int add_stats(struct flow *f, const struct fl_stats *s)
 	f->misses += s->misses;
 	f->cross_cpu += s->cross_cpu;
 	f->conns += s->conns;
+	f->conns_to_srv += s->conns_to_srv;
 	f->lat_sum += s->lat_sum;
 	err = trace_hist_merge(&f->lat_hist, s->lat_hist);
 	for (st = 0; st < FS__COUNT; st++) {

@@ -435,6 +435,8 @@ void trace_flow_json(struct jw *w, const struct flow *fl)
 	jw_u64(w, "misses", fl->misses);
 	jw_u64(w, "cross_cpu", fl->cross_cpu);
 	jw_u64(w, "connections", fl->conns);
+	if (fl->transport == FL_TCP)
+		jw_u64(w, "connections_to_listener", fl->conns_to_srv);
 	jw_u64(w, "bulk_messages", fl->bulk_msgs);
 	jw_arr_begin(w, "stages");
 	for (st = 0; st < FS__COUNT; st++) {
