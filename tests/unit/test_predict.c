@@ -144,7 +144,7 @@ TEST(predict_connections_shrink_the_connecting_side)
 				 .detail = "syscall" };
 
 	CHECK_INT(write_calibration(path, sizeof(path), 0), 0);
-	flows[0] = tcp_flow("cl", "sv", 1000, 0, 0, 8000, 0, 1000, 12000);
+	flows[0] = tcp_flow("cl", "sv", 1000, 0, 0, 8000, 100000, 1000, 120000);
 	flows[0].conns_to_srv = 1000;
 	flows[1] = tcp_flow("sv", "cl", 1000, 0, 0, 8000, 100000, 1000, 120000);
 	CHECK_INT(predict_from_file(&run, path), 0);
@@ -156,8 +156,10 @@ TEST(predict_connections_shrink_the_connecting_side)
 	CHECK_DBL(flows[0].if_unix.conn_saved, 6000, 1e-6);
 	CHECK_DBL(flows[1].if_unix.waits_saved, 100000 * 0.145, 1e-6);
 	CHECK_DBL(flows[1].if_unix.saved, 3000 - 500 + 14500, 1e-6);
-	/* sv opened none: its requests' waits (none here) would shrink by its messages only */
-	CHECK_DBL(flows[0].if_unix.saved, 2500, 1e-6);
+	/* sv opened none: its requests' waits shrink by its messages' share only,
+	 * (1000 x 3000 + 1000 x -500) / 100 ms */
+	CHECK_DBL(flows[0].if_unix.waits_saved, 100000 * 0.025, 1e-6);
+	CHECK_DBL(flows[0].if_unix.saved, 2500 + 2500, 1e-6);
 }
 
 TEST(predict_says_why_not)
