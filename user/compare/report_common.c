@@ -4,9 +4,11 @@
  * stages, the merged stage tree of a pair and its comparable rows, pair tags and caveats,
  * what each stage means. Reads a finished struct comparison; writes nothing itself.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "outfile.h"
 #include "report_common.h"
 #include "util.h"
 
@@ -35,6 +37,20 @@ const char *no_stages_reason(const struct comparison *cmp)
 	if (!cmp->attach_mode)
 		return "the run was untraced (--no-trace), so there are no stages";
 	return "tracing attributed no message to stages (see the warnings above)";
+}
+
+int stages_file_write(const struct comparison *cmp, const char *opt, const char *path,
+		      int (*write)(const struct comparison *cmp, FILE *f))
+{
+	struct outfile of;
+	int err;
+
+	if (!comparison_has_stages(cmp)) {
+		say_error("%s: nothing written to '%s': %s", opt, path, no_stages_reason(cmp));
+		return -ENODATA;
+	}
+	err = outfile_begin(&of, opt, path);
+	return err ? err : outfile_commit(&of, write(cmp, of.f));
 }
 
 const char *pair_caveat(const struct comparison *cmp, const struct pair_result *pr, char *buf,

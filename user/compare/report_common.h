@@ -73,6 +73,10 @@ void pair_tag(const struct pair_result *pr, bool file_name, char *buf, size_t le
 const char *think_words(const struct pair_result *pr, char *buf, size_t len);
 /* Why a transport has no stages, for messages ("the run was untraced (--no-trace)"). */
 const char *no_stages_reason(const struct comparison *cmp);
+/* --folded or --svg (opt) PATH: what write draws of the stages, through outfile; -ENODATA
+ * (said, nothing written) for a run without stages. 0 or -errno. */
+int stages_file_write(const struct comparison *cmp, const char *opt, const char *path,
+		      int (*write)(const struct comparison *cmp, FILE *f));
 /* A reason not to put this pair on a slide (probes more than doubled the latency, the
  * probe-cost correction pushed stages below zero...), or "" when there is none. */
 const char *pair_caveat(const struct comparison *cmp, const struct pair_result *pr, char *buf,

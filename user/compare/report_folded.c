@@ -7,12 +7,10 @@
  * across transports and runs of different lengths; multiply by the message count (JSON
  * "messages") for the total over the run. docs/REPORTS.md has the details.
  */
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "outfile.h"
 #include "report_common.h"
 #include "reports.h"
 #include "util.h"
@@ -59,19 +57,13 @@ int folded_write(const struct comparison *cmp, int transport, bool with_pair, FI
 	return lines;
 }
 
+static int folded_all(const struct comparison *cmp, FILE *f)
+{
+	folded_write(cmp, -1, cmp->n_pairs > 1, f);
+	return 0;
+}
+
 int report_folded(const struct comparison *cmp, const char *path)
 {
-	struct outfile of;
-	int err;
-
-	if (!comparison_has_stages(cmp)) {
-		say_error("--folded: nothing written to '%s': %s", path,
-			no_stages_reason(cmp));
-		return -ENODATA;
-	}
-	err = outfile_begin(&of, "--folded", path);
-	if (err)
-		return err;
-	folded_write(cmp, -1, cmp->n_pairs > 1, of.f);
-	return outfile_commit(&of, 0);
+	return stages_file_write(cmp, "--folded", path, folded_all);
 }

@@ -582,18 +582,12 @@ int svg_write(const struct comparison *cmp, int pair, unsigned views, FILE *f)
 	return drawn ? 0 : -ENODATA;
 }
 
+static int svg_all(const struct comparison *cmp, FILE *f)
+{
+	return svg_write(cmp, -1, SVG_BOTH, f);
+}
+
 int report_svg(const struct comparison *cmp, const char *path)
 {
-	struct outfile of;
-	int err;
-
-	if (!comparison_has_stages(cmp)) {
-		say_error("--svg: nothing written to '%s': %s", path,
-			no_stages_reason(cmp));
-		return -ENODATA;
-	}
-	err = outfile_begin(&of, "--svg", path);
-	if (err)
-		return err;
-	return outfile_commit(&of, svg_write(cmp, -1, SVG_BOTH, of.f));
+	return stages_file_write(cmp, "--svg", path, svg_all);
 }
