@@ -245,7 +245,8 @@ static int cal_save(const char *path, const struct calibration *cal)
 				}
 	fprintf(of.f, "# run\tcpu\tconnect\tunix_connection_ns\ttcp_connection_ns (%d B each way)\t"
 		"then its messages: unix_send_ns\tunix_wake_ns\tunix_recv_ns\ttcp_send_ns\t"
-		"tcp_wake_ns\ttcp_recv_ns\tthen connect(): unix_connect_ns\ttcp_connect_ns\n", CONN_SIZE);
+		"tcp_wake_ns\ttcp_recv_ns\tthen connect(): unix_connect_ns\ttcp_connect_ns\n",
+		CONN_SIZE);
 	for (r = 0; r < CAL_RUNS; r++)
 		for (pl = 0; pl < PL__COUNT; pl++) {
 			const struct cal_point *c = &cal->conn[r][pl];
@@ -651,9 +652,10 @@ static void conn_weights(const struct trace_run *run, struct path_saving *ps)
 /* Each flow's ps.share: the share of its time the receiver's processes (by comm) would save,
  * per run: what their messages save in the TCP flows they send and read, and the connect()s
  * of the connections they open (on loopback the handshake runs in the connecting process),
- * over the run's duration per process of that name; at most 0.9. A message whose receiver was busy with
- * other messages (wait;busy) waits that much less: those messages' kernel work shrinks too
- * (redis-benchmark -c 20: 90 -> 65 us). One sort by name, not a scan of every flow per flow. */
+ * over the run's duration per process of that name; at most 0.9. A message whose receiver
+ * was busy with other messages (wait;busy) waits that much less: those messages' kernel work
+ * shrinks too (redis-benchmark -c 20: 90 -> 65 us). One sort by name, not a scan of every
+ * flow per flow. */
 static void time_shares(const struct trace_run *run, struct path_saving *ps)
 {
 	struct flow_end_ref *ends = calloc(2 * (size_t)run->n_flows + 1, sizeof(*ends));
