@@ -81,8 +81,17 @@ def test_calibration_file(calibrated):
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", head["date"])
     assert head["attach"] in ("fentry", "kprobe", "tracepoint")
     rows = [l.split("\t") for l in text.splitlines() if l[:1].isdigit()]
+    closes = [r for r in rows if r[1] == "close"]
+    rows = [r for r in rows if r[1] != "close"]
     conns = [r for r in rows if r[2] == "connect"]
     rows = [r for r in rows if r[2] != "connect"]
+    # each side's close() after a request and a reply, per run: TCP's FIN exchange and
+    # TIME_WAIT run inside them
+    assert sorted(r[0] for r in closes) == ["1", "2", "3"], closes
+    for r in closes:
+        vals = [float(v) for v in r[2:]]
+        assert len(vals) == 4 and all(v > 0 for v in vals), r
+        assert not HOST_TIMES or vals[2] + vals[3] > vals[0] + vals[1], r
     keys = {(r[0], r[1], r[2], r[3]) for r in rows}
     assert len(rows) == len(keys) == POINTS
     # a whole connection per run and placement (--mode connect): TCP's handshake and

@@ -12,8 +12,9 @@
 /* Every run, kind and size alike: the differences are exact, the noise 0. Columns: send, wake,
  * recv per transport (unix, tcp), then the untraced latencies; a connection's: its latencies,
  * then its messages' send, wake, recv, which cost TCP first_extra ns more in send() than the
- * ping-pong's, then the client's connect(). */
-static int write_calibration(char *path, size_t len, int first_extra)
+ * ping-pong's, then the client's connect(); the close()s cost TCP close_extra ns more, on
+ * average over the two sides. */
+static int write_calibration(char *path, size_t len, int first_extra, int close_extra)
 {
 	static const char *const pl[] = { "same", "split" }, *const kind[] = { "corrected", "traced" };
 	static const unsigned long sizes[] = { 16, 256, 4096, 65536 };
@@ -39,6 +40,9 @@ static int write_calibration(char *path, size_t len, int first_extra)
 			"5000\t25000\n", r,
 			4000 + first_extra, 3000 + first_extra, r, 7000 + first_extra,
 			6000 + first_extra);
+	for (r = 1; r <= 3; r++)
+		fprintf(f, "%d\tclose\t2000\t3000\t%d\t%d\n", r, 2000 + close_extra,
+			3000 + close_extra);
 	return fclose(f);
 }
 
@@ -66,7 +70,7 @@ TEST(predict_worked_examples)
 	struct trace_run run = { .flows = flows, .n_flows = 4, .duration_ns = 1000000000,
 				 .detail = "syscall" };
 
-	CHECK_INT(write_calibration(path, sizeof(path), 0), 0);
+	CHECK_INT(write_calibration(path, sizeof(path), 0, 0), 0);
 	/* waiting on another CPU: the send() up to the wakeup (6000 - 1900) and the copy
 	 * (2000 - 3000) */
 	flows[0] = tcp_flow("a", "b", 1000, 1000, 1000, 8000, 0, 1000, 12000);
@@ -119,7 +123,7 @@ TEST(predict_first_message_of_a_connection)
 	struct trace_run run = { .flows = flows, .n_flows = 1, .duration_ns = 1000000000,
 				 .detail = "syscall" };
 
-	CHECK_INT(write_calibration(path, sizeof(path), 2000), 0);
+	CHECK_INT(write_calibration(path, sizeof(path), 2000, 0), 0);
 	flows[0] = tcp_flow("c", "d", 1000, 0, 0, 8000, 0, 1000, 12000);
 	flows[0].conns = 500;
 	CHECK_INT(predict_from_file(&run, path), 0);
@@ -133,9 +137,9 @@ TEST(predict_first_message_of_a_connection)
 }
 
 /* A client that opens a connection per request and reads the replies while busy: it saves,
- * over the run, what its messages save and the connect()s of the connections it opened (each
- * carries a request and a reply: half in each flow), and the replies' waits shrink by that
- * share of its time. */
+ * over the run, what its messages save, the connect()s of the connections it opened and its
+ * close()s (each connection carries a request and a reply: half in each flow), and the
+ * replies' waits shrink by that share of its time. */
 TEST(predict_connections_shrink_the_connecting_side)
 {
 	char path[64];
@@ -143,23 +147,23 @@ TEST(predict_connections_shrink_the_connecting_side)
 	struct trace_run run = { .flows = flows, .n_flows = 2, .duration_ns = 100000000,
 				 .detail = "syscall" };
 
-	CHECK_INT(write_calibration(path, sizeof(path), 0), 0);
+	CHECK_INT(write_calibration(path, sizeof(path), 0, 4000), 0);
 	flows[0] = tcp_flow("cl", "sv", 1000, 0, 0, 8000, 100000, 1000, 120000);
 	flows[0].conns_to_srv = 1000;
 	flows[1] = tcp_flow("sv", "cl", 1000, 0, 0, 8000, 100000, 1000, 120000);
 	CHECK_INT(predict_from_file(&run, path), 0);
 	unlink(path);
 	/* one CPU: a connection saves 20000 - 10000 - 2 x (5000 - 3000) = 6000 beyond its
-	 * messages, its connect() 15000 - 3000; cl: 1000 x 3000 (its requests' send)
-	 * + 1000 x -500 (the replies' copy) + 2 x 1000 x 12000 / 2 (its connect()s, half in each
-	 * flow) = 14.5 ms of 100 ms */
+	 * messages, its connect() 15000 - 3000, each end's close() 4000; cl: 1000 x 3000 (its
+	 * requests' send) + 1000 x -500 (the replies' copy) + 2 x 1000 x 12000 / 2 (its
+	 * connect()s, half in each flow) + 2 x 1000 x 4000 / 2 (its close()s) = 18.5 ms of 100 ms */
 	CHECK_DBL(flows[0].if_unix.conn_saved, 6000, 1e-6);
-	CHECK_DBL(flows[1].if_unix.waits_saved, 100000 * 0.145, 1e-6);
-	CHECK_DBL(flows[1].if_unix.saved, 3000 - 500 + 14500, 1e-6);
-	/* sv opened none: its requests' waits shrink by its messages' share only,
-	 * (1000 x 3000 + 1000 x -500) / 100 ms */
-	CHECK_DBL(flows[0].if_unix.waits_saved, 100000 * 0.025, 1e-6);
-	CHECK_DBL(flows[0].if_unix.saved, 2500 + 2500, 1e-6);
+	CHECK_DBL(flows[1].if_unix.waits_saved, 100000 * 0.185, 1e-6);
+	CHECK_DBL(flows[1].if_unix.saved, 3000 - 500 + 18500, 1e-6);
+	/* sv opened none: its requests' waits shrink by its messages and its close()s,
+	 * (1000 x 3000 + 1000 x -500 + 2 x 1000 x 4000 / 2) / 100 ms */
+	CHECK_DBL(flows[0].if_unix.waits_saved, 100000 * 0.065, 1e-6);
+	CHECK_DBL(flows[0].if_unix.saved, 2500 + 6500, 1e-6);
 }
 
 TEST(predict_says_why_not)
@@ -169,7 +173,7 @@ TEST(predict_says_why_not)
 	struct trace_run run = { .flows = flows, .n_flows = 3, .duration_ns = 1000000000,
 				 .detail = "syscall" };
 
-	CHECK_INT(write_calibration(path, sizeof(path), 0), 0);
+	CHECK_INT(write_calibration(path, sizeof(path), 0, 0), 0);
 	flows[0] = tcp_flow("a", "b", 99, 0, 0, 8000, 0, 1000, 12000);
 	flows[1] = tcp_flow("a", "b", 1000, 0, 0, 8000, 0, 1000, 12000);
 	flows[1].bytes = 1000 * 100000ull;
@@ -201,7 +205,7 @@ TEST(predict_full_detail_probes)
 
 	for (k = 0; k < FK__COUNT; k++)
 		run.kstage_hit_ns[k] = 100;
-	CHECK_INT(write_calibration(path, sizeof(path), 0), 0);
+	CHECK_INT(write_calibration(path, sizeof(path), 0, 0), 0);
 	flows[0] = tcp_flow("a", "b", 1000, 1000, 1000, 8000, 0, 1000, 12000);
 	flows[1] = tcp_flow("c", "d", 1000, 0, 0, 8000, 0, 1000, 12000);
 	CHECK_INT(predict_from_file(&run, path), 0);

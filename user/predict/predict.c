@@ -16,7 +16,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -83,7 +88,7 @@ const struct argp predict_argp = { .options = pr_options, .parser = pr_parse };
 /* Message sizes calibrated: a flow's mean size is interpolated between them (log scale). */
 static const uint64_t cal_sizes[] = { 16, 256, 4096, 65536 };
 #define N_SIZES (int)ARRAY_SIZE(cal_sizes)
-enum { CAL_RUNS = 3, CONN_SIZE = 64 };
+enum { CAL_RUNS = 3, CONN_SIZE = 64, CLOSE_CONNS = 1000 };
 /* Each transport's run of each (size, placement) lasts this long, not a count: ~20,000 round
  * trips of 16 B here; under qemu TCG a count of 10,000 took over 10 minutes in all. */
 #define CAL_RUN_S 0.25
@@ -115,6 +120,9 @@ struct calibration {
 	 * its messages, each the first of its connection in its direction, connect the client's
 	 * connect() (conn;connect; corrected) */
 	struct cal_point conn[CAL_RUNS][PL__COUNT];
+	/* close() of a connection after a request and a reply, per run and transport: the side
+	 * that closes first, then the other (TCP: FIN, TIME_WAIT), mean ns */
+	double close_first[CAL_RUNS][TR__COUNT], close_second[CAL_RUNS][TR__COUNT];
 };
 
 /* Where a --compare stage belongs: 1 the send path, 2 the receive copy, 0 neither (waiting for
@@ -153,7 +161,9 @@ static int cal_load(const char *path, struct calibration *cal)
 {
 	char line[512], key[32], val[256], place[16], kind[16];
 	bool seen[CAL_RUNS][K__COUNT][PL__COUNT][N_SIZES] = {}, cseen[CAL_RUNS][PL__COUNT] = {};
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), r, s, pl, k, n = 0, nc = 0;
+	bool closes_seen[CAL_RUNS] = {};
+	double cl[4];
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), r, s, pl, k, n = 0, nc = 0, ncl = 0;
 	struct cal_point c;
 	FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
 
@@ -168,7 +178,17 @@ static int cal_load(const char *path, struct calibration *cal)
 
 		if (line[0] == '#')
 			continue;
-		if (sscanf(line, "%d %15s connect %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf", &r, place,
+		if (sscanf(line, "%d close %lf %lf %lf %lf", &r, &cl[0], &cl[1], &cl[2], &cl[3]) == 5) {
+			if (r < 1 || r > CAL_RUNS || closes_seen[r - 1] || cl[0] <= 0 || cl[1] <= 0 ||
+			    cl[2] <= 0 || cl[3] <= 0)
+				continue;
+			cal->close_first[r - 1][TR_UNIX] = cl[0];
+			cal->close_second[r - 1][TR_UNIX] = cl[1];
+			cal->close_first[r - 1][TR_TCP] = cl[2];
+			cal->close_second[r - 1][TR_TCP] = cl[3];
+			closes_seen[r - 1] = true;
+			ncl++;
+		} else if (sscanf(line, "%d %15s connect %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf", &r, place,
 			   &c.latency[TR_UNIX], &c.latency[TR_TCP], &c.send[TR_UNIX], &c.wake[TR_UNIX],
 			   &c.recv[TR_UNIX], &c.send[TR_TCP], &c.wake[TR_TCP], &c.recv[TR_TCP],
 			   &c.connect[TR_UNIX], &c.connect[TR_TCP]) == 12) {
@@ -212,6 +232,7 @@ static int cal_load(const char *path, struct calibration *cal)
 	}
 	fclose(f);
 	return n == CAL_RUNS * K__COUNT * PL__COUNT * N_SIZES && nc == CAL_RUNS * PL__COUNT &&
+	       ncl == CAL_RUNS &&
 	       cal->probe_ns > 0 ? 0 : -EINVAL;
 }
 
@@ -257,6 +278,11 @@ static int cal_save(const char *path, const struct calibration *cal)
 				c->send[TR_TCP], c->wake[TR_TCP], c->recv[TR_TCP], c->connect[TR_UNIX],
 				c->connect[TR_TCP]);
 		}
+	fprintf(of.f, "# run\tclose\tunix_first_ns\tunix_second_ns\ttcp_first_ns\ttcp_second_ns\n");
+	for (r = 0; r < CAL_RUNS; r++)
+		fprintf(of.f, "%d\tclose\t%.1f\t%.1f\t%.1f\t%.1f\n", r + 1, cal->close_first[r][TR_UNIX],
+			cal->close_second[r][TR_UNIX], cal->close_first[r][TR_TCP],
+			cal->close_second[r][TR_TCP]);
 	return outfile_commit(&of, 0);
 }
 
@@ -339,6 +365,95 @@ static int cal_connections(struct calibration *cal, int r, enum attach_mode atta
 	return err;
 }
 
+/* A listening socket of transport t on loopback (AF_UNIX: in dir), its address in sa. */
+static int close_listener(int t, const char *dir, struct sockaddr_storage *sa, socklen_t *len)
+{
+	int fd = socket(t == TR_UNIX ? AF_UNIX : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	memset(sa, 0, sizeof(*sa));
+	if (t == TR_UNIX) {
+		struct sockaddr_un *un = (struct sockaddr_un *)sa;
+
+		un->sun_family = AF_UNIX;
+		snprintf(un->sun_path, sizeof(un->sun_path), "%s/close.sock", dir);
+		*len = sizeof(*un);
+	} else {
+		struct sockaddr_in *in = (struct sockaddr_in *)sa;
+
+		in->sin_family = AF_INET;
+		in->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		*len = sizeof(*in);
+	}
+	if (fd < 0 || bind(fd, (struct sockaddr *)sa, *len) || listen(fd, 64) ||
+	    getsockname(fd, (struct sockaddr *)sa, len)) {
+		int err = -errno;
+
+		if (fd >= 0)
+			close(fd);
+		return err;
+	}
+	return fd;
+}
+
+/*
+ * Run r's close()s: CLOSE_CONNS connections per transport on one CPU, each after a 64-byte
+ * request and reply, closed by one side then the other and timed around each close(). On
+ * loopback the FIN exchange runs inside the close()s, so this is what each side's close costs.
+ */
+static int cal_closes(struct calibration *cal, int r)
+{
+	char dir[] = "/tmp/udsprobe-close-XXXXXX", buf[CONN_SIZE] = "";
+	cpu_set_t old, one;
+	int t, i, err = 0;
+
+	if (!mkdtemp(dir))
+		return -errno;
+	if (sched_getaffinity(0, sizeof(old), &old))
+		CPU_ZERO(&old);
+	CPU_ZERO(&one);
+	CPU_SET(sched_getcpu() < 0 ? 0 : sched_getcpu(), &one);
+	sched_setaffinity(0, sizeof(one), &one);	/* no migration between the two ends */
+	for (t = 0; t < TR__COUNT && !err; t++) {
+		struct sockaddr_storage sa;
+		socklen_t len;
+		double first = 0, second = 0;
+		int l = close_listener(t, dir, &sa, &len);
+
+		if (l < 0) {
+			err = l;
+			break;
+		}
+		for (i = 0; i < CLOSE_CONNS && !err && !udsprobe_stop; i++) {
+			int c = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0), a = -1;
+			uint64_t t0, t1, t2;
+
+			if (c < 0 || connect(c, (struct sockaddr *)&sa, len) ||
+			    (a = accept4(l, NULL, NULL, SOCK_CLOEXEC)) < 0 ||
+			    write(c, buf, sizeof(buf)) != sizeof(buf) || read(a, buf, sizeof(buf)) <= 0 ||
+			    write(a, buf, sizeof(buf)) != sizeof(buf) || read(c, buf, sizeof(buf)) <= 0)
+				err = -errno ? -errno : -EIO;
+			t0 = now_ns();
+			if (c >= 0)
+				close(c);
+			t1 = now_ns();
+			if (a >= 0)
+				close(a);
+			t2 = now_ns();
+			first += t1 - t0;
+			second += t2 - t1;
+		}
+		close(l);
+		if (t == TR_UNIX)
+			unlink(((struct sockaddr_un *)&sa)->sun_path);
+		cal->close_first[r][t] = first / CLOSE_CONNS;
+		cal->close_second[r][t] = second / CLOSE_CONNS;
+	}
+	if (CPU_COUNT(&old))
+		sched_setaffinity(0, sizeof(old), &old);
+	rmdir(dir);
+	return udsprobe_stop ? -EINTR : err;
+}
+
 /* CAL_RUNS runs of udsprobe's own ping-pong, both transports, one CPU and two, traced. */
 static int cal_run(struct calibration *cal, enum attach_mode attach, int verbose)
 {
@@ -377,6 +492,8 @@ static int cal_run(struct calibration *cal, enum attach_mode attach, int verbose
 		comparison_free(&cmp);
 		if (!err)
 			err = cal_connections(cal, r, attach, verbose);
+		if (!err)
+			err = cal_closes(cal, r);
 		if (err)
 			return err;
 		say_error("--if-unix: calibration run %d of %d done", r + 1, CAL_RUNS);
@@ -489,6 +606,14 @@ static double conn_saving(const struct calibration *cal, int r, double split)
 	return d - 2 * (x.send + x.copy);
 }
 
+/* What each side of a connection saves in its close(), TCP minus AF_UNIX, run r: the mean of
+ * the first and the second close (which side closes first is not known). */
+static double close_saving(const struct calibration *cal, int r)
+{
+	return (cal->close_first[r][TR_TCP] - cal->close_first[r][TR_UNIX] +
+		cal->close_second[r][TR_TCP] - cal->close_second[r][TR_UNIX]) / 2;
+}
+
 /* What the side that opens a connection saves in it, TCP minus AF_UNIX, run r, placements
  * weighted by split: its connect() (on loopback the whole handshake runs inside it). */
 static double open_saving(const struct calibration *cal, int r, double split)
@@ -532,6 +657,7 @@ struct path_saving {
 	double share[CAL_RUNS];	/* of its receiver's processes' time, what the switch saves */
 	double conn[CAL_RUNS];	/* a connection's saving beyond its messages (conn_saving) */
 	double open[CAL_RUNS];	/* of its opener's time, per connection (open_saving) */
+	double close[CAL_RUNS];	/* of each end's time, per connection (close_saving) */
 	double conn_weight;	/* of those connections, this flow's to count: 1/2 with its reverse */
 };
 
@@ -579,6 +705,7 @@ static bool path_saving(struct flow *fl, const struct calibration *cal, int kind
 		ps->cpu[r] = d.send + pe->all + d.copy;
 		ps->conn[r] = fl->conns ? conn_saving(cal, r, ps->split) : 0;
 		ps->open[r] = fl->conns ? open_saving(cal, r, ps->split) : 0;
+		ps->close[r] = fl->conns ? close_saving(cal, r) : 0;
 	}
 	ps->conn_weight = 1;
 	ps->ok = true;
@@ -650,8 +777,9 @@ static void conn_weights(const struct trace_run *run, struct path_saving *ps)
 }
 
 /* Each flow's ps.share: the share of its time the receiver's processes (by comm) would save,
- * per run: what their messages save in the TCP flows they send and read, and the connect()s
- * of the connections they open (on loopback the handshake runs in the connecting process),
+ * per run: what their messages save in the TCP flows they send and read, the connect()s of
+ * the connections they open (on loopback the handshake runs in the connecting process) and
+ * their close()s (each end closes; the FIN exchange runs in the closing process),
  * over the run's duration per process of that name; at most 0.9. A message whose receiver
  * was busy with other messages (wait;busy) waits that much less: those messages' kernel work
  * shrinks too (redis-benchmark -c 20: 90 -> 65 us). One sort by name, not a scan of every
@@ -686,7 +814,8 @@ static void time_shares(const struct trace_run *run, struct path_saving *ps)
 						     g->conns_to_srv) : 0;
 			for (r = 0; r < CAL_RUNS; r++)
 				saved[r] += g->messages * (ends[j].receiver ? p->copy[r] : p->send[r]) +
-					    opened * p->conn_weight * p->open[r];
+					    p->conn_weight * (opened * p->open[r] +
+							      g->conns * p->close[r]);
 			procs = MAX(procs, ends[j].receiver ? g->receiver.n_pids : g->sender.n_pids);
 		}
 		for (k = i; k < j; k++)
