@@ -522,7 +522,6 @@ int options_parse(int argc, char **argv, struct options *o)
 		.options = opts, .parser = parse_arg, .doc = doc, .children = argp_children,
 	};
 	struct parse_state ps = { .opts = o };
-	enum attach_mode bl_attach;
 	const char *name;
 	int err;
 
@@ -566,7 +565,7 @@ int options_parse(int argc, char **argv, struct options *o)
 		return usage_error("--if-unix needs --trace or --compare of programs "
 			"(--client-tcp)");
 	if (o->action == ACT_BACKLOG)
-		return backlog_check_attach(&o->bl, o->cmp.attach, &bl_attach);
+		return backlog_check_attach(&o->bl, o->cmp.attach);
 	if (o->action == ACT_COMPARE && programs_requested(&o->pg))
 		return 0;	/* no workload to set up */
 	return o->action == ACT_COMPARE ? compare_validate(o, ps.sweep) : 0;

@@ -38,8 +38,7 @@ static int cmd_backlog(const struct options *o)
 
 	if (o->json_path && (err = outfile_check("--json", o->json_path)))
 		return err;
-	return backlog_main(&o->bl, &o->watch, o->cmp.attach, o->json_path, o->cmp.duration_s,
-			    o->verbose);
+	return backlog_main(&o->bl, &o->watch, o->json_path, o->cmp.duration_s, o->verbose);
 }
 
 static int cmd_check(const struct options *o)

@@ -139,12 +139,11 @@ static void prom_write(struct bl_loop *r)
 	}
 }
 
-int backlog_check_attach(const struct backlog_opts *o, enum attach_mode attach,
-			 enum attach_mode *want)
+int backlog_check_attach(struct backlog_opts *o, enum attach_mode attach)
 {
 	int m;
 
-	*want = attach;
+	o->want = attach;
 	if (!o->attach)
 		return 0;
 	m = attach_mode_parse(o->attach);
@@ -155,7 +154,7 @@ int backlog_check_attach(const struct backlog_opts *o, enum attach_mode attach,
 		return usage_error("--attach %s and --backlog-attach %s disagree: give one of them",
 				   attach_mode_names[attach], o->attach);
 	if (m != ATTACH_AUTO)
-		*want = m;
+		o->want = m;
 	return 0;
 }
 
@@ -426,11 +425,10 @@ static void finish(struct bl_loop *r)
 	}
 }
 
-int backlog_main(const struct backlog_opts *o, const struct watch_opts *w, enum attach_mode attach,
-		 const char *json_path, double duration_s, int verbose)
+int backlog_main(const struct backlog_opts *o, const struct watch_opts *w, const char *json_path,
+		 double duration_s, int verbose)
 {
 	struct bl_loop r = { .out = stdout, .json_path = json_path, .o = o, .w = w };
-	enum attach_mode want;
 	int ret;
 
 	ret = check_args(&r);
@@ -446,8 +444,7 @@ int backlog_main(const struct backlog_opts *o, const struct watch_opts *w, enum 
 	r.t0 = now_ns();
 	if (duration_s)
 		r.end_ns = r.t0 + (uint64_t)(duration_s * 1e9);
-	backlog_check_attach(o, attach, &want);	/* checked on the command line */
-	ret = start(&r, want);
+	ret = start(&r, o->want);
 	if (ret)
 		goto out;
 	r.t0 = now_ns();	/* the run starts when the start line is out */

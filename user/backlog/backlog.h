@@ -23,20 +23,20 @@ struct backlog_opts {
 	enum bl_source source;
 	bool source_given;
 	bool quiet;
+	enum attach_mode want;	/* the mode to try: --attach, else --backlog-attach */
 };
 extern const struct argp backlog_argp;
 /* The first option of --backlog alone given (by name), or NULL. */
 const char *backlog_option_given(const struct backlog_opts *o);
-/* --backlog-attach against the shared --attach (ATTACH_AUTO: not given): the mode to try in
- * want; 0, or -EINVAL (a usage error, said). */
-int backlog_check_attach(const struct backlog_opts *o, enum attach_mode attach,
-			 enum attach_mode *want);
+/* --backlog-attach against the shared --attach (ATTACH_AUTO: not given), when parsing: sets
+ * o->want; 0, or -EINVAL (a usage error, said). */
+int backlog_check_attach(struct backlog_opts *o, enum attach_mode attach);
 /*
  * Run --backlog until --duration or udsprobe_stop (interrupt.h: udsprobe's one signal
  * handler). json_path and duration_s come from udsprobe's shared --json/--duration options
  * (NULL / 0 = none). 0, or -errno (said).
  */
-int backlog_main(const struct backlog_opts *o, const struct watch_opts *w, enum attach_mode attach,
-		 const char *json_path, double duration_s, int verbose);
+int backlog_main(const struct backlog_opts *o, const struct watch_opts *w, const char *json_path,
+		 double duration_s, int verbose);
 
 #endif

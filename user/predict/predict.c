@@ -586,11 +586,11 @@ static struct cal_diff first_extra(const struct calibration *cal, int r, double 
 /* What a connection costs beyond its two messages, TCP minus AF_UNIX, run r, placements
  * weighted by split: --mode connect's whole connection minus twice the one-way ping-pong
  * latency at CONN_SIZE (between the 16- and 256-byte points, in log2(size)), minus what its
- * two messages save beyond warm ones (first_extra: the messages carry that). */
-static double conn_saving(const struct calibration *cal, int r, double split)
+ * two messages save beyond warm ones (x, first_extra's: the messages carry that). */
+static double conn_saving(const struct calibration *cal, int r, double split,
+			  const struct cal_diff *x)
 {
 	double w = (log2(CONN_SIZE) - log2(cal_sizes[0])) / (log2(cal_sizes[1]) - log2(cal_sizes[0]));
-	struct cal_diff x = first_extra(cal, r, split);
 	double d = 0;
 	int pl, t;
 
@@ -603,7 +603,7 @@ static double conn_saving(const struct calibration *cal, int r, double split)
 		d += f * (cal->conn[r][pl].latency[TR_TCP] - cal->conn[r][pl].latency[TR_UNIX] -
 			  2 * (lat[TR_TCP] - lat[TR_UNIX]));
 	}
-	return d - 2 * (x.send + x.copy);
+	return d - 2 * (x->send + x->copy);
 }
 
 /* What each side of a connection saves in its close(), TCP minus AF_UNIX, run r: the mean of
@@ -703,7 +703,7 @@ static bool path_saving(struct flow *fl, const struct calibration *cal, int kind
 			      (1 - waited * ps->split) * (d.send + pe->all);
 		ps->copy[r] = d.copy;
 		ps->cpu[r] = d.send + pe->all + d.copy;
-		ps->conn[r] = fl->conns ? conn_saving(cal, r, ps->split) : 0;
+		ps->conn[r] = fl->conns ? conn_saving(cal, r, ps->split, &x) : 0;
 		ps->open[r] = fl->conns ? open_saving(cal, r, ps->split) : 0;
 		ps->close[r] = fl->conns ? close_saving(cal, r) : 0;
 	}
