@@ -129,10 +129,10 @@ struct dir_st {
 	__u32 closed_seq;	/* TCP: read position at close */
 	__u64 rclosed;		/* 1: closed, send boundary pending; 2: ended */
 	__u64 unknown;		/* made by a socket_unknown receive */
-	__u64 born;		/* first send boundary, */
+	__u64 born;		/* first send boundary over, when (0: running) */
 	__u64 born_t0;
 	__u32 born_tid;
-	__u64 straddle;		/* unix: earlier writer's bytes */
+	__s64 straddle;		/* unix: bytes the first boundary found, less those taken */
 	struct rcv_info last;
 	struct msg_ent ents[FL_FIFO];
 };
@@ -1217,12 +1217,13 @@ static __always_inline __u32 start_position(struct dir_st *d, struct sock *sk, i
 	bool rcv_first = rpos || d->first_rcv;
 
 	if (bpf_core_field_exists(struct unix_sock___inq, inq_len)) {
-		/* bytes queued before this send predate the run */
+		/* bytes queued before this send's */
 		struct unix_sock___inq *p = (void *)BPF_CORE_READ((struct unix_sock *)sk, peer);
 		int q = BPF_CORE_READ(p, inq_len) - ret;
 
 		d->sent = rpos + (q > 0 || (q < 0 && counted) ? q : 0);
-		return q > 0 ? q : 0;
+		/* queued or already read: a writer whose boundary is still to come may own them */
+		return (int)d->sent > 0 ? d->sent : 0;
 	}
 	/* every byte counted came after t0: they are its first */
 	if (rcv_first && d->first_rcv >= t0)
@@ -1269,14 +1270,16 @@ static __always_inline int on_send(struct sock *sk, int ret, int direct)
 		d->ep_out = endpoint_out(d);
 		t0 = send_t0(now, t, task, match);
 		if (k.kind == FL_UNIX)
-			d->straddle = start_position(d, sk, ret, t0);
+			__sync_fetch_and_add(&d->straddle, start_position(d, sk, ret, t0));
 		d->born_t0 = t0;
 		d->born_tid = tid;
-		/* a locked add: the receiver that made d sees born_t0, or this sees unknown */
-		__sync_fetch_and_add(&d->born, now);
+		/* stamped after the queue was read: a writer whose bytes it counted entered
+		 * its syscall before; a locked add: the receiver that made d sees born_t0 */
+		__sync_fetch_and_add(&d->born, bpf_ktime_get_ns());
 		unknown_taken_back(d, t0);
 	} else if (k.kind == FL_UNIX && !d->born) {
-		/* first boundary still running elsewhere (docs/TRACE.md, "What v1 does not do (and why)") */
+		/* first boundary still running elsewhere: its bytes are among those it finds */
+		__sync_fetch_and_sub(&d->straddle, ret);
 		send_lost(d, match, FM_CONCURRENT);
 		return 0;
 	} else if (k.kind == FL_UNIX && d->straddle >= ret && tid != d->born_tid &&
