@@ -81,47 +81,56 @@ static double per_message_ns(enum wl_mode mode, const struct wl_result *r)
 	}
 }
 
-static int traced_pair(struct tracer *tr, const struct compare_opts *opts, struct comparison *cmp,
-		       struct pair_result *pr, int n, int total)
+/* Transport t's traced run of a pair whose untraced runs are done, its programs attached. */
+static int traced_run(struct tracer *tr, const struct compare_opts *opts, struct comparison *cmp,
+		      struct pair_result *pr, enum transport t, int n, int total)
+{
+	struct transport_result *x = &pr->tr[t];
+	struct trace_result *res = &x->trace;
+	struct traced_run run = { .tr = tr, .cfg = &x->cfg };
+	struct wl_hooks hooks = { .ctx = &run, .spawned = on_spawned, .measure = on_measure };
+	double traced, untraced;
+	char think[40];
+	int err;
+
+	if (!opts->quiet)
+		say_error("[%d/%d] %-8s %-5s %7llu B cpu=%s%s traced (%s)", n + 1, total,
+			mode_names[pr->mode], transport_names[t], (unsigned long long)pr->msg_size,
+			place_names[pr->place], think_note(x->cfg.think_ns, think, sizeof(think)),
+			cmp->attach_mode);
+	err = workload_run(&x->cfg, &hooks, &res->traced);
+	if (err)
+		return err;
+	err = tracer_collect(tr, &x->cfg, cmp->probe_cost_ns, res);
+	if (err)
+		return err;
+	traced = per_message_ns(pr->mode, &res->traced);
+	untraced = per_message_ns(pr->mode, &x->untraced);
+	res->overhead_ns = traced - untraced;
+	res->overhead_pct = untraced > 0 ? 100.0 * (traced - untraced) / untraced : 0;
+	/* stages cover send entry to recv exit of one message: compare with the user-space
+	 * one-way latency; stream and connect have no single such span */
+	res->latency_ns = pr->mode == WL_PINGPONG ? traced : 0;
+	res->coverage = res->latency_ns > 0 ? res->stage_sum_ns / res->latency_ns : 0;
+	return 0;
+}
+
+/* Only the programs on transport t's path attached (the other's would only add hits) while
+ * pairs[0..n) run traced on it. */
+static int traced_on(struct tracer *tr, const struct compare_opts *opts, struct comparison *cmp,
+		     enum transport t, struct pair_result *pairs, int n, int first, int total)
 {
 	uint64_t attach_ns = 0, detach_ns = 0;
-	int t, err = 0;
+	int i, err;
 
-	for (t = 0; t < TR__COUNT && !err; t++) {
-		struct transport_result *x = &pr->tr[t];
-		struct trace_result *res = &x->trace;
-		struct traced_run run = { .tr = tr, .cfg = &x->cfg };
-		struct wl_hooks hooks = { .ctx = &run, .spawned = on_spawned, .measure = on_measure };
-		double traced, untraced;
-		char think[40];
-
-		/* only the programs on this transport's path: the other's would only add hits */
-		err = tracer_attach(tr, t, &attach_ns);
-		if (err)
-			break;
-		cmp->attach_ns = MAX(cmp->attach_ns, attach_ns);
-		if (!opts->quiet)
-			say_error("[%d/%d] %-8s %-5s %7llu B cpu=%s%s traced (%s)", n + 1,
-				total, mode_names[pr->mode], transport_names[t],
-				(unsigned long long)pr->msg_size, place_names[pr->place],
-				think_note(x->cfg.think_ns, think, sizeof(think)), cmp->attach_mode);
-		err = workload_run(&x->cfg, &hooks, &res->traced);
-		tracer_detach(tr, &detach_ns);
-		cmp->detach_ns = MAX(cmp->detach_ns, detach_ns);
-		if (err)
-			break;
-		err = tracer_collect(tr, &x->cfg, cmp->probe_cost_ns, res);
-		if (err)
-			break;
-		traced = per_message_ns(pr->mode, &res->traced);
-		untraced = per_message_ns(pr->mode, &x->untraced);
-		res->overhead_ns = traced - untraced;
-		res->overhead_pct = untraced > 0 ? 100.0 * (traced - untraced) / untraced : 0;
-		/* stages cover send entry to recv exit of one message: compare with the
-		 * user-space one-way latency; stream and connect have no single such span */
-		res->latency_ns = pr->mode == WL_PINGPONG ? traced : 0;
-		res->coverage = res->latency_ns > 0 ? res->stage_sum_ns / res->latency_ns : 0;
-	}
+	err = tracer_attach(tr, t, &attach_ns);
+	if (err)
+		return err;
+	cmp->attach_ns = MAX(cmp->attach_ns, attach_ns);
+	for (i = 0; i < n && !err; i++)
+		err = traced_run(tr, opts, cmp, &pairs[i], t, first + i, total);
+	tracer_detach(tr, &detach_ns);
+	cmp->detach_ns = MAX(cmp->detach_ns, detach_ns);
 	return err;
 }
 
@@ -209,7 +218,9 @@ static int run_pair(struct tracer *tr, const struct compare_opts *opts, struct c
 		if (err)
 			return err;
 	}
-	return tr ? traced_pair(tr, opts, cmp, pr, sp->n, sp->total) : 0;
+	for (t = 0; tr && t < TR__COUNT && !err; t++)
+		err = traced_on(tr, opts, cmp, t, pr, 1, sp->n, sp->total);
+	return err;
 }
 
 /* The pair `--repeat` times (at least once), alternating untraced and traced runs. */
@@ -241,7 +252,7 @@ int compare_run(const struct compare_opts *opts, struct comparison *cmp)
 {
 	struct tracer *tr = NULL;
 	struct tmpdir sockdir = { .fd = -1 };	/* the socket files */
-	int m, s, p, k, n = 0, total = 0, err;
+	int m, s, p, k, t, n = 0, total = 0, err;
 
 	memset(cmp, 0, sizeof(*cmp));
 	cmp->think = opts->n_thinks > 0;
@@ -289,13 +300,16 @@ int compare_run(const struct compare_opts *opts, struct comparison *cmp)
 								  m == WL_PINGPONG && opts->n_thinks ?
 								  opts->thinks[k] : 0, sockdir.path, n, total };
 
-					err = run_repeated(tr, opts, cmp, &spec, &cmp->pairs[n]);
+					err = run_repeated(opts->attach_once ? NULL : tr, opts,
+							   cmp, &spec, &cmp->pairs[n]);
 					if (err)
 						goto out;
 					cmp->n_pairs = ++n;
 				}
 		}
 	}
+	for (t = 0; tr && opts->attach_once && t < TR__COUNT && !err; t++)
+		err = traced_on(tr, opts, cmp, t, cmp->pairs, n, 0, total);
 out:
 	tmpdir_remove(&sockdir);
 	tracer_close(tr);

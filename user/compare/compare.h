@@ -27,6 +27,9 @@ struct compare_opts {
 	uint64_t thinks[MAX_THINKS];
 	int n_thinks;
 	enum attach_mode attach;
+	/* every untraced run first, then each transport's traced runs under one attach (no
+	 * --repeat): --if-unix's calibration, where a detach per pair cost more than its runs */
+	bool attach_once;
 	bool quiet;
 	int verbose;
 };

@@ -333,8 +333,8 @@ static int median3_at(const double v[3])
 static int cal_connections(struct calibration *cal, int r, enum attach_mode attach, int verbose)
 {
 	struct compare_opts co = {
-		.duration_s = CAL_RUN_S, .trace = true, .attach = attach, .quiet = true,
-		.verbose = verbose, .n_sizes = 1, .sizes = { CONN_SIZE },
+		.duration_s = CAL_RUN_S, .trace = true, .attach = attach, .attach_once = true,
+		.quiet = true, .verbose = verbose, .n_sizes = 1, .sizes = { CONN_SIZE },
 	};
 	struct comparison cmp = {};
 	int i, err;
@@ -458,8 +458,8 @@ static int cal_closes(struct calibration *cal, int r)
 static int cal_run(struct calibration *cal, enum attach_mode attach, int verbose)
 {
 	struct compare_opts co = {
-		.duration_s = CAL_RUN_S, .trace = true, .attach = attach, .quiet = true,
-		.verbose = verbose, .n_sizes = N_SIZES,
+		.duration_s = CAL_RUN_S, .trace = true, .attach = attach, .attach_once = true,
+		.quiet = true, .verbose = verbose, .n_sizes = N_SIZES,
 	};
 	time_t now = time(NULL);
 	double probe[CAL_RUNS];
