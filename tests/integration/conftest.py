@@ -368,8 +368,10 @@ def test_cgroup():
 
 def pytest_configure(config):
     # tests/vm/run-matrix.sh deselects these in the guests UDSPROBE_VM_CORE names (-m "not deep")
-    config.addinivalue_line("markers", "deep: size-, placement- and signal-dependent checks the VM "
-                            "matrix runs in one mode per arm64 kernel, every mode elsewhere")
+    config.addinivalue_line("markers", "deep: checks the VM matrix need not run in every mode "
+                            "of every kernel (test_stages.py: size-, placement- and "
+                            "signal-dependent; test_backlog.py: the iterators, whichever mode, "
+                            "and real servers, whose hooks the synthetic tests check)")
     # tests/vm/guest-suite.sh deselects these in every guest (-m "not userspace")
     config.addinivalue_line("markers", "userspace: udsprobe's own user-space behaviour (usage "
                             "errors, output streams, the metrics HTTP server, unit files) that "

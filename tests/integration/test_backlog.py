@@ -249,6 +249,7 @@ def kernel_has_iter_unix():
         return any(line.rstrip().endswith(" bpf_iter_unix") for line in f)
 
 
+@pytest.mark.deep
 def test_unix_sock_diag_matches_iter(udsprobe, attach_mode, procs, bl_bins, world_dir):
     """--backlog-source diag (NETLINK_SOCK_DIAG) shows the listeners iter/unix shows: the same
     address, netns, owner (found through the socket inode), limit, and the known depth of
@@ -451,6 +452,7 @@ def backlog_bss(pid):
     return {k: v for var in dump[0]["formatted"]["value"][".bss"] for k, v in var.items()}
 
 
+@pytest.mark.deep
 def test_tcp_walk_stops_at_the_established_hash(udsprobe, attach_mode, procs, world_dir):
     """The TCP iterator shows --backlog the listening hash and stops at the first established
     socket: on kernels with CVE-2026-74714 the established hash's batches take references on
@@ -560,6 +562,7 @@ needs_stack = pytest.mark.skipif(not (os.path.exists(PHP_FPM) and os.path.exists
 
 
 @needs_stack
+@pytest.mark.deep
 def test_nginx_php_fpm_unix_matches_error_log(udsprobe, attach_mode, procs, world_dir):
     sock = str(world_dir / "php-fpm.sock")
     st = start_stack(procs, world_dir, sock)
@@ -585,6 +588,7 @@ def test_nginx_php_fpm_unix_matches_error_log(udsprobe, attach_mode, procs, worl
 
 
 @needs_stack
+@pytest.mark.deep
 def test_nginx_php_fpm_tcp_attributed_to_listener(udsprobe, attach_mode, procs, world_dir):
     fpm_port = free_port()
     st = start_stack(procs, world_dir, f"127.0.0.1:{fpm_port}")

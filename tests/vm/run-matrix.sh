@@ -58,9 +58,11 @@
 #                             long kernel does not hold a slot while the other idles: "SPEC=MODES/
 #                             MODES ..." (default "debian-6.12=fentry/kprobe,tracepoint": its fentry
 #                             guest carries the backlog and trace tests); "none": one guest each
-#   UDSPROBE_VM_CORE          where test_stages.py runs its core set only (-m "not deep": the
-#                             pingpong attribution, stage names, coverage and exit checks, not the
-#                             size-, placement- and signal-dependent ones): "SPEC=MODE[,MODE] ..."
+#   UDSPROBE_VM_CORE          where test_stages.py and test_backlog.py run their core sets only
+#                             (-m "not deep": the pingpong attribution, stage names, coverage and
+#                             exit checks, not the size-, placement- and signal-dependent ones;
+#                             the backlog hooks' synthetic counts and waits, not the iterators and
+#                             real servers): "SPEC=MODE[,MODE] ..."
 #                             or "none" (default "debian-5.10=kprobe debian-6.1=fentry
 #                             debian-6.12=kprobe debian-6.12-arm64=kprobe,tracepoint
 #                             debian-5.10-arm64=tracepoint": every amd64 kernel runs the whole file
@@ -206,7 +208,7 @@ if [ ${#backlog_files[@]} -gt 0 ]; then
 fi
 for k in "${KERNELS[@]}" "${ARM64[@]}"; do
 	m=$(core_modes "$k")
-	[ -z "$m" ] || echo "test_stages.py on $k: core set only (-m \"not deep\") in: $m (UDSPROBE_VM_CORE)"
+	[ -z "$m" ] || echo "test_stages.py and test_backlog.py on $k: core set only (-m \"not deep\") in: $m (UDSPROBE_VM_CORE)"
 done
 for k in "${KERNELS[@]}" "${ARM64[@]}"; do
 	m=$(trace_modes "$k")
