@@ -36,6 +36,11 @@
 #                             or "all" or "none" (default "debian-6.1=kprobe debian-6.12=fentry";
 #                             kernels not named: none; 5.10 lacks bpf_task_pt_regs and BPF cmpxchg, which --trace
 #                             needs). ~3 min per mode under TCG (the BPF load takes most of it).
+#   UDSPROBE_VM_TRACE_DEEP    where test_trace_kstages.py's granularity checks (slots beside other
+#                             programs' sends, --detail syscall, the same stages as --compare) run:
+#                             "SPEC=MODE[,MODE] ..." or "all" or "none" (default
+#                             "debian-6.12=fentry"; the other UDSPROBE_VM_TRACE guests run the
+#                             echo pairs, connections and churn)
 #   UDSPROBE_VM_PREDICT       where test_predict.py (--if-unix: its calibration, BPF run-time
 #                             statistics, --compare of programs' TCP run alone) runs: "SPEC=MODE
 #                             ..." or "all" or "none" (default "debian-6.12=fentry"; kernels not
@@ -124,7 +129,12 @@ TRACE_TEST=$IT/test_trace.py::test_redis_both_transports[1]
 # the kernel stages per mode and kernel (names merged where a tracepoint is missing); their
 # timings against --compare's only on the host (TCG times are not representative); and a
 # connection per small message, whose close and reuse races the matcher must survive per mode
-KSTAGE_TESTS="$IT/test_trace_kstages.py::test_echo_pair_kernel_stages $IT/test_trace_kstages.py::test_other_programs_large_sends_take_no_slot $IT/test_trace_kstages.py::test_detail_syscall $IT/test_trace_kstages.py::test_redis_connection_per_incr $IT/test_trace_kstages.py::test_connection_per_greeting $IT/test_trace_kstages.py::test_same_stages_as_compare $IT/test_trace.py::test_small_request_churn_exact"
+KSTAGE_TESTS="$IT/test_trace_kstages.py::test_echo_pair_kernel_stages $IT/test_trace_kstages.py::test_redis_connection_per_incr $IT/test_trace_kstages.py::test_connection_per_greeting $IT/test_trace.py::test_small_request_churn_exact"
+# slots beside other programs' sends, --detail syscall and the same stages as --compare depend on
+# the stage granularity, not on how a function is entered (one handler body per boundary, thin
+# fentry and kprobe wrappers, which the tests above hit): once in a function mode
+KSTAGE_DEEP_TESTS="$IT/test_trace_kstages.py::test_other_programs_large_sends_take_no_slot $IT/test_trace_kstages.py::test_detail_syscall $IT/test_trace_kstages.py::test_same_stages_as_compare"
+TRACE_DEEP=${UDSPROBE_VM_TRACE_DEEP:-debian-6.12=fentry}
 SINGLE_TCG=${UDSPROBE_VM_SINGLE_TCG:-all}
 RESULTS=${UDSPROBE_VM_RESULTS:-$REPO/.output/vm/matrix}
 ALL_MODES="fentry kprobe tracepoint"
@@ -167,6 +177,7 @@ modes_for() {	# modes_for "SPEC=MODE,.. ..." SPEC DEFAULT -> modes (space-separa
 backlog_modes() { modes_for "$BACKLOG" "$1" "$ALL_MODES"; }
 backlog_only() { modes_for "$BACKLOG_ONLY" "$1" ""; }	# empty: every test_backlog*.py
 trace_modes() { modes_for "$TRACE" "$1" ""; }
+trace_deep_modes() { modes_for "$TRACE_DEEP" "$1" ""; }
 predict_modes() { modes_for "$PREDICT" "$1" ""; }
 backlog_file_in() {	# backlog_file_in FILE MODE "ONLY ...": ONLY is FILE or FILE@MODE[+MODE]; empty: all
 	local e
@@ -212,7 +223,9 @@ for k in "${KERNELS[@]}" "${ARM64[@]}"; do
 done
 for k in "${KERNELS[@]}" "${ARM64[@]}"; do
 	m=$(trace_modes "$k")
-	echo "${TRACE_TEST#"$IT"/} and test_trace_kstages.py's echo pairs, slots beside other programs' sends, connection per INCR and per greeting, and the same stages as --compare on $k: ${m:-not run} (~5 min per mode under TCG; UDSPROBE_VM_TRACE)"
+	echo "${TRACE_TEST#"$IT"/} and test_trace_kstages.py's echo pairs and connection per INCR and per greeting on $k: ${m:-not run} (~3 min per mode under TCG; UDSPROBE_VM_TRACE)"
+	m=$(trace_deep_modes "$k")
+	[ -z "$m" ] || echo "test_trace_kstages.py's slots beside other programs' sends, --detail syscall and the same stages as --compare on $k: $m (UDSPROBE_VM_TRACE_DEEP)"
 done
 for k in "${KERNELS[@]}" "${ARM64[@]}"; do
 	m=$(predict_modes "$k")
@@ -288,6 +301,9 @@ run_kernel() {	# run_kernel N SPEC [MODES]: boot SPEC, run its modes (or MODES, 
 		for m in $(trace_modes "$spec"); do
 			files+=("$m:$TRACE_TEST")
 			for t in $KSTAGE_TESTS; do files+=("$m:$t"); done
+		done
+		for m in $(trace_deep_modes "$spec"); do
+			for t in $KSTAGE_DEEP_TESTS; do files+=("$m:$t"); done
 		done
 	fi
 	if [ -f "$IT/test_predict.py" ]; then
