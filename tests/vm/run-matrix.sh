@@ -32,10 +32,11 @@
 #                             a FILE@MODE[+MODE] in those modes only (default
 #                             "debian-5.10=test_backlog.py,test_backlog_metrics.py@tracepoint";
 #                             kernels not named: all)
-#   UDSPROBE_VM_TRACE         where test_trace.py's redis test (-c 1) runs: "SPEC=MODE[,MODE] ..."
+#   UDSPROBE_VM_TRACE         where test_trace.py's redis test (-c 1) and the kernel-stage echo pairs,
+#                             connections and churn run: "SPEC=MODE[,MODE] ..."
 #                             or "all" or "none" (default "debian-6.1=kprobe debian-6.12=fentry";
 #                             kernels not named: none; 5.10 lacks bpf_task_pt_regs and BPF cmpxchg, which --trace
-#                             needs). ~3 min per mode under TCG (the BPF load takes most of it).
+#                             needs). ~70-85 s per mode under TCG (6.1 kprobe, 6.12 fentry).
 #   UDSPROBE_VM_TRACE_DEEP    where test_trace_kstages.py's granularity checks (slots beside other
 #                             programs' sends, --detail syscall, the same stages as --compare) run:
 #                             "SPEC=MODE[,MODE] ..." or "all" or "none" (default
@@ -223,9 +224,9 @@ for k in "${KERNELS[@]}" "${ARM64[@]}"; do
 done
 for k in "${KERNELS[@]}" "${ARM64[@]}"; do
 	m=$(trace_modes "$k")
-	echo "${TRACE_TEST#"$IT"/} and test_trace_kstages.py's echo pairs and connection per INCR and per greeting on $k: ${m:-not run} (~3 min per mode under TCG; UDSPROBE_VM_TRACE)"
+	echo "${TRACE_TEST#"$IT"/} and test_trace_kstages.py's echo pairs and connection per INCR and per greeting on $k: ${m:-not run} (~70-85 s per mode under TCG; UDSPROBE_VM_TRACE)"
 	m=$(trace_deep_modes "$k")
-	[ -z "$m" ] || echo "test_trace_kstages.py's slots beside other programs' sends, --detail syscall and the same stages as --compare on $k: $m (UDSPROBE_VM_TRACE_DEEP)"
+	[ -z "$m" ] || echo "test_trace_kstages.py's slots beside other programs' sends, --detail syscall and the same stages as --compare on $k: $m (~50 s under TCG; UDSPROBE_VM_TRACE_DEEP)"
 done
 for k in "${KERNELS[@]}" "${ARM64[@]}"; do
 	m=$(predict_modes "$k")
