@@ -1,6 +1,6 @@
 /*
  * What this kernel can do, tied to no skeleton (layer 1, docs/ARCHITECTURE.md):
- * the running kernel's BTF (loaded once), /proc/kallsyms (read once, sorted),
+ * the running kernel's BTF (loaded once), /proc/kallsyms (read once, hashed by name),
  * whether fentry and kprobes work, tracefs/bpffs, and libbpf's log. Each tool
  * asks about its own targets through these (libbpf-tools' trace_helpers.c).
  */
