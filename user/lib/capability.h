@@ -53,7 +53,8 @@ int privileges_check(const char *action, const char *remedy);
 /* Free the cached BTF (it is loaded again when asked for). */
 void capability_free(void);
 
-/* func, or its compiler clone (func.constprop.N, func.isra.N), in /proc/kallsyms. */
+/* func (a function's name), or its compiler clone (func.constprop.N, func.isra.N), in
+ * /proc/kallsyms; its symbol into out. */
 bool ksym_resolve(const char *func, char *out, size_t len);
 /* Load and attach a two-instruction fentry program on func: 0 or -errno
  * (-ENOENT: no BTF for it; 6.1 refuses some targets with -ENOTSUPP = -524). */
