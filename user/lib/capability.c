@@ -197,22 +197,13 @@ static bool ksym_is_clone(const char *suffix)
 	return !strncmp(suffix, ".constprop", 10) || !strncmp(suffix, ".isra", 5);
 }
 
-static uint32_t ksym_hash(const char *s, size_t n)
-{
-	uint32_t h = 2166136261u;	/* FNV-1a */
-
-	while (n--)
-		h = (h ^ (unsigned char)*s++) * 16777619u;
-	return h;
-}
-
 /* The slot of the function whose name (or clone's name) starts with base[0..n) and ends there
  * or at a '.'; an empty one if none is kept. */
 static uint32_t *ksym_slot(const char *base, size_t n)
 {
 	size_t i;
 
-	for (i = ksym_hash(base, n) & ksym_mask;; i = (i + 1) & ksym_mask) {
+	for (i = fnv1a32(FNV1A32_BASIS, base, n) & ksym_mask;; i = (i + 1) & ksym_mask) {
 		const char *kept;
 
 		if (!ksym_slots[i])
@@ -244,9 +235,10 @@ static bool ksym_grow(void)
 	return true;
 }
 
-/* Keep name (of base length n) unless the function, or a clone first by name, is kept. */
-static bool ksym_add(const char *name, size_t len, size_t n)
+/* Keep name (len bytes) unless its function, or a clone first by name, is kept. */
+static bool ksym_add(const char *name, size_t len)
 {
+	size_t n = strcspn(name, ".");	/* the function's name: up to a clone's suffix */
 	uint32_t *slot;
 
 	if (n < len && !ksym_is_clone(name + n))
@@ -301,7 +293,7 @@ static void ksyms_load(void)
 		name = type + 3;
 		len = strcspn(name, " \t\n");
 		name[len] = '\0';
-		if (len && !ksym_add(name, len, strcspn(name, ".")))
+		if (len && !ksym_add(name, len))
 			break;
 	}
 	fclose(f);

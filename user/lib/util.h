@@ -27,6 +27,28 @@ static inline uint64_t now_ns(void)
 	return clock_ns(CLOCK_MONOTONIC);
 }
 
+/* FNV-1a over n bytes, continuing from h (a fresh hash starts from FNV1A32_BASIS): a stable
+ * hash for names in a cache file's name and in-memory tables. */
+#define FNV1A32_BASIS 2166136261u
+static inline uint32_t fnv1a32(uint32_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	while (n--)
+		h = (h ^ *b++) * 16777619u;
+	return h;
+}
+
+/* The same in 64 bits. */
+static inline uint64_t fnv1a64(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	while (n--)
+		h = (h ^ *b++) * 1099511628211ull;
+	return h;
+}
+
 /* Whole decimal number in [min, max]; no sign, no trailing junk. 0 or -EINVAL/-ERANGE. */
 int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 /* Byte size with optional K/M suffix (binary: 1K = 1024), e.g. "64", "4K", "1M". */

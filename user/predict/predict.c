@@ -149,11 +149,8 @@ static const char *cache_dir(void)
 
 static void cache_path(char *buf, size_t len, const char *cpu)
 {
-	uint32_t h = 2166136261u;	/* FNV-1a of the CPU model */
-	const char *c;
+	uint32_t h = fnv1a32(FNV1A32_BASIS, cpu, strlen(cpu));	/* of the CPU model */
 
-	for (c = cpu; *c; c++)
-		h = (h ^ (unsigned char)*c) * 16777619u;
 	snprintf(buf, len, "%s/if-unix-%s-%08x.tsv", cache_dir(), kernel_release(), h);
 }
 

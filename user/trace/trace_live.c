@@ -41,27 +41,18 @@ struct trace_live {
 	char note[96];		/* an unknown key said, until the next known one */
 };
 
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *b = p;
-
-	while (n--)
-		h = (h ^ *b++) * 1099511628211ull;
-	return h;
-}
-
 static uint64_t flow_key(const struct flow *f)
 {
 	uint64_t h = 1469598103934665603ull;
 
-	h = fnv(h, &f->transport, sizeof(f->transport));
-	h = fnv(h, f->endpoint, strlen(f->endpoint));
-	h = fnv(h, f->sender.comm, strlen(f->sender.comm) + 1);
-	h = fnv(h, f->receiver.comm, strlen(f->receiver.comm) + 1);
+	h = fnv1a64(h, &f->transport, sizeof(f->transport));
+	h = fnv1a64(h, f->endpoint, strlen(f->endpoint));
+	h = fnv1a64(h, f->sender.comm, strlen(f->sender.comm) + 1);
+	h = fnv1a64(h, f->receiver.comm, strlen(f->receiver.comm) + 1);
 	if (f->sender.n_pids)
-		h = fnv(h, &f->sender.pids[0], sizeof(f->sender.pids[0]));
+		h = fnv1a64(h, &f->sender.pids[0], sizeof(f->sender.pids[0]));
 	if (f->receiver.n_pids)
-		h = fnv(h, &f->receiver.pids[0], sizeof(f->receiver.pids[0]));
+		h = fnv1a64(h, &f->receiver.pids[0], sizeof(f->receiver.pids[0]));
 	return h;
 }
 
