@@ -4,6 +4,7 @@ servers the benches start on private sockets and free loopback ports, each in it
 group, stopped at the end."""
 import os
 import re
+import select
 import shutil
 import signal
 import socket
@@ -16,6 +17,7 @@ from pathlib import Path
 
 REPO = Path(os.environ.get("REPO", Path(__file__).resolve().parents[2]))
 UDSPROBE = os.environ.get("UDSPROBE", str(REPO / "udsprobe"))
+HOOKS_FLOOR = os.environ.get("HOOKS_FLOOR", str(REPO / ".output" / "hooks_floor"))
 ASSETS = REPO / "tests" / "backlog"     # the nginx -> php-fpm stack of the backlog tests
 PHP_FPM = shutil.which("php-fpm8.2") or "/usr/sbin/php-fpm8.2"
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
@@ -24,6 +26,30 @@ WRK = shutil.which("wrk") or "wrk"
 
 def log(*a):
     print(*a, file=sys.stderr, flush=True)
+
+
+class HooksFloor:
+    """hooks_floor ARGS holding empty programs on udsprobe's hooks until stop() (--filtered:
+    --trace's with a process filter; --compare unix|tcp: --compare's traced run's)."""
+
+    def __init__(self, *args):
+        t0 = time.monotonic()
+        self.p = subprocess.Popen([HOOKS_FLOOR, *args], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if not select.select([self.p.stdout], [], [], 60)[0]:
+            self.p.kill()
+            raise RuntimeError("hooks_floor did not attach within 60 s")
+        line = self.p.stdout.readline()
+        if not line.startswith("ready: "):
+            raise RuntimeError(f"hooks_floor exited {self.p.wait()}: {self.p.stderr.read()}")
+        self.hooks = line.split(":", 2)[2].split()
+        self.startup = time.monotonic() - t0
+
+    def stop(self):
+        self.p.stdin.close()
+        if self.p.wait(timeout=60) != 0:
+            raise RuntimeError(f"hooks_floor exit {self.p.returncode}: {self.p.stderr.read()}")
+        return None
 
 
 def free_port():

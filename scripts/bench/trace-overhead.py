@@ -30,8 +30,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchlib import (PHP_FPM, REPO, UDSPROBE, FpmStack, Redis, bpf_progs_held, cpu_name, fmt,
-                      free_port, group_cpu, load1, log)
+from benchlib import (HOOKS_FLOOR, PHP_FPM, REPO, UDSPROBE, FpmStack, HooksFloor, Redis,
+                      bpf_progs_held, cpu_name, fmt, free_port, group_cpu, load1, log)
 
 QUICK = os.environ.get("BENCH_QUICK") == "1"
 REPS = int(os.environ.get("BENCH_REPS", "2" if QUICK else "5"))
@@ -41,7 +41,6 @@ WRK_SECS = 1 if QUICK else 2
 WRK_CONNS = 50
 FPM_COMM = os.path.basename(PHP_FPM)[:15]
 TARGET = 0.10   # issue 11: at most 10 % fewer requests/s in tracepoint mode at -c 50
-HOOKS_FLOOR = os.environ.get("HOOKS_FLOOR", str(REPO / ".output" / "hooks_floor"))
 
 
 class Tracer:
@@ -72,29 +71,6 @@ class Tracer:
         if self.p.returncode != 0:
             raise RuntimeError(f"udsprobe --trace exit {self.p.returncode}: {err}")
         return json.loads(self.json.read_text())
-
-
-class Floor:
-    """hooks_floor --filtered holding empty programs on --trace's hooks until stop()."""
-
-    def __init__(self):
-        t0 = time.monotonic()
-        self.p = subprocess.Popen([HOOKS_FLOOR, "--filtered"], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        if not select.select([self.p.stdout], [], [], 60)[0]:
-            self.p.kill()
-            raise RuntimeError("hooks_floor did not attach within 60 s")
-        line = self.p.stdout.readline()
-        if not line.startswith("ready: "):
-            raise RuntimeError(f"hooks_floor exited {self.p.wait()}: {self.p.stderr.read()}")
-        self.hooks = line.split(":", 2)[2].split()
-        self.startup = time.monotonic() - t0
-
-    def stop(self):
-        self.p.stdin.close()
-        if self.p.wait(timeout=60) != 0:
-            raise RuntimeError(f"hooks_floor exit {self.p.returncode}: {self.p.stderr.read()}")
-        return None
 
 
 def redis_bench(redis, transport, clients):
@@ -165,7 +141,7 @@ def block(arm, filt, d, redis, todo, rps, cpu, sample):
     sample["others"].append(bpf_progs_held())
     tr = None
     if arm == "hooks":
-        tr = Floor()
+        tr = HooksFloor("--filtered")
         sample["hooks"] = tr.hooks
     elif arm != "off":
         args = {"filtered": filt + ["--detail", "full"], "syscall": filt,

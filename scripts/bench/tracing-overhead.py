@@ -3,14 +3,17 @@
 
 Host: every mode `udsprobe --check` says works here (on our CI machines, tracepoint only),
 same-CPU 64 B pingpong, REPS runs each pairing an untraced and a traced run; medians.
-Also one 1,000,000-message traced run (misses must be zero). Guests (BENCH_VM=1, default):
-the same in fentry/kprobe/tracepoint inside Debian's 6.12 under qemu TCG (software
+Also one 1,000,000-message traced run (misses must be zero). Hooks only (tracepoint mode,
+.output/hooks_floor built): next to each pair, per transport, an untraced run while hooks_floor
+holds an empty program on each hook that transport's traced run attaches: the hooks' own cost.
+Guests (BENCH_VM=1, default): the same in fentry/kprobe/tracepoint inside Debian's 6.12 under qemu TCG (software
 emulation: absolute numbers are ~10-50x a real CPU's; only the ratios mean something).
 Per program: one more traced run (unix, then tcp, one --compare) with the kernel's BPF run-time
 statistics on (BPF_ENABLE_STATS, held by a file descriptor, so they go off when we exit): how
 often each of udsprobe's programs ran per message and what one run cost (run_time_ns / run_cnt,
 the program body only: not the tracepoint's dispatch nor the syscall slow path).
-Markdown on stdout, progress on stderr. Env: UDSPROBE, BENCH_REPS, BENCH_QUICK=1, BENCH_VM=0.
+Markdown on stdout, progress on stderr. Env: UDSPROBE, HOOKS_FLOOR, BENCH_REPS, BENCH_QUICK=1,
+BENCH_VM=0.
 """
 import ctypes
 import datetime
@@ -23,7 +26,7 @@ import subprocess
 import tempfile
 import time
 
-from benchlib import bpf_progs_held, cpu_name, load1, log
+from benchlib import HOOKS_FLOOR, HooksFloor, bpf_progs_held, cpu_name, load1, log
 
 UDSPROBE = os.environ.get("UDSPROBE", "./udsprobe")
 QUICK = os.environ.get("BENCH_QUICK") == "1"
@@ -67,6 +70,19 @@ def one(mode, count, prefix=()):
     os.makedirs(".output", exist_ok=True)
     with tempfile.NamedTemporaryFile(dir=".output", prefix="bench-vm-", suffix=".json") as f:
         return run_json(cmd, out=f.name)
+
+
+def floor_run(tr, count):
+    """tr's one-way mean in an untraced --compare run while hooks_floor holds an empty program on
+    every hook --compare's tracer attaches for tr's traced run (tracepoint mode): the hooks' own
+    cost, no program body. Returns (mean ns, the hooks)."""
+    f = HooksFloor("--compare", tr)
+    try:
+        d = run_json([UDSPROBE, "--compare", "--no-trace", "--mode", "pingpong", "--cpu", "same",
+                      "--size", "64", "--count", str(count), "--json"])
+    finally:
+        f.stop()
+    return next(r for r in d["results"] if r["transport"] == tr)["latency_ns"]["mean"], f.hooks
 
 
 def enable_bpf_stats():
@@ -139,14 +155,24 @@ def per_program(count):
     return sorted(rows, key=lambda x: -x[2]), msgs
 
 
-def summarize(runs):
-    """Per transport: medians over runs of the numbers the table shows."""
+def summarize(runs, floors=None):
+    """Per transport: medians over runs of the numbers the table shows; floors (tracepoint mode
+    on the host): per run, transport -> hooks-only mean of the floor run next to it."""
     out = {}
     for tr in ("unix", "tcp"):
         rows = [next(r for r in d["results"] if r["transport"] == tr) for d in runs]
 
         def med(f):
             return statistics.median(f(r) for r in rows)
+
+        floor = None
+        if floors:
+            ratios = [fl[tr] / r["latency_ns"]["mean"] for fl, r in zip(floors, rows)]
+            shares = [(fl[tr] - r["latency_ns"]["mean"]) / max(r["overhead_ns"], 1e-9)
+                      for fl, r in zip(floors, rows)]
+            floor = {"mean": statistics.median(fl[tr] for fl in floors),
+                     "ratio": statistics.median(ratios), "range": (min(ratios), max(ratios)),
+                     "share": statistics.median(shares)}
 
         out[tr] = {
             "untraced": med(lambda r: r["latency_ns"]["mean"]),
@@ -163,6 +189,7 @@ def summarize(runs):
             "corrected": med(lambda r: r["corrected_sum_ns"] / r["latency_ns"]["mean"] - 1),
             "misses": sum(r["misses"] for r in rows),
             "ooo": sum(r["out_of_order"] for r in rows),
+            "floor": floor,
         }
     out["cost"] = statistics.median(d["probe_cost_ns"] for d in runs)
     out["attach_ms"] = statistics.median(d["attach_ns"] for d in runs) / 1e6
@@ -171,17 +198,23 @@ def summarize(runs):
 
 
 def table(rows):
-    print("| where | mode | transport | untraced mean | traced mean | traced/untraced | overhead/msg "
+    print("| where | mode | transport | untraced mean | hooks only mean | hooks only/untraced "
+          "| traced mean | traced/untraced | hooks' share of the overhead | overhead/msg "
           "| probe hits/msg | overhead/hit | calibrated cost/hit | coverage | corrected vs untraced "
           "| attach + detach |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for where, mode, s in rows:
         for tr in ("unix", "tcp"):
             x = s[tr]
             lo, hi = x["ratio_range"]
             ulo, uhi = x["untraced_range"]
+            fl = x["floor"]
+            hooks = (f"{fl['mean']:.0f} ns | {fl['ratio']:.2f} ({fl['range'][0]:.2f}–"
+                     f"{fl['range'][1]:.2f})" if fl else "— | —")
+            share = f"{100 * fl['share']:.0f} %" if fl else "—"
             print(f"| {where} | {mode} | {tr} | {x['untraced']:.0f} ns ({ulo:.0f}–{uhi:.0f}) | "
-                  f"{x['traced']:.0f} ns | **{x['ratio']:.2f}** ({lo:.2f}–{hi:.2f}) | "
+                  f"{hooks} | {x['traced']:.0f} ns | **{x['ratio']:.2f}** ({lo:.2f}–{hi:.2f}) | "
+                  f"{share} | "
                   f"{x['overhead']:.0f} ns | {x['hits']:.1f} | "
                   f"{x['per_hit']:.0f} ns | {s['cost']:.0f} ns | {x['coverage']:.3f} | "
                   f"{100 * x['corrected']:+.0f} % | {s['attach_ms'] + s['detach_ms']:.0f} ms |")
@@ -191,13 +224,26 @@ def main():
     load_start, others_start = load1(), bpf_progs_held()
     modes, check = host_modes()
     log(f"tracing-overhead: host modes {modes}")
-    rows = []
+    rows, floor_hooks = [], {}
+    with_floor = "tracepoint" in modes and os.access(HOOKS_FLOOR, os.X_OK)
     for mode in modes:
-        runs = []
+        runs, floors = [], []
         for i in range(REPS):
             log(f"tracing-overhead: host {mode} {i + 1}/{REPS}")
-            runs.append(one(mode, COUNT))
-        rows.append((f"host {platform.release()}", mode, summarize(runs)))
+            # alternating: the floor runs before the traced pair in every other repetition
+            floor_first = with_floor and mode == "tracepoint" and i % 2 == 1
+            if with_floor and mode == "tracepoint":
+                fl = {}
+                if not floor_first:
+                    runs.append(one(mode, COUNT))
+                for tr in ("unix", "tcp"):
+                    fl[tr], floor_hooks[tr] = floor_run(tr, COUNT)
+                floors.append(fl)
+                if floor_first:
+                    runs.append(one(mode, COUNT))
+            else:
+                runs.append(one(mode, COUNT))
+        rows.append((f"host {platform.release()}", mode, summarize(runs, floors)))
     log("tracing-overhead: 1,000,000-message run")
     big = one(modes[0], MILLION_RT)
     progs = None
@@ -234,11 +280,42 @@ def main():
           "message's CPU while it was in flight, including runs for other tasks that return at "
           "the tid filter); *calibrated cost/hit* is udsprobe's start-up measurement (getppid() "
           "loop with one boundary program attached), which the corrected breakdown subtracts "
-          "per hit together with its measured bookkeeping. Targets (issue 3): traced/untraced "
-          "≤ 1.3, coverage 0.95–1.05, corrected total within 10 % of untraced, attach + detach "
-          "< 1 s.\n")
+          "per hit together with its measured bookkeeping. *hooks only*: the same workload "
+          "untraced while `.output/hooks_floor --compare unix|tcp` holds an empty program on "
+          "every hook the traced run of that transport attaches (tracepoint mode; the set from "
+          "udsprobe's own choice, scripts/hooks_floor.c), in a run of its own next to each "
+          "pair, alternating before and after it: what the hooks cost with no program body, "
+          "the floor no body can go below; *hooks' share* is (hooks only − untraced) / "
+          "(traced − untraced). Targets: traced/untraced ≤ 1.3, coverage 0.95–1.05, corrected "
+          "total within 10 % of untraced, attach + detach < 1 s (issue 3); traced/untraced "
+          "≤ 1.15 in tracepoint mode (issue 33).\n")
     table(rows)
     print()
+    for tr, hooks in floor_hooks.items():
+        print(f"Hooks of the {tr} traced run ({len(hooks)}): {', '.join(hooks)}.\n")
+    host_tp = next((s for w, m, s in rows if w.startswith("host") and m == "tracepoint"), None)
+    if host_tp and host_tp["unix"]["floor"]:
+        u, t = host_tp["unix"], host_tp["tcp"]
+        print(f"**With empty programs on the same hooks, a message takes {u['floor']['ratio']:.2f}× "
+              f"(unix) / {t['floor']['ratio']:.2f}× (tcp) its untraced time, against "
+              f"{u['ratio']:.2f}× / {t['ratio']:.2f}× traced: {100 * u['floor']['share']:.0f} % / "
+              f"{100 * t['floor']['share']:.0f} % of the overhead is the hooks themselves (the "
+              "tracepoints' dispatch and the syscall slow path), the rest udsprobe's program "
+              "bodies.**")
+        for tr, x in (("unix", u), ("tcp", t)):
+            hooks_ns = x["floor"]["mean"] - x["untraced"]
+            budget = 0.15 * x["untraced"] - hooks_ns
+            bodies_per_hit = (x["overhead"] - hooks_ns) / max(x["hits"], 1e-9)
+            if budget <= 0:
+                print(f"- {tr}: the hooks alone are above 1.15: with one hook per boundary no "
+                      "program body, however small, reaches 1.15 on this CPU; only fewer hooks "
+                      "per message can (docs/STAGES.md, \"Overhead, coverage and the corrected "
+                      "breakdown\").")
+            else:
+                print(f"- {tr}: 1.15 leaves the program bodies {budget:.0f} ns per message, "
+                      f"{budget / max(x['hits'], 1e-9):.0f} ns per hit ({x['hits']:.1f} hits), "
+                      f"against {bodies_per_hit:.0f} ns per hit now.")
+        print()
     if max(load_start, load_end) > os.cpu_count():
         print("**Loaded machine:** the load average exceeded the CPU count, so other tasks shared "
               "the pingpong's CPU: they lengthen the untraced runs and, more so, the traced ones "

@@ -1,8 +1,10 @@
 """The bench's floor loader (.output/hooks_floor, scripts/hooks_floor.c): it attaches an empty
 program on exactly the hooks `udsprobe --trace` attaches in tracepoint mode (compared link by
-link with a running udsprobe's, filtered and unfiltered), holds them until stdin's EOF or
-SIGTERM, then exits 0 with every program gone; a bad argument exits 2. Host only (tracepoint
-mode, the mode the bench measures)."""
+link with a running udsprobe's, filtered and unfiltered), and with `--compare unix|tcp` on
+exactly those of `udsprobe --compare`'s traced run of that transport (compared with the links a
+running --compare holds during each traced run); holds them until stdin's EOF or SIGTERM, then
+exits 0 with every program gone; a bad argument exits 2. Host only (tracepoint mode, the mode
+the bench measures)."""
 import collections
 import os
 import re
@@ -108,6 +110,44 @@ def test_same_hooks_as_udsprobe(udsprobe, floor, filtered):
     assert progs and wait_for(lambda: not any(prog_exists(i) for i in progs), timeout=10)
 
 
+def compare_traced_links(udsprobe):
+    """{transport: links} a running `udsprobe --compare` holds during each transport's traced run
+    (sampled: the sets with sched_switch, which the calibration never attaches)."""
+    p = subprocess.Popen([udsprobe, "--compare", "--attach", "tracepoint", "--mode", "pingpong",
+                          "--size", "64", "--cpu", "same", "--count", "50000"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    seen = {}
+    try:
+        while p.poll() is None:
+            links = links_of(p.pid)[0]
+            tps = {t for _, t in links}
+            if "sched_switch" in tps:
+                seen["unix" if "sock_send_length" in tps else "tcp"] = links
+    finally:
+        assert p.wait(timeout=120) == 0
+    return seen
+
+
+def test_same_hooks_as_compare(udsprobe, floor):
+    want = compare_traced_links(udsprobe)
+    assert set(want) == {"unix", "tcp"}, want
+    for tr in ("unix", "tcp"):
+        p, n, hooks = start_floor(floor, ["--compare", tr])
+        try:
+            got, tags = links_of(p.pid)
+        finally:
+            p.stdin.close()
+            assert p.wait(timeout=30) == 0, p.stderr.read()
+        assert got == want[tr], tr
+        assert n == len(hooks) == sum(got.values())
+        assert len(tags) == 1, f"not one empty body: {tags}"
+    # the syscall and scheduler hooks in both; each transport's own boundaries in its own only
+    assert {"sys_enter", "sys_exit", "sched_switch", "consume_skb"} <= {t for _, t in want["unix"]}
+    assert {"sys_enter", "sys_exit", "sched_switch", "tcp_sendmsg_locked",
+            "net_dev_queue"} <= {t for _, t in want["tcp"]}
+    assert "tcp_sendmsg_locked" not in {t for _, t in want["unix"]}
+
+
 def test_sigterm_detaches(floor):
     p, n, _ = start_floor(floor, [])
     progs = prog_ids(p.pid)
@@ -118,7 +158,8 @@ def test_sigterm_detaches(floor):
 
 
 def test_bad_argument(floor):
-    res = subprocess.run([floor, "--pid"], capture_output=True, text=True, timeout=30)
-    assert res.returncode == 2
-    assert res.stderr == "usage: hooks_floor [--filtered]\n"
-    assert res.stdout == ""
+    for args in (["--pid"], ["--compare"], ["--compare", "udp"], ["--filtered", "x"]):
+        res = subprocess.run([floor, *args], capture_output=True, text=True, timeout=30)
+        assert res.returncode == 2, args
+        assert res.stderr == "usage: hooks_floor [--filtered | --compare unix|tcp]\n", args
+        assert res.stdout == "", args

@@ -219,20 +219,33 @@ struct bpf_link *tracer_attach_prog(const struct stage_prog *p)
 	return bpf_program__attach_kprobe(p->prog, p->how == PA_KRETPROBE, sym);
 }
 
-/* Does transport t's path use this program? Fewer attached programs, fewer hits. */
-static bool prog_on_path(const struct tracer *tr, const struct stage_prog *p, enum transport t)
+/* Does transport t's path use this program in mode? Fewer attached programs, fewer hits. */
+static bool prog_on_path(enum attach_mode mode, const struct stage_prog *p, enum transport t)
 {
 	int b;
 
 	if (p->every_path)
 		return true;
 	for (b = 0; b < B__COUNT; b++) {
-		const char *marker = stage_marker(b, t, tr->mode == ATTACH_TRACEPOINT);
+		const char *marker = stage_marker(b, t, mode == ATTACH_TRACEPOINT);
 
 		if (stage_boundary(b)->stage[t] && marker && !strcmp(marker, p->target))
 			return true;
 	}
 	return false;
+}
+
+int tracer_path_programs(struct stages_bpf *skel, enum attach_mode mode, enum transport t,
+			 struct bpf_program **out, int max)
+{
+	struct stage_prog all[MAX_STAGE_PROGS];
+	int n = tracer_mode_programs(skel, mode, kernel_has_btf(), all, MAX_STAGE_PROGS), i, k = 0;
+	const char *func;
+
+	for (i = 0; i < n && k < max; i++)
+		if (prog_here(mode, &all[i], &func) && prog_on_path(mode, &all[i], t))
+			out[k++] = all[i].prog;
+	return k;
 }
 
 int tracer_attach(struct tracer *tr, enum transport t, uint64_t *attach_ns)
@@ -244,7 +257,7 @@ int tracer_attach(struct tracer *tr, enum transport t, uint64_t *attach_ns)
 	for (i = 0; i < tr->n_progs; i++) {
 		struct stage_prog *p = &tr->progs[i];
 
-		if (p->link || !prog_on_path(tr, p, t))
+		if (p->link || !prog_on_path(tr->mode, p, t))
 			continue;	/* p->link: kept from an earlier run (keep_links) */
 		link = tracer_attach_prog(p);
 		err = libbpf_get_error(link);

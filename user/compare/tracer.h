@@ -13,6 +13,9 @@
 
 #define MAX_STAGES 64
 
+struct stages_bpf;
+struct bpf_program;
+
 /* One stage of the message path, exclusive (self) time. */
 struct stage_stat {
 	char name[STAGE_NAME_LEN];	/* folded path below the transport: "send;sock" or
@@ -74,6 +77,10 @@ double tracer_calibrate(struct tracer *tr);
 /* Attach the mode's programs on transport t's path / detach them; *_ns: how long it took. */
 int tracer_attach(struct tracer *tr, enum transport t, uint64_t *attach_ns);
 void tracer_detach(struct tracer *tr, uint64_t *detach_ns);
+/* The programs tracer_attach attaches for transport t in mode on this kernel, without opening a
+ * tracer (the bench's floor, scripts/hooks_floor.c); returns how many (at most max). */
+int tracer_path_programs(struct stages_bpf *skel, enum attach_mode mode, enum transport t,
+			 struct bpf_program **out, int max);
 
 /* Per run: reset state and register the workload's two tasks. */
 int tracer_begin_run(struct tracer *tr, const struct wl_config *cfg, pid_t client, pid_t server);
