@@ -1438,17 +1438,17 @@ static __always_inline int on_recv(struct sock *sk, int ret, int flags, int dire
 	return 0;
 }
 
-SEC("tp_btf/sys_enter")
-int BPF_PROG(tp_sys_enter, struct pt_regs *regs, long nr)
+/* A socket-I/O or poll-family syscall's entry (nr constant in the per-syscall programs). */
+static __always_inline void on_sys_enter(long nr)
 {
 	struct task_st *t;
 	bool io = is_io_nr(nr);
 
 	if (!io && !is_poll_nr(nr))
-		return 0;
+		return;
 	t = task_get();
 	if (!t)
-		return 0;
+		return;
 	if (io) {
 		if (bulk && t->bslot)	/* its last send had no handover */
 			bulk_release(t, bulk_own(t, (__u32)bpf_get_current_pid_tgid()));
@@ -1459,6 +1459,13 @@ int BPF_PROG(tp_sys_enter, struct pt_regs *regs, long nr)
 	} else {
 		t->poll_pend = bpf_ktime_get_ns();
 	}
+}
+
+/* tracepoint mode, and function modes on a kernel without the syscall wrappers below */
+SEC("?tp_btf/sys_enter")
+int BPF_PROG(tp_sys_enter, struct pt_regs *regs, long nr)
+{
+	on_sys_enter(nr);
 	return 0;
 }
 
@@ -1495,6 +1502,51 @@ POLL_EXIT(poll)
 POLL_EXIT(ppoll)
 POLL_EXIT(select)
 POLL_EXIT(pselect6)
+
+/* Function modes: each such syscall's own wrapper, entry (and return for the poll family),
+ * where sys_enter would run for every syscall of every task and put all of them on the
+ * syscall-tracing slow path (docs/TRACE.md, "Hooks per attach mode"). */
+#if defined(__TARGET_ARCH_x86)
+#define SYS_WRAPPER "__x64_sys_"
+#elif defined(__TARGET_ARCH_arm64)
+#define SYS_WRAPPER "__arm64_sys_"
+#endif
+
+/* func: the wrapper's name where it is not the syscall's (sendfile: sys_sendfile64) */
+#define SYSCALL_ENTRY_AS(name, func)						\
+SEC("?fentry/" SYS_WRAPPER #func)						\
+int BPF_PROG(fe_sys_##name) { on_sys_enter(NR_##name); return 0; }		\
+SEC("?kprobe/" SYS_WRAPPER #func)						\
+int BPF_KPROBE(kp_sys_##name) { on_sys_enter(NR_##name); return 0; }
+
+#define SYSCALL_ENTRY(name) SYSCALL_ENTRY_AS(name, name)
+
+#define SYSCALL_POLL(name)							\
+SYSCALL_ENTRY(name)								\
+SEC("?fexit/" SYS_WRAPPER #name)						\
+int BPF_PROG(fx_sys_##name) { on_poll_exit(); return 0; }			\
+SEC("?kretprobe/" SYS_WRAPPER #name)						\
+int BPF_KRETPROBE(kr_sys_##name) { on_poll_exit(); return 0; }
+
+SYSCALL_ENTRY(read)
+SYSCALL_ENTRY(write)
+SYSCALL_ENTRY(readv)
+SYSCALL_ENTRY(writev)
+SYSCALL_ENTRY(sendto)
+SYSCALL_ENTRY(recvfrom)
+SYSCALL_ENTRY(sendmsg)
+SYSCALL_ENTRY(recvmsg)
+SYSCALL_ENTRY(sendmmsg)
+SYSCALL_ENTRY(recvmmsg)
+SYSCALL_ENTRY_AS(sendfile, sendfile64)
+SYSCALL_ENTRY(splice)
+SYSCALL_POLL(epoll_wait)
+SYSCALL_POLL(epoll_pwait)
+SYSCALL_POLL(epoll_pwait2)
+SYSCALL_POLL(poll)
+SYSCALL_POLL(ppoll)
+SYSCALL_POLL(select)
+SYSCALL_POLL(pselect6)
 
 /* kernel stages of the send */
 

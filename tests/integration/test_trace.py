@@ -8,6 +8,7 @@ Every test starts, drives and stops its own processes on loopback; no fixed port
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -159,6 +160,71 @@ def test_echo_pair_exact(trace, tmp_path, transport, size):
     # the text report has the flow's table
     assert f"{transport} {info['endpoint']}: python3" in res.stdout
     assert f"{2 * n} messages, {2 * n * size} bytes" in res.stdout
+
+
+def held_links(pid):
+    """(link_type, tp_name or event_type, prog_id) of every BPF link process pid holds."""
+    out = []
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") != "anon_inode:bpf_link":
+                continue
+            info = dict(re.findall(r"^(\w+):\s*(\S+)", Path(f"/proc/{pid}/fdinfo/{fd}").read_text(),
+                                   re.M))
+        except OSError:
+            continue
+        out.append((info["link_type"], info.get("tp_name") or info.get("event_type"),
+                    int(info["prog_id"])))
+    return out
+
+
+def test_hooks_per_attach_mode(trace, tmp_path):
+    """The syscall hooks --trace holds in its attach mode (issue 33), read from the links of a
+    running --trace around the echo pair (N round trips over TCP): in fentry and kprobe mode
+    each socket syscall's own wrapper (fe_sys_* / kp_sys_*) and no syscall tracepoint, neither
+    raw sys_enter/sys_exit nor syscalls:* (either puts every syscall of every task on the
+    kernel's syscall-tracing slow path); in tracepoint mode sys_enter. The wrappers' runs per
+    message, from the kernel's BPF run-time statistics, show they see each send and recv."""
+    n, ready, done = 500, tmp_path / "ready", tmp_path / "done"
+    script = (f"{shlex.quote(sys.executable)} {shlex.quote(ECHO)} tcp {n} 100 && touch {ready} "
+              f"&& while [ ! -e {done} ]; do sleep 0.1; done")
+    was = Path("/proc/sys/kernel/bpf_stats_enabled").read_text().strip()
+    Path("/proc/sys/kernel/bpf_stats_enabled").write_text("1")
+    out = tmp_path / "trace.json"
+    p = subprocess.Popen(trace + ["--json", str(out), "--", "sh", "-c", script],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert wait_for(lambda: ready.exists() or p.poll() is not None, timeout=300)
+        links = held_links(p.pid)
+        progs = {}
+        for _, _, pid_ in links:
+            show = subprocess.run(["bpftool", "prog", "show", "id", str(pid_), "--json"],
+                                  capture_output=True, text=True)
+            pr = json.loads(show.stdout)
+            progs[pr["name"]] = pr.get("run_cnt", 0)
+    finally:
+        Path("/proc/sys/kernel/bpf_stats_enabled").write_text(was)
+        done.touch()
+        stdout, stderr = p.communicate(timeout=120)
+    assert p.returncode == 0, stderr
+    mode = json.loads(out.read_text())["attach_mode"]
+    syscall_tps = [l for l in links if (l[0] == "raw_tracepoint" and l[1] in ("sys_enter", "sys_exit"))
+                   or (l[0] == "perf" and str(l[1]).startswith("sys_"))]
+    if mode == "tracepoint":
+        assert ("raw_tracepoint", "sys_enter") in {l[:2] for l in links}, links
+        print(f"tracepoint mode: {len(links)} links; sys_enter runs per message "
+              f"{progs.get('tp_sys_enter', 0) / (2 * n):.2f} (every syscall on the host)")
+        return
+    prefix = {"fentry": "fe_sys_", "kprobe": "kp_sys_"}[mode]
+    assert not syscall_tps, f"{mode} mode holds syscall tracepoints: {syscall_tps}"
+    wrappers = {name: cnt for name, cnt in progs.items() if name.startswith(prefix)}
+    per_msg = {name: round(cnt / (2 * n), 2) for name, cnt in sorted(wrappers.items())}
+    print(f"{mode} mode: {len(links)} links; syscall-wrapper runs per message {per_msg}")
+    for sc in ("sendto", "recvfrom"):
+        assert prefix + sc in wrappers, (mode, sorted(progs))
+    # each message's send and recv at least (the echo pair's other syscalls come on top)
+    assert wrappers[prefix + "sendto"] >= 2 * n and wrappers[prefix + "recvfrom"] >= 2 * n, per_msg
+    assert any(name.startswith(prefix + "epoll") for name in wrappers), sorted(progs)
 
 
 @pytest.mark.parametrize("transport", ["unix", "tcp"])

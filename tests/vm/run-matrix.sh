@@ -129,8 +129,9 @@ PREDICT=${UDSPROBE_VM_PREDICT:-debian-6.12=fentry}
 TRACE_TEST=$IT/test_trace.py::test_redis_both_transports[1]
 # the kernel stages per mode and kernel (names merged where a tracepoint is missing); their
 # timings against --compare's only on the host (TCG times are not representative); and a
-# connection per small message, whose close and reuse races the matcher must survive per mode
-KSTAGE_TESTS="$IT/test_trace_kstages.py::test_echo_pair_kernel_stages $IT/test_trace_kstages.py::test_redis_connection_per_incr $IT/test_trace_kstages.py::test_connection_per_greeting $IT/test_trace.py::test_small_request_churn_exact"
+# connection per small message, whose close and reuse races the matcher must survive per mode;
+# and the syscall hooks of the mode (the function modes: the wrappers, no syscall tracepoint)
+KSTAGE_TESTS="$IT/test_trace_kstages.py::test_echo_pair_kernel_stages $IT/test_trace_kstages.py::test_redis_connection_per_incr $IT/test_trace_kstages.py::test_connection_per_greeting $IT/test_trace.py::test_small_request_churn_exact $IT/test_trace.py::test_hooks_per_attach_mode"
 # slots beside other programs' sends, --detail syscall and the same stages as --compare depend on
 # the stage granularity, not on how a function is entered (one handler body per boundary, thin
 # fentry and kprobe wrappers, which the tests above hit): once in a function mode
@@ -224,7 +225,7 @@ for k in "${KERNELS[@]}" "${ARM64[@]}"; do
 done
 for k in "${KERNELS[@]}" "${ARM64[@]}"; do
 	m=$(trace_modes "$k")
-	echo "${TRACE_TEST#"$IT"/} and test_trace_kstages.py's echo pairs and connection per INCR and per greeting on $k: ${m:-not run} (~70-85 s per mode under TCG; UDSPROBE_VM_TRACE)"
+	echo "${TRACE_TEST#"$IT"/}, test_trace_kstages.py's echo pairs and connection per INCR and per greeting, and the mode's syscall hooks on $k: ${m:-not run} (~70-85 s per mode under TCG; UDSPROBE_VM_TRACE)"
 	m=$(trace_deep_modes "$k")
 	[ -z "$m" ] || echo "test_trace_kstages.py's slots beside other programs' sends, --detail syscall and the same stages as --compare on $k: $m (~50 s under TCG; UDSPROBE_VM_TRACE_DEEP)"
 done

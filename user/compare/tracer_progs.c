@@ -302,18 +302,13 @@ bool tracer_fentry_can_reattach(void)
 /* Cheap syscalls whose arch wrapper (__x64_sys_*, __arm64_sys_*) can carry the calibration
  * probe: which of them has BTF (needed by fentry) differs between kernels (6.12 lacks
  * getppid's). */
-#if defined(__aarch64__)
-#define SYS_WRAPPER "__arm64_sys_"
-#else
-#define SYS_WRAPPER "__x64_sys_"
-#endif
 static const struct {
 	const char *func;
 	long nr;
 } calib_targets[] = {
-	{ SYS_WRAPPER "getppid", SYS_getppid },
-	{ SYS_WRAPPER "getcpu", SYS_getcpu },
-	{ SYS_WRAPPER "getrusage", SYS_getrusage },
+	{ SYSCALL_WRAPPER "getppid", SYS_getppid },
+	{ SYSCALL_WRAPPER "getcpu", SYS_getcpu },
+	{ SYSCALL_WRAPPER "getrusage", SYS_getrusage },
 };
 
 /* The first target this mode can probe: its symbol in kallsyms, with BTF for fentry (tracepoint

@@ -53,6 +53,14 @@ int privileges_check(const char *action, const char *remedy);
 /* Free the cached BTF (it is loaded again when asked for). */
 void capability_free(void);
 
+/* The prefix of a syscall's arch wrapper in kallsyms (__x64_sys_read), which fentry and
+ * kprobe programs can probe for that syscall alone. */
+#if defined(__aarch64__)
+#define SYSCALL_WRAPPER "__arm64_sys_"
+#else
+#define SYSCALL_WRAPPER "__x64_sys_"
+#endif
+
 /* func (a function's name), or its compiler clone (func.constprop.N, func.isra.N), in
  * /proc/kallsyms; its symbol into out. */
 bool ksym_resolve(const char *func, char *out, size_t len);

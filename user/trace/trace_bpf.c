@@ -4,15 +4,18 @@
  * modes (auto: fentry, kprobe, tracepoint) with a probe that opens, configures,
  * loads and attaches the mode's programs, all or nothing; the first that works
  * stays loaded. The send/recv boundary programs of each mode are skeleton
- * fields listed per kernel function; the poll-family returns every mode needs
- * are per-syscall tracepoints where the kernel has them, else raw sys_exit; the
- * other tp_btf programs (sys_enter, listen, fork) are always loaded.
+ * fields listed per kernel function. The socket syscalls' entries and the poll
+ * family's returns: in the function modes each syscall's own wrapper; in
+ * tracepoint mode (or without the wrappers) sys_enter and the per-syscall
+ * tracepoints where the kernel has them, else raw sys_exit. The other tp_btf
+ * programs (listen, fork) are always loaded.
  */
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/syscall.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -55,7 +58,40 @@ static const struct poll_exit {
 	POLL(select), POLL(pselect6),
 };
 
-#define FL_MAX_MODE_PROGS (2 * ARRAY_SIZE(fl_targets) + ARRAY_SIZE(poll_exits))
+/* The syscalls whose entry flows.bpf.c times (its is_io_nr and is_poll_nr), with the programs
+ * of their arch wrappers for the function modes: entry, and return for the poll family. A
+ * required one missing from kallsyms means a kernel without such wrappers; the optional one
+ * (epoll_pwait2, 5.11+), a syscall this kernel lacks. */
+#define SYS(name, func, required, fx, kr)						\
+	{ SYSCALL_WRAPPER #func, required, PROG(fe_sys_##name), PROG(kp_sys_##name), fx, kr }
+#define SYS_IO(name) SYS(name, name, true, 0, 0)
+#define SYS_POLL(name, required) SYS(name, name, required, PROG(fx_sys_##name), PROG(kr_sys_##name))
+
+static const struct sys_target {
+	const char *func;
+	bool required;
+	size_t fe, kp, fx, kr;
+} sys_targets[] = {
+	SYS_IO(read), SYS_IO(write), SYS_IO(readv), SYS_IO(writev), SYS_IO(sendto),
+	SYS_IO(recvfrom), SYS_IO(sendmsg), SYS_IO(recvmsg), SYS_IO(sendmmsg), SYS_IO(recvmmsg),
+	SYS(sendfile, sendfile64, true, 0, 0), SYS_IO(splice),
+	/* epoll_pwait2: 5.11+; arm64 has a wrapper for epoll_wait, poll and select but not the
+	 * syscalls (no SYS_ numbers), whose programs would never run */
+	SYS_POLL(epoll_pwait, true), SYS_POLL(epoll_pwait2, false), SYS_POLL(ppoll, true),
+	SYS_POLL(pselect6, true),
+#ifdef SYS_epoll_wait
+	SYS_POLL(epoll_wait, true),
+#endif
+#ifdef SYS_poll
+	SYS_POLL(poll, true),
+#endif
+#ifdef SYS_select
+	SYS_POLL(select, true),
+#endif
+};
+
+#define FL_MAX_MODE_PROGS (2 * ARRAY_SIZE(fl_targets) + 2 * ARRAY_SIZE(sys_targets) + \
+			   ARRAY_SIZE(poll_exits) + 1)
 
 /* The programs of the kernel boundaries that cut send;call (enum fl_kstage), in every attach
  * mode; each boundary's tracepoint is the stage table's TCP marker (the handover: none). */
@@ -204,6 +240,49 @@ static int poll_exit_programs(struct flows_bpf *skel, struct bpf_program **p)
 	return n;
 }
 
+/* The function modes' per-syscall programs into p, or 0 where a syscall that exists here
+ * cannot be probed alone in mode (no wrapper, no BTF for fentry): then sys_enter, as in
+ * tracepoint mode. */
+static int syscall_wrapper_programs(struct flows_bpf *skel, enum attach_mode mode,
+				    struct bpf_program **p)
+{
+	bool fentry = mode == ATTACH_FENTRY;
+	char sym[256];
+	size_t i;
+	int n = 0;
+
+	for (i = 0; i < ARRAY_SIZE(sys_targets); i++) {
+		const struct sys_target *t = &sys_targets[i];
+
+		if (!ksym_resolve(t->func, sym, sizeof(sym)) || strcmp(sym, t->func)) {
+			if (t->required)
+				return 0;
+			continue;
+		}
+		if (fentry && !btf_has_func(t->func))
+			return 0;
+		p[n++] = skel_prog(skel, fentry ? t->fe : t->kp);
+		if (t->fx)
+			p[n++] = skel_prog(skel, fentry ? t->fx : t->kr);
+	}
+	return n;
+}
+
+/* The programs that see the syscalls' entries and the poll family's returns, into p: in the
+ * function modes each such syscall's own wrapper where this kernel has them all, else
+ * sys_enter (every syscall of every task) and the poll returns' tracepoints. */
+static int syscall_programs(struct flows_bpf *skel, enum attach_mode mode, struct bpf_program **p)
+{
+	int n = 0;
+
+	if (mode != ATTACH_TRACEPOINT)
+		n = syscall_wrapper_programs(skel, mode, p);
+	if (n)
+		return n;
+	p[n++] = skel->progs.tp_sys_enter;
+	return n + poll_exit_programs(skel, p + n);
+}
+
 /* Filters and map sizes, between open and load. */
 static void configure(struct flows_bpf *skel, const struct trace_opts *o)
 {
@@ -252,7 +331,7 @@ int trace_bpf_select(struct flows_bpf *skel, const struct trace_opts *o, enum at
 		return err;
 	configure(skel, o);
 	n = mode_programs(skel, mode, progs);
-	n += poll_exit_programs(skel, progs + n);
+	n += syscall_programs(skel, mode, progs + n);
 	for (i = 0; i < n; i++)
 		bpf_program__set_autoload(progs[i], true);
 	if (o->kernel_stages)
