@@ -262,6 +262,7 @@ def main():
             try:
                 runs = [one(mode, 5000, prefix) for _ in range(2)]
             except SystemExit as e:
+                log(f"tracing-overhead: guest {VM_KERNEL} {mode} failed: {e}")
                 vm_note += f"\n- guest {VM_KERNEL} {mode}: failed: {str(e).splitlines()[0]}"
                 continue
             rows.append((f"guest {VM_KERNEL} (TCG)", mode, summarize(runs)))
