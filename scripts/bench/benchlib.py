@@ -124,6 +124,12 @@ def rel_spread(xs):
     return (max(xs) - min(xs)) / med if med > 0 else float("inf")
 
 
+def wrk_us(text):
+    """µs of one of wrk's durations: 812.00us, 1.23ms, 2.00s"""
+    m = re.fullmatch(r"([\d.]+)(us|ms|s)", text)
+    return float(m.group(1)) * {"us": 1, "ms": 1e3, "s": 1e6}[m.group(2)]
+
+
 def fmt(xs, spec=",.0f"):
     """median (min–max)"""
     return (f"{format(statistics.median(xs), spec)} "
@@ -192,13 +198,19 @@ class FpmStack:
         except OSError:
             return False
 
-    def wrk(self, us, conns, secs, requests=False):
-        """requests/s of wrk -t2 against nginx for `secs` seconds (and the request count)"""
+    def wrk(self, us, conns, secs, requests=False, latency=False):
+        """requests/s of wrk -t2 against nginx for `secs` seconds (and the request count; and
+        with latency, {"p50": µs, "p99": µs} of the requests from wrk --latency)"""
         out = subprocess.run([WRK, "-t2", f"-c{conns}", f"-d{secs}s",
+                              *(["--latency"] if latency else []),
                               f"http://127.0.0.1:{self.port}/?us={us}"],
                              capture_output=True, text=True, check=True,
                              timeout=secs + 30).stdout
         rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+        if latency:
+            return (rps, int(re.search(r"(\d+) requests in", out).group(1)),
+                    {p: wrk_us(re.search(rf"^\s+{p[1:]}%\s+(\S+)$", out, re.M).group(1))
+                     for p in ("p50", "p99")})
         return (rps, int(re.search(r"(\d+) requests in", out).group(1))) if requests else rps
 
     def stop(self):

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""Trace overhead on real programs (issue 11, item 6): requests/s of real servers untraced and
-with `udsprobe --trace` running around the load, alternating. Markdown on stdout, progress on
-stderr.
+"""Trace overhead on real programs (issue 11, item 6; issue 33, item 3): requests/s, CPU time
+per request and p50/p99 request latency of real servers untraced and with `udsprobe --trace`
+running around the load, alternating. Markdown on stdout, progress on stderr.
 
 Loads: redis-server driven by redis-benchmark -t set,get over its unix socket and over
 127.0.0.1 at -c 1 and -c 50; wrk -> nginx (1 worker) -> php-fpm (4 workers) with php-fpm on a
@@ -75,16 +75,20 @@ class Tracer:
 
 def redis_bench(redis, transport, clients):
     """set+get requests/s of one redis-benchmark run (2n requests over the time both tests
-    took), and its 2n requests"""
+    took), its 2n requests, and {"p50": µs, "p99": µs}: redis-benchmark's percentiles of the
+    two tests, averaged (n requests each)"""
     target, _ = redis.target(transport)
     n = REDIS_N[clients]
     out = subprocess.run(["redis-benchmark", *target, "-c", str(clients), "-n", str(n),
                           "-t", "set,get", "-q", "--csv"], capture_output=True, text=True,
                          check=True, timeout=300).stdout
-    rates = [float(line.split(",")[1].strip('"')) for line in out.splitlines()
-             if line.startswith(('"SET"', '"GET"'))]
-    assert len(rates) == 2, out
-    return 2 * n / sum(n / r for r in rates), 2 * n
+    rows = [[float(x.strip('"')) for x in line.split(",")[1:]] for line in out.splitlines()
+            if line.startswith(('"SET"', '"GET"'))]
+    assert len(rows) == 2, out
+    # "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms",
+    # "p99_latency_ms","max_latency_ms" (redis 7)
+    lat = {"p50": 1e3 * (rows[0][3] + rows[1][3]) / 2, "p99": 1e3 * (rows[0][5] + rows[1][5]) / 2}
+    return 2 * n / sum(n / r[0] for r in rows), 2 * n, lat
 
 
 def loads(redis, stacks):
@@ -97,7 +101,7 @@ def loads(redis, stacks):
                         lambda t=transport, c=clients: redis_bench(redis, t, c), redis.pgids))
     for transport, stack in stacks.items():
         out.append((f"wrk -c {WRK_CONNS} → nginx → php-fpm", transport,
-                    lambda s=stack: s.wrk(0, WRK_CONNS, WRK_SECS, requests=True), stack.pgids))
+                    lambda s=stack: s.wrk(0, WRK_CONNS, WRK_SECS, latency=True), stack.pgids))
     return out
 
 
@@ -107,10 +111,11 @@ def children_cpu():
 
 
 def run_load(run, pgids):
-    """requests/s, and CPU µs per request of the servers plus the load generator"""
+    """requests/s, CPU µs per request of the servers plus the load generator, and the load
+    generator's request latency percentiles"""
     srv, cli = group_cpu(pgids), children_cpu()
-    rps, n = run()
-    return rps, (group_cpu(pgids) - srv + children_cpu() - cli) * 1e6 / n
+    rps, n, lat = run()
+    return rps, (group_cpu(pgids) - srv + children_cpu() - cli) * 1e6 / n, lat
 
 
 def sanity_counts(redis, doc, calls):
@@ -133,7 +138,7 @@ def sanity_counts(redis, doc, calls):
     return rows, {k: v for k, v in doc["misses"].items() if v}
 
 
-def block(arm, filt, d, redis, todo, rps, cpu, sample):
+def block(arm, filt, d, redis, todo, rps, cpu, lat, sample):
     """Every load once, untraced (arm 'off'), under the empty programs ('hooks') or under one
     udsprobe --trace; returns the trace document (None untraced or hooks only) and the
     commandstats calls of the redis runs per transport."""
@@ -153,9 +158,10 @@ def block(arm, filt, d, redis, todo, rps, cpu, sample):
         for label, transport, run, pgids in todo:
             if label.startswith("redis"):
                 redis.cli("config", "resetstat")
-            r, c = run_load(run, pgids)
+            r, c, pct = run_load(run, pgids)
             rps[label, transport][arm].append(r)
             cpu[label, transport][arm].append(c)
+            lat[label, transport][arm].append(pct)
             if label.startswith("redis"):
                 for k, v in redis.commandstats().items():
                     if k != "config|resetstat":
@@ -190,10 +196,11 @@ def measure(sample):
         arms = ["off", "hooks", "syscall", "live", "filtered", "all"]
         rps = {(label, tr): {a: [] for a in arms} for label, tr, _, _ in todo}
         cpu = {k: {a: [] for a in arms} for k in rps}
+        lat = {k: {a: [] for a in arms} for k in rps}
         for rep in range(REPS):
             k = rep % len(arms)
             for arm in arms[k:] + arms[:k]:
-                doc, calls = block(arm, filt, d, redis, todo, rps, cpu, sample)
+                doc, calls = block(arm, filt, d, redis, todo, rps, cpu, lat, sample)
                 if arm == "filtered" and sanity is None:
                     sanity = sanity_counts(redis, doc, calls)
             log(f"  {rep + 1}/{REPS}: " + "; ".join(
@@ -206,7 +213,7 @@ def measure(sample):
     def ratios(per_arm):
         return {a: [t / u for t, u in zip(per_arm[a], per_arm["off"])] for a in arms[1:]}
 
-    return [(label, tr, r, ratios(r), cpu[label, tr], ratios(cpu[label, tr]))
+    return [(label, tr, r, ratios(r), cpu[label, tr], ratios(cpu[label, tr]), lat[label, tr])
             for (label, tr), r in rps.items()], sanity
 
 
@@ -225,7 +232,7 @@ def floor_line(rows):
     """The floor in two sentences: per -c 50 load and transport, the hooks' share of the
     filtered run's loss of requests/s, and of its extra CPU time per request."""
     loads = {}
-    for what, tr, _, ratios, _, cpu_ratios in rows:
+    for what, tr, _, ratios, _, cpu_ratios, _ in rows:
         if "-c 50" in what:
             rps = statistics.median(ratios["hooks"]), statistics.median(ratios["filtered"])
             loads.setdefault(what, {})[tr] = (floor_share(ratios, lambda r: 1 - r), rps,
@@ -298,7 +305,7 @@ def report(rows, sanity, sample, t0, t1):
           "req/s --trace filtered | filtered/untraced | "
           "req/s --trace unfiltered | unfiltered/untraced | filtered within 10 % |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for what, transport, rps, ratios, _, _ in rows:
+    for what, transport, rps, ratios, _, _, _ in rows:
         ok = statistics.median(ratios["filtered"]) >= 1 - TARGET
         within = ("yes" if ok else "**no**") if "-c 50" in what else "(no target)"
         print(f"| {what} | {transport} | {fmt(rps['off'])} | {fmt(rps['hooks'])} | "
@@ -320,13 +327,31 @@ def report(rows, sanity, sample, t0, t1):
           "filtered, syscall | syscall/untraced | syscall, --live | live/untraced | filtered | "
           "filtered/untraced | unfiltered | unfiltered/untraced |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for what, transport, _, _, cpu, ratios in rows:
+    for what, transport, _, _, cpu, ratios, _ in rows:
         print(f"| {what} | {transport} | {fmt(cpu['off'], '.1f')} | {fmt(cpu['hooks'], '.1f')} | "
               f"{ratio_cell(ratios['hooks'])} | {fmt(cpu['syscall'], '.1f')} | "
               f"{ratio_cell(ratios['syscall'])} | {fmt(cpu['live'], '.1f')} | "
               f"{ratio_cell(ratios['live'])} | {fmt(cpu['filtered'], '.1f')} | "
               f"{ratio_cell(ratios['filtered'])} | {fmt(cpu['all'], '.1f')} | "
               f"{ratio_cell(ratios['all'])} |")
+    print()
+    print("Request latency as the load generator measured it, p50 and p99 in µs (redis-benchmark's "
+          "percentiles of its SET and GET tests, averaged; wrk `--latency`), median (min–max) "
+          "over the repetitions; *p99 ratio*: traced/untraced p99 of one repetition, then the "
+          "median. redis-benchmark's percentiles are buckets of its histogram, a few % apart.\n")
+    print("| load | transport | percentile | untraced | hooks only | filtered, syscall | "
+          "syscall, --live | filtered | unfiltered | p99 ratio hooks only / filtered / "
+          "unfiltered |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for what, transport, _, _, _, _, lat in rows:
+        for p in ("p50", "p99"):
+            cells = " | ".join(fmt([x[p] for x in lat[a]]) for a in
+                               ("off", "hooks", "syscall", "live", "filtered", "all"))
+            p99 = ""
+            if p == "p99":
+                p99 = " / ".join(ratio_cell([t[p] / u[p] for t, u in zip(lat[a], lat["off"])])
+                                 for a in ("hooks", "filtered", "all"))
+            print(f"| {what} | {transport} | {p} | {cells} | {p99} |")
     print()
     sanity_rows, misses = sanity
     miss = ", ".join(f"{k} {v:,}" for k, v in misses.items()) or "none"

@@ -235,7 +235,8 @@ def test_same_stages_as_compare(trace, tmp_path):
     per run, from the kernel's BPF run-time statistics (kernel.bpf_stats_enabled) read before
     --trace detaches, is taken off --compare's figure (measured: 124-127 ns of difference, the
     handler 194 ns a run). Under qemu TCG (fentry, kprobe) a handler's run is a large part of a
-    stage: each end of a compared interval may move by one probe hit (below)."""
+    stage: each end of a compared interval may move by one probe hit, and the send's entry,
+    which --trace takes at the syscall's wrapper in those modes, by three (below)."""
     cj, stats = tmp_path / "compare.json", tmp_path / "stats.json"
     compare = [trace[0], "--compare", "--mode", "pingpong", "--size", "64,64K,1M", "--cpu",
                "same", "--duration", "1", "--warmup", "0", "--json", str(cj),
@@ -311,11 +312,18 @@ def test_same_stages_as_compare(trace, tmp_path):
         # qemu TCG, where 10 % of a stage is a few of them)
         hit = (r["calibrated_probe_ns"] / r["probe_hits_per_msg"]
                if not tracepoint and r.get("probe_hits_per_msg") else 0)
+        # and there the send's entry is another hook: --trace's is the syscall's wrapper
+        # (fentry/kprobe), which runs after --compare's raw sys_enter handler and the
+        # syscall-tracing slow path it puts the syscall on (one probe hit and one syscall hit
+        # as --compare calibrated them) and enters through its own trampoline (one hit): in
+        # the 6.12 guest --trace's entry..sock came out 2.7-2.8 us (~3 hits) below --compare's
+        entry_slack = 2 * hit + r.get("syscall_hit_ns", 0) if hit else 0
         for name, got, ref in pairs:
             if tracepoint and t == "unix" and name.endswith("..enqueue_wakeup"):
                 ref -= handler
-            ok = abs(got - ref) <= max(0.10 * ref, 150) + 2 * hit
-            compared.append((t, size, name, round(got), round(ref), round(2 * hit), ok))
+            slack = 2 * hit + (entry_slack if name.startswith("entry..") else 0)
+            ok = abs(got - ref) <= max(0.10 * ref, 150) + slack
+            compared.append((t, size, name, round(got), round(ref), round(slack), ok))
     print("\n(transport, size, stage, --trace ns, --compare ns, slack, within):", compared)
     assert all(c[-1] for c in compared), ([c for c in compared if not c[-1]], handler)
     # every pair: 34 here (6.18, tracepoint); fentry/kprobe without AF_UNIX's handover stage
