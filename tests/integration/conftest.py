@@ -164,6 +164,21 @@ def fdinfo_values(pids, key):
                            rf"^{key}:\s*(\d+)")
 
 
+def bpf_links(pid):
+    """The fdinfo fields (link_type, prog_id, prog_tag, tp_name, ...) of every BPF link process
+    pid holds, one dict each."""
+    out = []
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") != "anon_inode:bpf_link":
+                continue
+            out.append(dict(re.findall(r"^(\w+):\s*(\S+)",
+                                       Path(f"/proc/{pid}/fdinfo/{fd}").read_text(), re.M)))
+        except OSError:
+            continue
+    return out
+
+
 def socket_inodes(pids):
     return proc_fd_matches(pids, lambda p, fd: os.readlink(f"/proc/{p}/fd/{fd}"),
                            r"^socket:\[(\d+)\]")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import wait_for
+from conftest import bpf_links, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -35,18 +35,9 @@ def floor():
 
 def links_of(pid):
     """{(link_type, tp_name): count} and {prog_tag} of the BPF links process pid holds."""
-    links, tags = collections.Counter(), set()
-    for fd in os.listdir(f"/proc/{pid}/fd"):
-        try:
-            if os.readlink(f"/proc/{pid}/fd/{fd}") != "anon_inode:bpf_link":
-                continue
-            info = dict(re.findall(r"^(\w+):\s*(\S+)", Path(f"/proc/{pid}/fdinfo/{fd}").read_text(),
-                                   re.M))
-        except OSError:
-            continue
-        links[info["link_type"], info.get("tp_name")] += 1
-        tags.add(info["prog_tag"])
-    return links, tags
+    links = bpf_links(pid)
+    return (collections.Counter((l["link_type"], l.get("tp_name")) for l in links),
+            {l["prog_tag"] for l in links})
 
 
 def prog_ids(pid):

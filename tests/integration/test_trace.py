@@ -20,7 +20,7 @@ from xml.etree import ElementTree
 
 import pytest
 
-from conftest import free_port, wait_for
+from conftest import bpf_links, free_port, wait_for
 
 # nginx -> php-fpm: the stack the backlog tests start (tests/backlog), reused
 from test_backlog import needs_stack, start_stack, world_dir, PHP_FPM  # noqa: F401 (fixture)
@@ -164,18 +164,8 @@ def test_echo_pair_exact(trace, tmp_path, transport, size):
 
 def held_links(pid):
     """(link_type, tp_name or event_type, prog_id) of every BPF link process pid holds."""
-    out = []
-    for fd in os.listdir(f"/proc/{pid}/fd"):
-        try:
-            if os.readlink(f"/proc/{pid}/fd/{fd}") != "anon_inode:bpf_link":
-                continue
-            info = dict(re.findall(r"^(\w+):\s*(\S+)", Path(f"/proc/{pid}/fdinfo/{fd}").read_text(),
-                                   re.M))
-        except OSError:
-            continue
-        out.append((info["link_type"], info.get("tp_name") or info.get("event_type"),
-                    int(info["prog_id"])))
-    return out
+    return [(l["link_type"], l.get("tp_name") or l.get("event_type"), int(l["prog_id"]))
+            for l in bpf_links(pid)]
 
 
 def test_hooks_per_attach_mode(trace, tmp_path):
