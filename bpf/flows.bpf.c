@@ -1506,6 +1506,8 @@ POLL_EXIT(pselect6)
 /* Function modes: each such syscall's own wrapper, entry (and return for the poll family),
  * where sys_enter would run for every syscall of every task and put all of them on the
  * syscall-tracing slow path (docs/TRACE.md, "Hooks per attach mode"). */
+/* the section names need the prefix at compile time: user/lib/capability.h's SYSCALL_WRAPPER
+ * is the same for user space, which checks each wrapper in kallsyms */
 #if defined(__TARGET_ARCH_x86)
 #define SYS_WRAPPER "__x64_sys_"
 #elif defined(__TARGET_ARCH_arm64)

@@ -54,7 +54,8 @@ int privileges_check(const char *action, const char *remedy);
 void capability_free(void);
 
 /* The prefix of a syscall's arch wrapper in kallsyms (__x64_sys_read), which fentry and
- * kprobe programs can probe for that syscall alone. */
+ * kprobe programs can probe for that syscall alone (bpf/flows.bpf.c's SYS_WRAPPER, the same
+ * for its section names). */
 #if defined(__aarch64__)
 #define SYSCALL_WRAPPER "__arm64_sys_"
 #else
