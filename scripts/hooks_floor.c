@@ -162,10 +162,8 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	n = t == TR__COUNT ? trace_hooks(argc == 2, hooks, &flows) : compare_hooks(t, hooks, &stages);
-	if (n < 0) {
-		n = 0;
+	if (n < 0)
 		goto fail;
-	}
 	for (i = 0; i < n; i++) {
 		progs[i] = floor_prog(floor, hooks[i], &tp_names[i]);
 		if (!progs[i]) {

@@ -228,21 +228,22 @@ def main():
     with_floor = "tracepoint" in modes and os.access(HOOKS_FLOOR, os.X_OK)
     for mode in modes:
         runs, floors = [], []
+
+        def pair():
+            runs.append(one(mode, COUNT))
+
+        def floor():
+            fl = {}
+            for tr in ("unix", "tcp"):
+                fl[tr], floor_hooks[tr] = floor_run(tr, COUNT)
+            floors.append(fl)
+
+        steps = [pair, floor] if with_floor and mode == "tracepoint" else [pair]
         for i in range(REPS):
             log(f"tracing-overhead: host {mode} {i + 1}/{REPS}")
             # alternating: the floor runs before the traced pair in every other repetition
-            floor_first = with_floor and mode == "tracepoint" and i % 2 == 1
-            if with_floor and mode == "tracepoint":
-                fl = {}
-                if not floor_first:
-                    runs.append(one(mode, COUNT))
-                for tr in ("unix", "tcp"):
-                    fl[tr], floor_hooks[tr] = floor_run(tr, COUNT)
-                floors.append(fl)
-                if floor_first:
-                    runs.append(one(mode, COUNT))
-            else:
-                runs.append(one(mode, COUNT))
+            for step in steps if i % 2 == 0 else steps[::-1]:
+                step()
         rows.append((f"host {platform.release()}", mode, summarize(runs, floors)))
     log("tracing-overhead: 1,000,000-message run")
     big = one(modes[0], MILLION_RT)
