@@ -44,8 +44,8 @@
 #                             echo pairs, connections and churn)
 #   UDSPROBE_VM_PREDICT       where test_predict.py (--if-unix: its calibration, BPF run-time
 #                             statistics, --compare of programs' TCP run alone) runs: "SPEC=MODE
-#                             ..." or "all" or "none" (default "debian-6.12=fentry"; kernels not
-#                             named: none). ~5 min under TCG, the calibration ~2.5 of them
+#                             ..." or "all" or "none" (default "debian-6.12=kprobe"; kernels not
+#                             named: none). ~3-5 min under TCG, the calibration ~1.5-2.5 of them
 #   UDSPROBE_VM_SINGLE_TCG    which modes boot with single-threaded TCG: "all" (default), "none", or
 #                             "SPEC=MODE[,MODE] ..." (those in a second boot). Multi-threaded TCG
 #                             (qemu 7.2) hangs the guest now and then while udsprobe attaches and
@@ -55,8 +55,13 @@
 #                             (arm64 guests: PYTEST_TIMEOUT_PER_FILE_ARM64, default twice it:
 #                             aarch64 under TCG on x86-64 is the slower guest)
 #                             (default 240 s: the slowest file took ~150 s under TCG on a loaded host)
-#   UDSPROBE_VM_JOBS          guests run at once (default 2, at most the host's CPUs): each TCG
-#                             guest keeps one host CPU busy, so two halve the matrix time on 2 vCPUs.
+#   UDSPROBE_VM_JOBS          guests run at once (default: the host's CPUs + 1, at most one per
+#                             2.5 GB of available memory). A single-threaded TCG guest kept its host
+#                             CPU only 45-70 % busy: it idles on timers and on the RCU-tasks grace
+#                             periods of fentry detaches (the job table's cpu and busy columns). On
+#                             2 vCPUs three at a time kept them 89 % busy and took the matrix from
+#                             1,125 to 817 s; four, 879 s and a timing check (--trace against
+#                             --compare, test_trace_kstages.py) out of its slack.
 #                             Jobs start longest first (longest-processing-time order): their
 #                             expected seconds are the last full run's (RESULTS/durations), else the
 #                             rows of tests/vm/expected-times.tsv for this CPU
@@ -101,8 +106,10 @@ KERNELS=("$@")
 VM_TIMEOUT=${UDSPROBE_VM_TIMEOUT:-}
 PER_FILE=${PYTEST_TIMEOUT_PER_FILE:-240}
 PER_FILE_ARM64=${PYTEST_TIMEOUT_PER_FILE_ARM64:-$((PER_FILE * 2))}
-JOBS=${UDSPROBE_VM_JOBS:-2}
-[ "$JOBS" -le "$(nproc)" ] 2>/dev/null || JOBS=$(nproc)
+mem_jobs=$(awk '$1 == "MemAvailable:" {print int($2 / 2500000)}' /proc/meminfo 2>/dev/null)
+JOBS=${UDSPROBE_VM_JOBS:-$(($(nproc) + 1))}
+[ "$JOBS" -ge 1 ] 2>/dev/null || JOBS=1
+[ -n "${UDSPROBE_VM_JOBS:-}" ] || [ "${mem_jobs:-1}" -ge "$JOBS" ] || JOBS=$((mem_jobs > 1 ? mem_jobs : 1))
 # 5.10 has no iter/unix: --backlog reads AF_UNIX queues through sock_diag there
 # (test_kernel_limits.py asserts it says so, test_backlog.py that it works)
 # tracepoint mode too: before 5.17 it loads without its TCP drop programs (test_backlog.py checks
@@ -125,7 +132,8 @@ TRACE=${UDSPROBE_VM_TRACE:-debian-6.1=kprobe debian-6.12=fentry}
 CORE=${UDSPROBE_VM_CORE:-debian-5.10=kprobe debian-6.1=fentry debian-6.12=kprobe debian-6.12-arm64=kprobe,tracepoint debian-5.10-arm64=tracepoint}
 SPLIT=${UDSPROBE_VM_SPLIT:-debian-6.12=fentry/kprobe,tracepoint debian-6.12-arm64=fentry/kprobe,tracepoint}
 ONCE=${UDSPROBE_VM_ONCE_MODE-tracepoint}
-PREDICT=${UDSPROBE_VM_PREDICT:-debian-6.12=fentry}
+# kprobe: the prediction depends on no attach mode, and there it fills the shorter 6.12 guest
+PREDICT=${UDSPROBE_VM_PREDICT:-debian-6.12=kprobe}
 TRACE_TEST=$IT/test_trace.py::test_redis_both_transports[1]
 # the kernel stages per mode and kernel (names merged where a tracepoint is missing); their
 # timings against --compare's only on the host (TCG times are not representative); and a
@@ -454,6 +462,14 @@ run_job() {	# run_job N JOB...
 	static) run_static ;;
 	static-arm64) run_static arm64 ;;
 	esac
+	job_cpu >"$RESULTS/job-$n.cpu"
+}
+# CPU seconds this job's processes used (qemu, the builds of its root and initramfs): the
+# subshell's waited-for children's user + system time, /proc/PID/stat fields 16 and 17
+job_cpu() {
+	local st
+	read -r -a st <"/proc/$BASHPID/stat" || return
+	awk -v t=$((st[15] + st[16])) -v hz="$(getconf CLK_TCK)" 'BEGIN {printf "%.0f\n", t / hz}'
 }
 # Longest first (LPT): with two slots the long guests overlap each other, the short ones fill
 # the end. Expected seconds: this machine's last run of the job (RESULTS/durations), else this
@@ -542,14 +558,22 @@ done
 # each job against its expectation: a job past 1.5x says so (a slower CPU, a loaded host)
 echo
 echo "== job times on ${CPU_MODEL:-this CPU} (${CPU_KEY}) against ${EXPECTED_CPU:-no} expectations =="
-printf '%-44s %8s %8s %6s\n' job expected actual ratio
+cpu_sum=0
+printf '%-44s %8s %8s %6s %7s %5s\n' job expected actual ratio cpu busy
 for n in "${!jobs_list[@]}"; do
 	e=${expect_jobs[$n]:-0} a=${took_jobs[$n]:-${took_any[$n]:-}}
 	[ -n "$a" ] || continue
 	r=$(awk -v a="$a" -v e="$e" 'BEGIN {if (e > 0) printf "%.2f", a / e; else print "-"}')
-	printf '%-44s %7ss %7ss %6s%s\n' "$(job_key "${jobs_list[$n]}")" "$e" "$a" "$r" \
+	c=$(cat "$RESULTS/job-$n.cpu" 2>/dev/null) cpu_sum=$((cpu_sum + ${c:-0}))
+	printf '%-44s %7ss %7ss %6s %6ss %5s%s\n' "$(job_key "${jobs_list[$n]}")" "$e" "$a" "$r" "${c:--}" \
+		"$(awk -v c="${c:-}" -v a="$a" 'BEGIN {if (c != "" && a > 0) printf "%.2f", c / a; else print "-"}')" \
 		"$(awk -v r="$r" 'BEGIN {if (r != "-" && r > 1.5) print "  SLOW: past 1.5x its expected time"}')"
 done
+# cpu/actual is how busy a job kept the host: a guest idles on timers and on the RCU-tasks grace
+# periods of fentry detaches, so more guests than CPUs can run at once (UDSPROBE_VM_JOBS)
+wall=$(secs "$t_start" "$(now)")
+echo "jobs' CPU: ${cpu_sum}s in ${wall}s of wall on $(nproc) CPUs ($(awk -v c="$cpu_sum" -v w="$wall" -v n="$(nproc)" \
+	'BEGIN {printf "%.0f", (w > 0 ? 100 * c / (w * n) : 0)}')% of them), $JOBS jobs at a time"
 
 total_pass=0 total_fail=0 total_skip=0 rows=()
 for n in "${!jobs_list[@]}"; do
