@@ -126,6 +126,10 @@ static int compare_hooks(enum transport t, const char **hooks, struct stages_bpf
 		return -1;
 	}
 	n = tracer_path_programs(*stages, ATTACH_TRACEPOINT, t, progs, MAX_HOOKS);
+	if (n < 0) {
+		fprintf(stderr, "hooks_floor: --compare attaches more than %d hooks\n", MAX_HOOKS);
+		return -1;
+	}
 	for (i = 0; i < n; i++)
 		hooks[i] = bpf_program__section_name(progs[i]);
 	return n;

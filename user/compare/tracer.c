@@ -242,9 +242,13 @@ int tracer_path_programs(struct stages_bpf *skel, enum attach_mode mode, enum tr
 	int n = tracer_mode_programs(skel, mode, kernel_has_btf(), all, MAX_STAGE_PROGS), i, k = 0;
 	const char *func;
 
-	for (i = 0; i < n && k < max; i++)
-		if (prog_here(mode, &all[i], &func) && prog_on_path(mode, &all[i], t))
-			out[k++] = all[i].prog;
+	for (i = 0; i < n; i++) {
+		if (!prog_here(mode, &all[i], &func) || !prog_on_path(mode, &all[i], t))
+			continue;
+		if (k == max)
+			return -E2BIG;	/* a floor on some of the hooks would be no floor */
+		out[k++] = all[i].prog;
+	}
 	return k;
 }
 

@@ -78,7 +78,7 @@ double tracer_calibrate(struct tracer *tr);
 int tracer_attach(struct tracer *tr, enum transport t, uint64_t *attach_ns);
 void tracer_detach(struct tracer *tr, uint64_t *detach_ns);
 /* The programs tracer_attach attaches for transport t in mode on this kernel, without opening a
- * tracer (the bench's floor, scripts/hooks_floor.c); returns how many (at most max). */
+ * tracer (the bench's floor, scripts/hooks_floor.c); returns how many, -E2BIG past max. */
 int tracer_path_programs(struct stages_bpf *skel, enum attach_mode mode, enum transport t,
 			 struct bpf_program **out, int max);
 
