@@ -1550,6 +1550,13 @@ SYSCALL_POLL(ppoll)
 SYSCALL_POLL(select)
 SYSCALL_POLL(pselect6)
 
+/* kprobe mode where the kernel has kprobe.multi (5.18+, CONFIG_FPROBE): the wrappers above as
+ * one link each way instead of a kprobe each, every address's cookie its syscall's number */
+SEC("?kprobe.multi")
+int BPF_KPROBE(kpm_sys_enter) { on_sys_enter(bpf_get_attach_cookie(ctx)); return 0; }
+SEC("?kretprobe.multi")
+int BPF_KRETPROBE(kpm_sys_poll_exit) { on_poll_exit(); return 0; }
+
 /* kernel stages of the send */
 
 /* NET_RX only: the other vectors fire all the time */

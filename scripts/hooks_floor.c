@@ -97,7 +97,7 @@ static int trace_hooks(bool filtered, const char **hooks, struct flows_bpf **flo
 		fprintf(stderr, "hooks_floor: cannot open flows.bpf.o: %s\n", strerror(errno));
 		return -1;
 	}
-	if (trace_bpf_select(*flows, &o, ATTACH_TRACEPOINT, why, sizeof(why))) {
+	if (trace_bpf_select(*flows, &o, ATTACH_TRACEPOINT, false, why, sizeof(why))) {
 		fprintf(stderr, "hooks_floor: udsprobe's tracepoint mode does not work here: %s\n",
 			why);
 		return -1;

@@ -171,7 +171,8 @@ def held_links(pid):
 def test_hooks_per_attach_mode(trace, tmp_path):
     """The syscall hooks --trace holds in its attach mode (issue 33), read from the links of a
     running --trace around the echo pair (N round trips over TCP): in fentry and kprobe mode
-    each socket syscall's own wrapper (fe_sys_* / kp_sys_*) and no syscall tracepoint, neither
+    each socket syscall's own wrapper (fe_sys_* / kp_sys_*, or in kprobe mode one kprobe.multi
+    link for them all where the kernel has it) and no syscall tracepoint, neither
     raw sys_enter/sys_exit nor syscalls:* (either puts every syscall of every task on the
     kernel's syscall-tracing slow path); in tracepoint mode sys_enter. The wrappers' runs per
     message, from the kernel's BPF run-time statistics, show they see each send and recv."""
@@ -186,6 +187,8 @@ def test_hooks_per_attach_mode(trace, tmp_path):
     try:
         assert wait_for(lambda: ready.exists() or p.poll() is not None, timeout=300)
         links = held_links(p.pid)
+        enabled = subprocess.run(["cat", "/sys/kernel/tracing/enabled_functions"],
+                                 capture_output=True, text=True).stdout
         progs = {}
         for _, _, pid_ in links:
             show = subprocess.run(["bpftool", "prog", "show", "id", str(pid_), "--json"],
@@ -205,8 +208,25 @@ def test_hooks_per_attach_mode(trace, tmp_path):
         print(f"tracepoint mode: {len(links)} links; sys_enter runs per message "
               f"{progs.get('tp_sys_enter', 0) / (2 * n):.2f} (every syscall on the host)")
         return
-    prefix = {"fentry": "fe_sys_", "kprobe": "kp_sys_"}[mode]
     assert not syscall_tps, f"{mode} mode holds syscall tracepoints: {syscall_tps}"
+    if "kpm_sys_enter" in progs:
+        # kprobe.multi: one link for the wrappers' entries, one for the poll family's returns;
+        # its fprobe is the ftrace callback of each wrapper (tracefs enabled_functions; a
+        # poll-family wrapper has two, entry and return, listed without their names)
+        assert sorted(l[0] for l in links if l[0] == "kprobe_multi") == ["kprobe_multi"] * 2, links
+        fprobed = re.findall(r"^(__\w+_sys_\w+) .*fprobe_handler", enabled, re.M)
+        hooked = re.findall(r"^(__\w+_sys_\w+) \((\d+)\)", enabled, re.M)
+        for sc in ("sendto", "recvfrom"):
+            assert any(re.fullmatch(rf"__\w+_sys_{sc}", f) for f in fprobed), (sc, enabled)
+        assert any(re.fullmatch(r"__\w+_sys_epoll_p?wait", f) and int(k) >= 2
+                   for f, k in hooked), enabled
+        per_msg = {k: round(progs[k] / (2 * n), 2) for k in ("kpm_sys_enter", "kpm_sys_poll_exit")}
+        print(f"{mode} mode: {len(links)} links; kprobe.multi runs per message {per_msg}; "
+              f"wrappers under its fprobe alone: {len(set(fprobed))}")
+        # each message's send and recv at least, and the poll family's returns
+        assert progs["kpm_sys_enter"] >= 2 * 2 * n and progs["kpm_sys_poll_exit"] > 0, per_msg
+        return
+    prefix = {"fentry": "fe_sys_", "kprobe": "kp_sys_"}[mode]
     wrappers = {name: cnt for name, cnt in progs.items() if name.startswith(prefix)}
     per_msg = {name: round(cnt / (2 * n), 2) for name, cnt in sorted(wrappers.items())}
     print(f"{mode} mode: {len(links)} links; syscall-wrapper runs per message {per_msg}")

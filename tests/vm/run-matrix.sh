@@ -34,9 +34,10 @@
 #                             kernels not named: all)
 #   UDSPROBE_VM_TRACE         where test_trace.py's redis test (-c 1) and the kernel-stage echo pairs,
 #                             connections and churn run: "SPEC=MODE[,MODE] ..."
-#                             or "all" or "none" (default "debian-6.1=kprobe debian-6.12=fentry";
+#                             or "all" or "none" (default "debian-6.1=kprobe debian-6.12=fentry,kprobe";
 #                             kernels not named: none; 5.10 lacks bpf_task_pt_regs and BPF cmpxchg, which --trace
-#                             needs). ~70-85 s per mode under TCG (6.1 kprobe, 6.12 fentry).
+#                             needs). ~70-85 s per mode under TCG. kprobe mode on both: 6.1 has no
+#                             fprobe (a kprobe per syscall wrapper), 6.12 takes them as kprobe.multi.
 #   UDSPROBE_VM_TRACE_DEEP    where test_trace_kstages.py's granularity checks (slots beside other
 #                             programs' sends, --detail syscall, the same stages as --compare) run:
 #                             "SPEC=MODE[,MODE] ..." or "all" or "none" (default
@@ -124,7 +125,7 @@ BACKLOG=${UDSPROBE_VM_BACKLOG:-debian-5.10=kprobe,tracepoint debian-6.1=kprobe d
 # 5.10: test_backlog_metrics.py in tracepoint mode only (its storm counts in kprobe mode on 6.1,
 # its export does not depend on the mode; ~200 s a mode under TCG)
 BACKLOG_ONLY=${UDSPROBE_VM_BACKLOG_ONLY:-debian-5.10=test_backlog.py,test_backlog_metrics.py@tracepoint debian-6.12-arm64=test_backlog.py debian-5.10-arm64=test_backlog.py}
-TRACE=${UDSPROBE_VM_TRACE:-debian-6.1=kprobe debian-6.12=fentry}
+TRACE=${UDSPROBE_VM_TRACE:-debian-6.1=kprobe debian-6.12=fentry,kprobe}
 # the deep checks depend on the kernel's functions and the stage granularity, not on how a function
 # is entered (fentry and kprobe probe the same functions with the same handler bodies; the core
 # set hits every wrapper): once per kernel in a function mode and in tracepoint mode (5.10's

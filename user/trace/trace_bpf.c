@@ -63,12 +63,14 @@ static const struct poll_exit {
  * required one missing from kallsyms means a kernel without such wrappers; the optional one
  * (epoll_pwait2, 5.11+), a syscall this kernel lacks. */
 #define SYS(name, func, required, fx, kr)						\
-	{ SYSCALL_WRAPPER #func, required, PROG(fe_sys_##name), PROG(kp_sys_##name), fx, kr }
+	{ SYSCALL_WRAPPER #func, SYS_##name, required, PROG(fe_sys_##name), PROG(kp_sys_##name),	\
+	  fx, kr }
 #define SYS_IO(name) SYS(name, name, true, 0, 0)
 #define SYS_POLL(name, required) SYS(name, name, required, PROG(fx_sys_##name), PROG(kr_sys_##name))
 
 static const struct sys_target {
 	const char *func;
+	long nr;	/* kprobe.multi's cookie */
 	bool required;
 	size_t fe, kp, fx, kr;
 } sys_targets[] = {
@@ -240,43 +242,86 @@ static int poll_exit_programs(struct flows_bpf *skel, struct bpf_program **p)
 	return n;
 }
 
+/* 1 where this kernel has t's wrapper, 0 where it lacks an optional one, -1 a required one. */
+static int wrapper_here(const struct sys_target *t)
+{
+	char sym[256];
+
+	if (ksym_resolve(t->func, sym, sizeof(sym)) && !strcmp(sym, t->func))
+		return 1;
+	return t->required ? -1 : 0;
+}
+
 /* The function modes' per-syscall programs into p, or 0 where a syscall that exists here
  * cannot be probed alone in mode (no wrapper, no BTF for fentry): then sys_enter, as in
- * tracepoint mode. */
-static int syscall_wrapper_programs(struct flows_bpf *skel, enum attach_mode mode,
+ * tracepoint mode. multi (kprobe mode): the two kprobe.multi programs instead of a kprobe per
+ * wrapper, attached by attach_wrappers_multi. */
+static int syscall_wrapper_programs(struct flows_bpf *skel, enum attach_mode mode, bool multi,
 				    struct bpf_program **p)
 {
 	bool fentry = mode == ATTACH_FENTRY;
-	char sym[256];
 	size_t i;
-	int n = 0;
+	int n = 0, here;
 
 	for (i = 0; i < ARRAY_SIZE(sys_targets); i++) {
 		const struct sys_target *t = &sys_targets[i];
 
-		if (!ksym_resolve(t->func, sym, sizeof(sym)) || strcmp(sym, t->func)) {
-			if (t->required)
-				return 0;
-			continue;
-		}
-		if (fentry && !btf_has_func(t->func))
+		here = wrapper_here(t);
+		if (here < 0 || (here && fentry && !btf_has_func(t->func)))
 			return 0;
+		if (!here || multi)
+			continue;
 		p[n++] = skel_prog(skel, fentry ? t->fe : t->kp);
 		if (t->fx)
 			p[n++] = skel_prog(skel, fentry ? t->fx : t->kr);
 	}
+	if (multi) {
+		p[n++] = skel->progs.kpm_sys_enter;
+		p[n++] = skel->progs.kpm_sys_poll_exit;
+		/* no section target: attach_wrappers_multi gives the functions */
+		bpf_program__set_autoattach(skel->progs.kpm_sys_enter, false);
+		bpf_program__set_autoattach(skel->progs.kpm_sys_poll_exit, false);
+	}
 	return n;
+}
+
+/* multi's two links (syscall_wrapper_programs): every wrapper's entry, its syscall's number as
+ * cookie, and the poll family's returns; the skeleton's links, destroyed with it. */
+static int attach_wrappers_multi(struct flows_bpf *skel)
+{
+	const char *entry[ARRAY_SIZE(sys_targets)], *ret[ARRAY_SIZE(sys_targets)];
+	__u64 cookies[ARRAY_SIZE(sys_targets)];
+	size_t i, n = 0, r = 0;
+
+	for (i = 0; i < ARRAY_SIZE(sys_targets); i++) {
+		if (wrapper_here(&sys_targets[i]) <= 0)
+			continue;
+		cookies[n] = sys_targets[i].nr;
+		entry[n++] = sys_targets[i].func;
+		if (sys_targets[i].kr)
+			ret[r++] = sys_targets[i].func;
+	}
+	LIBBPF_OPTS(bpf_kprobe_multi_opts, eo, .syms = entry, .cnt = n, .cookies = cookies);
+	LIBBPF_OPTS(bpf_kprobe_multi_opts, ro, .syms = ret, .cnt = r, .retprobe = true);
+	skel->links.kpm_sys_enter =
+		bpf_program__attach_kprobe_multi_opts(skel->progs.kpm_sys_enter, NULL, &eo);
+	if (!skel->links.kpm_sys_enter)
+		return -errno;
+	skel->links.kpm_sys_poll_exit =
+		bpf_program__attach_kprobe_multi_opts(skel->progs.kpm_sys_poll_exit, NULL, &ro);
+	return skel->links.kpm_sys_poll_exit ? 0 : -errno;
 }
 
 /* The programs that see the syscalls' entries and the poll family's returns, into p: in the
  * function modes each such syscall's own wrapper where this kernel has them all, else
  * sys_enter (every syscall of every task) and the poll returns' tracepoints. */
-static int syscall_programs(struct flows_bpf *skel, enum attach_mode mode, struct bpf_program **p)
+static int syscall_programs(struct flows_bpf *skel, enum attach_mode mode, bool multi,
+			    struct bpf_program **p)
 {
 	int n = 0;
 
 	if (mode != ATTACH_TRACEPOINT)
-		n = syscall_wrapper_programs(skel, mode, p);
+		n = syscall_wrapper_programs(skel, mode, multi && mode == ATTACH_KPROBE, p);
 	if (n)
 		return n;
 	p[n++] = skel->progs.tp_sys_enter;
@@ -321,7 +366,7 @@ struct mode_try {
 };
 
 int trace_bpf_select(struct flows_bpf *skel, const struct trace_opts *o, enum attach_mode mode,
-		     char *why, size_t len)
+		     bool kprobe_multi, char *why, size_t len)
 {
 	struct bpf_program *progs[FL_MAX_MODE_PROGS];
 	int n, i, err;
@@ -331,7 +376,7 @@ int trace_bpf_select(struct flows_bpf *skel, const struct trace_opts *o, enum at
 		return err;
 	configure(skel, o);
 	n = mode_programs(skel, mode, progs);
-	n += syscall_programs(skel, mode, progs + n);
+	n += syscall_programs(skel, mode, kprobe_multi, progs + n);
 	for (i = 0; i < n; i++)
 		bpf_program__set_autoload(progs[i], true);
 	if (o->kernel_stages)
@@ -339,19 +384,32 @@ int trace_bpf_select(struct flows_bpf *skel, const struct trace_opts *o, enum at
 	return 0;
 }
 
+/* kprobe.multi where the kernel has the link type (5.18+) and fprobe under it (CONFIG_FPROBE:
+ * Debian's 6.1 has none). Should its attach fail all the same, mode_try loads a kprobe per
+ * wrapper (a second load: this check keeps it to kernels that say they can). */
+static bool kprobe_multi_known(void)
+{
+	char sym[64];
+
+	return !btf_enum_value("BPF_TRACE_KPROBE_MULTI", &(long long){ 0 }) &&
+	       ksym_resolve("register_fprobe", sym, sizeof(sym)) && !strcmp(sym, "register_fprobe");
+}
+
 /* attach_choose's probe: open, configure, load and attach mode's programs. */
 static int mode_try(enum attach_mode mode, void *ctx, char *why, size_t len)
 {
 	struct mode_try *t = ctx;
+	bool multi = mode == ATTACH_KPROBE && kprobe_multi_known();
 	int err;
 
+again:
 	t->skel = flows_bpf__open();
 	if (!t->skel) {
 		err = -errno;
 		snprintf(why, len, "cannot open the BPF object: %s", strerror(-err));
 		return err;
 	}
-	err = trace_bpf_select(t->skel, t->o, mode, why, len);
+	err = trace_bpf_select(t->skel, t->o, mode, multi, why, len);
 	if (err)
 		goto fail;
 	err = flows_bpf__load(t->skel);
@@ -365,6 +423,11 @@ static int mode_try(enum attach_mode mode, void *ctx, char *why, size_t len)
 		snprintf(why, len, "cannot attach the %s-mode programs: %s",
 			 attach_mode_names[mode], strerror(-err));
 		goto fail;
+	}
+	if (multi && attach_wrappers_multi(t->skel)) {
+		flows_bpf__destroy(t->skel);
+		multi = false;
+		goto again;
 	}
 	return 0;
 fail:

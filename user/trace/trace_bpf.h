@@ -14,10 +14,11 @@ struct flows_bpf;
  * programs mode attaches (its send/recv boundaries, the poll-family returns this kernel has
  * events for, fork/exit where they keep state): what trace_bpf_open loads, and what the
  * bench's empty-program floor (scripts/hooks_floor.c) mirrors. 0, or -EOPNOTSUPP with the
- * reason in why when the mode's hooks are not on this kernel.
+ * reason in why when the mode's hooks are not on this kernel. kprobe_multi (kprobe mode): the
+ * syscall wrappers as two kprobe.multi programs, which trace_bpf_open attaches itself.
  */
 int trace_bpf_select(struct flows_bpf *skel, const struct trace_opts *o, enum attach_mode mode,
-		     char *why, size_t len);
+		     bool kprobe_multi, char *why, size_t len);
 
 /*
  * Open, configure (o's filters, map sizes), load and attach flows.bpf.c in the
