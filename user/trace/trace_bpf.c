@@ -242,12 +242,18 @@ static int poll_exit_programs(struct flows_bpf *skel, struct bpf_program **p)
 	return n;
 }
 
-/* 1 where this kernel has t's wrapper, 0 where it lacks an optional one, -1 a required one. */
-static int wrapper_here(const struct sys_target *t)
+/* func itself in kallsyms, not a variant ksym_resolve would take for it */
+static bool ksym_exact(const char *func)
 {
 	char sym[256];
 
-	if (ksym_resolve(t->func, sym, sizeof(sym)) && !strcmp(sym, t->func))
+	return ksym_resolve(func, sym, sizeof(sym)) && !strcmp(sym, func);
+}
+
+/* 1 where this kernel has t's wrapper, 0 where it lacks an optional one, -1 a required one. */
+static int wrapper_here(const struct sys_target *t)
+{
+	if (ksym_exact(t->func))
 		return 1;
 	return t->required ? -1 : 0;
 }
@@ -389,10 +395,8 @@ int trace_bpf_select(struct flows_bpf *skel, const struct trace_opts *o, enum at
  * wrapper (a second load: this check keeps it to kernels that say they can). */
 static bool kprobe_multi_known(void)
 {
-	char sym[64];
-
 	return !btf_enum_value("BPF_TRACE_KPROBE_MULTI", &(long long){ 0 }) &&
-	       ksym_resolve("register_fprobe", sym, sizeof(sym)) && !strcmp(sym, "register_fprobe");
+	       ksym_exact("register_fprobe");
 }
 
 /* attach_choose's probe: open, configure, load and attach mode's programs. */
