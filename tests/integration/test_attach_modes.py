@@ -17,6 +17,7 @@ A mode the kernel lacks is not skipped: forcing it must fail with exit 1 and the
 --check gives (on our 6.18 hosts: fentry and kprobe). UDSPROBE_EXPECT_MODES="fentry kprobe
 tracepoint" (the VM matrix sets it for stock kernels) makes a missing mode a failure.
 """
+import ctypes
 import json
 import os
 import re
@@ -318,3 +319,53 @@ def test_stage_granularity_matches_mode(check, mode, traced):
                 continue
             assert n.count(";") == 2, f"{t}: stage {n!r} is not function-level in {mode} mode: {names}"
             assert re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", n.split(";")[2]), f"{t}: odd leaf in {n!r}"
+
+
+@pytest.mark.deep
+def test_reattach_while_another_process_holds_the_old_links(udsprobe, check, mode):
+    """A link udsprobe destroys stays attached while another process holds it (`bpftool link
+    show` takes each link by id for a moment); attaching the same program again fails meanwhile
+    (EEXIST at a tracepoint, EBUSY at a trampoline). A CI's 6.1 guest hit it between the unix
+    and the TCP traced runs of --compare: before 6.10 a raw tracepoint registers the program
+    itself, not its link, so the old registration and the new are the same. Here a holder
+    takes every link of the unix run by id and keeps them 0.5 s after udsprobe let go: the TCP
+    run attaches once they are gone."""
+    if not check["works"].get(mode):
+        pytest.skip(f"{mode} does not work here (test_forced_mode_the_kernel_lacks_fails_clearly)")
+    libc = ctypes.CDLL(None, use_errno=True)
+    nr_bpf = {"x86_64": 321, "aarch64": 280}[os.uname().machine]
+    bpf_link_get_fd_by_id = 30
+
+    def take(link_id):
+        attr = (ctypes.c_uint32 * 3)(link_id, 0, 0)
+        return libc.syscall(nr_bpf, bpf_link_get_fd_by_id, attr, ctypes.sizeof(attr))
+
+    cmd = [udsprobe, "--compare", "--mode", "pingpong", "--size", "64", "--cpu", "same",
+           "--duration", "0.5", "--warmup", "0", "--attach", mode]
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    held, lines = {}, []
+    try:
+        for line in p.stderr:
+            lines.append(line)
+            if re.search(r"\bunix\b.*\btraced\b", line):
+                break
+        # the unix run's links, each taken by id while udsprobe holds it
+        while p.poll() is None:
+            ids = fdinfo_values(proc_tree(p.pid), "link_id")
+            if held and not ids & set(held):
+                break       # udsprobe let go of them
+            for i in ids - set(held):
+                fd = take(i)
+                if fd >= 0:
+                    held[i] = fd
+            time.sleep(0.005)
+        time.sleep(0.5)
+    finally:
+        for fd in held.values():
+            os.close(fd)
+        stderr = "".join(lines) + p.stderr.read()
+        p.wait(timeout=RUN_TIMEOUT)
+    assert held, stderr
+    assert p.returncode == 0, stderr
+    assert re.search(r"\btcp\b.*\btraced\b", stderr), stderr

@@ -206,17 +206,30 @@ const char *tracer_granularity(const struct tracer *tr)
 	return tr->mode == ATTACH_TRACEPOINT ? "tracepoint" : "function";
 }
 
+/*
+ * A link destroyed here stays attached while another process holds a reference to it
+ * (`bpftool link show` takes each link by id for a moment): attaching the same program there
+ * again then fails, EEXIST at a tracepoint, EBUSY at a trampoline, until it lets go. Seen
+ * between one transport's traced run and the next in a TCG guest, where bpftool is slow.
+ */
+enum { REATTACH_WAIT_MS = 10, REATTACH_TRIES = 300 };
+
 struct bpf_link *tracer_attach_prog(const struct stage_prog *p)
 {
+	struct bpf_link *link;
 	char sym[256];
+	int i;
 
-	if (p->how == PA_SECTION)
-		return bpf_program__attach(p->prog);
-	if (!tracer_kernel_func(p->target, sym, sizeof(sym))) {
-		errno = ENOENT;
-		return NULL;
+	if (p->how != PA_SECTION)
+		return tracer_kernel_func(p->target, sym, sizeof(sym)) ?
+			bpf_program__attach_kprobe(p->prog, p->how == PA_KRETPROBE, sym) :
+			(errno = ENOENT, NULL);
+	for (i = 0;; i++) {
+		link = bpf_program__attach(p->prog);
+		if (link || (errno != EEXIST && errno != EBUSY) || i == REATTACH_TRIES)
+			return link;
+		usleep(REATTACH_WAIT_MS * 1000);
 	}
-	return bpf_program__attach_kprobe(p->prog, p->how == PA_KRETPROBE, sym);
 }
 
 /* Does transport t's path use this program in mode? Fewer attached programs, fewer hits. */
@@ -266,9 +279,16 @@ int tracer_attach(struct tracer *tr, enum transport t, uint64_t *attach_ns)
 		link = tracer_attach_prog(p);
 		err = libbpf_get_error(link);
 		if (err) {
-			say_error("attaching %s (%s) failed: %s",
-				bpf_program__name(p->prog), bpf_program__section_name(p->prog),
-				strerror(-err));
+			if (err == -EEXIST || err == -EBUSY)
+				say_error("attaching %s (%s) failed: %s: its earlier link was still "
+					"held by another process after %d s (bpftool, or a BPF monitor "
+					"reading links?)", bpf_program__name(p->prog),
+					bpf_program__section_name(p->prog), strerror(-err),
+					REATTACH_WAIT_MS * REATTACH_TRIES / 1000);
+			else
+				say_error("attaching %s (%s) failed: %s",
+					bpf_program__name(p->prog),
+					bpf_program__section_name(p->prog), strerror(-err));
 			drop_links(tr);
 			return err;
 		}
