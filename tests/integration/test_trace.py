@@ -182,7 +182,7 @@ def test_hooks_per_attach_mode(trace, tmp_path):
     was = Path("/proc/sys/kernel/bpf_stats_enabled").read_text().strip()
     Path("/proc/sys/kernel/bpf_stats_enabled").write_text("1")
     out = tmp_path / "trace.json"
-    p = subprocess.Popen(trace + ["--json", str(out), "--", "sh", "-c", script],
+    p = subprocess.Popen(trace + ["--verbose", "--json", str(out), "--", "sh", "-c", script],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert wait_for(lambda: ready.exists() or p.poll() is not None, timeout=300)
@@ -209,6 +209,10 @@ def test_hooks_per_attach_mode(trace, tmp_path):
               f"{progs.get('tp_sys_enter', 0) / (2 * n):.2f} (every syscall on the host)")
         return
     assert not syscall_tps, f"{mode} mode holds syscall tracepoints: {syscall_tps}"
+    # --verbose says which way the syscall wrappers went
+    said = [w.strip() for w in re.findall(r"--trace: syscall(?:s| wrappers) by ([^\n:(]*)", stderr)]
+    assert said == ["two kprobe.multi links" if "kpm_sys_enter" in progs else
+                    f"{'an' if mode == 'fentry' else 'a'} {mode} each"], (said, stderr)
     if "kpm_sys_enter" in progs:
         # kprobe.multi: one link for the wrappers' entries, one for the poll family's returns;
         # its fprobe is the ftrace callback of each wrapper (tracefs enabled_functions; a

@@ -369,6 +369,7 @@ static void configure(struct flows_bpf *skel, const struct trace_opts *o)
 struct mode_try {
 	const struct trace_opts *o;
 	struct flows_bpf *skel;	/* loaded and attached when the probe accepted the mode */
+	int multi_err;		/* attaching the kprobe.multi links failed with this (-errno) */
 };
 
 int trace_bpf_select(struct flows_bpf *skel, const struct trace_opts *o, enum attach_mode mode,
@@ -428,16 +429,38 @@ again:
 			 attach_mode_names[mode], strerror(-err));
 		goto fail;
 	}
-	if (multi && attach_wrappers_multi(t->skel)) {
-		flows_bpf__destroy(t->skel);
-		multi = false;
-		goto again;
+	if (multi) {
+		t->multi_err = attach_wrappers_multi(t->skel);
+		if (t->multi_err) {
+			flows_bpf__destroy(t->skel);
+			multi = false;
+			goto again;
+		}
 	}
 	return 0;
 fail:
 	flows_bpf__destroy(t->skel);
 	t->skel = NULL;
 	return err;
+}
+
+/* --verbose: how the function modes took the syscalls' entries (docs/TRACE.md, "Overhead"). */
+static void say_syscall_hooks(const struct mode_try *t, enum attach_mode mode)
+{
+	if (mode == ATTACH_TRACEPOINT)
+		return;
+	if (bpf_program__autoload(t->skel->progs.tp_sys_enter))
+		say_error("--trace: syscalls by the sys_enter tracepoint: a syscall wrapper that "
+			  "exists here cannot be probed alone in %s mode", attach_mode_names[mode]);
+	else if (t->skel->links.kpm_sys_enter)
+		say_error("--trace: syscall wrappers by two kprobe.multi links");
+	else if (t->multi_err)
+		say_error("--trace: syscall wrappers by a %s each: attaching them as kprobe.multi "
+			  "failed (%s)", attach_mode_names[mode], strerror(-t->multi_err));
+	else
+		say_error("--trace: syscall wrappers by a%s %s each%s", mode == ATTACH_FENTRY ? "n" : "",
+			  attach_mode_names[mode], mode == ATTACH_KPROBE ?
+			  " (this kernel has no kprobe.multi with fprobe)" : "");
 }
 
 int trace_bpf_open(const struct trace_opts *o, struct flows_bpf **out, enum attach_mode *mode)
@@ -472,8 +495,10 @@ int trace_bpf_open(const struct trace_opts *o, struct flows_bpf **out, enum atta
 				kernel_release(), why);
 		return err;
 	}
-	if (o->verbose)
+	if (o->verbose) {
 		say_error("--trace: %s mode (%s)", attach_mode_names[*mode], why);
+		say_syscall_hooks(&t, *mode);
+	}
 	*out = t.skel;
 	return 0;
 }
