@@ -332,6 +332,12 @@ def test_reattach_while_another_process_holds_the_old_links(udsprobe, check, mod
     run attaches once they are gone."""
     if not check["works"].get(mode):
         pytest.skip(f"{mode} does not work here (test_forced_mode_the_kernel_lacks_fails_clearly)")
+    if mode == "kprobe":
+        pytest.skip("a kprobe link is a perf event of its own: the program attaches to a new one "
+                    "beside a held one")
+    if mode == "tracepoint" and tuple(map(int, re.findall(r"\d+", os.uname().release)[:2])) >= (6, 10):
+        pytest.skip("from 6.10 a raw tracepoint registers the link, not the program: a held "
+                    "link does not stand in the way")
     libc = ctypes.CDLL(None, use_errno=True)
     nr_bpf = {"x86_64": 321, "aarch64": 280}[os.uname().machine]
     bpf_link_get_fd_by_id = 30
@@ -341,7 +347,7 @@ def test_reattach_while_another_process_holds_the_old_links(udsprobe, check, mod
         return libc.syscall(nr_bpf, bpf_link_get_fd_by_id, attr, ctypes.sizeof(attr))
 
     cmd = [udsprobe, "--compare", "--mode", "pingpong", "--size", "64", "--cpu", "same",
-           "--duration", "0.5", "--warmup", "0", "--attach", mode]
+           "--duration", "0.5", "--warmup", "0", "--attach", mode, "--verbose"]
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                          start_new_session=True)
     held, lines = {}, []
@@ -366,6 +372,9 @@ def test_reattach_while_another_process_holds_the_old_links(udsprobe, check, mod
             os.close(fd)
         stderr = "".join(lines) + p.stderr.read()
         p.wait(timeout=RUN_TIMEOUT)
-    assert held, stderr
     assert p.returncode == 0, stderr
+    if "cannot re-attach a detached fentry program" in stderr:
+        pytest.skip("this kernel keeps fentry programs attached from the first run to the end: "
+                    "no re-attach to wait for")
+    assert held, stderr
     assert re.search(r"\btcp\b.*\btraced\b", stderr), stderr
