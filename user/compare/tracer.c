@@ -280,9 +280,9 @@ int tracer_attach(struct tracer *tr, enum transport t, uint64_t *attach_ns)
 		err = libbpf_get_error(link);
 		if (err) {
 			if (err == -EEXIST || err == -EBUSY)
-				say_error("attaching %s (%s) failed: %s: its earlier link was still "
-					"held by another process after %d s (bpftool, or a BPF monitor "
-					"reading links?)", bpf_program__name(p->prog),
+				say_error("attaching %s (%s) failed: %s, still after %d s of retries: "
+					"another process may hold this program's earlier link (bpftool, "
+					"a BPF monitor reading links)", bpf_program__name(p->prog),
 					bpf_program__section_name(p->prog), strerror(-err),
 					REATTACH_WAIT_MS * REATTACH_TRIES / 1000);
 			else
