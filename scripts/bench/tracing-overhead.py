@@ -30,7 +30,8 @@ from benchlib import HOOKS_FLOOR, HooksFloor, bpf_progs_held, cpu_name, load1, l
 
 UDSPROBE = os.environ.get("UDSPROBE", "./udsprobe")
 QUICK = os.environ.get("BENCH_QUICK") == "1"
-REPS = int(os.environ.get("BENCH_REPS", "2" if QUICK else "5"))
+# issue 33 judges item 1 by the median of at least 7 alternating repeats
+REPS = int(os.environ.get("BENCH_REPS", "2" if QUICK else "7"))
 COUNT = 20000 if QUICK else 200000
 MILLION_RT = 50000 if QUICK else 500000      # round trips: two messages each
 VM = os.environ.get("BENCH_VM", "1") == "1" and not QUICK
