@@ -581,26 +581,25 @@ static struct cal_diff first_extra(const struct calibration *cal, int r, double 
 }
 
 /* What a connection costs beyond its two messages, TCP minus AF_UNIX, run r, placements
- * weighted by split: --mode connect's whole connection minus twice the one-way ping-pong
- * latency at CONN_SIZE (between the 16- and 256-byte points, in log2(size)), minus what its
- * two messages save beyond warm ones (x, first_extra's: the messages carry that). */
-static double conn_saving(const struct calibration *cal, int r, double split,
-			  const struct cal_diff *x)
+ * weighted by split: --mode connect's whole connection minus what the report credits its two
+ * messages with (a first message's send, or its send up to the wakeup on another CPU, and
+ * copy, as path_saving does), both from that one run: not the ping-pong's one-way latency,
+ * which on another CPU differs by more than a connection's message does (docs/PREDICT.md). */
+static double conn_saving(const struct calibration *cal, int r, double split)
 {
-	double w = (log2(CONN_SIZE) - log2(cal_sizes[0])) / (log2(cal_sizes[1]) - log2(cal_sizes[0]));
 	double d = 0;
-	int pl, t;
+	int pl;
 
 	for (pl = 0; pl < PL__COUNT; pl++) {
-		double f = pl == PL_SPLIT ? split : 1 - split, lat[TR__COUNT];
+		const struct cal_point *c = &cal->conn[r][pl];
+		double f = pl == PL_SPLIT ? split : 1 - split;
+		double send = pl == PL_SPLIT ? c->wake[TR_TCP] - c->wake[TR_UNIX] :
+					       c->send[TR_TCP] - c->send[TR_UNIX];
 
-		for (t = 0; t < TR__COUNT; t++)
-			lat[t] = (1 - w) * cal->p[r][K_CORRECTED][pl][0].latency[t] +
-				 w * cal->p[r][K_CORRECTED][pl][1].latency[t];
-		d += f * (cal->conn[r][pl].latency[TR_TCP] - cal->conn[r][pl].latency[TR_UNIX] -
-			  2 * (lat[TR_TCP] - lat[TR_UNIX]));
+		d += f * (c->latency[TR_TCP] - c->latency[TR_UNIX] -
+			  2 * (send + c->recv[TR_TCP] - c->recv[TR_UNIX]));
 	}
-	return d - 2 * (x->send + x->copy);
+	return d;
 }
 
 /* What each side of a connection saves in its close(), TCP minus AF_UNIX, run r: the mean of
@@ -700,7 +699,7 @@ static bool path_saving(struct flow *fl, const struct calibration *cal, int kind
 			      (1 - waited * ps->split) * (d.send + pe->all);
 		ps->copy[r] = d.copy;
 		ps->cpu[r] = d.send + pe->all + d.copy;
-		ps->conn[r] = fl->conns ? conn_saving(cal, r, ps->split, &x) : 0;
+		ps->conn[r] = fl->conns ? conn_saving(cal, r, ps->split) : 0;
 		ps->open[r] = fl->conns ? open_saving(cal, r, ps->split) : 0;
 		ps->close[r] = fl->conns ? close_saving(cal, r) : 0;
 	}
@@ -1063,12 +1062,15 @@ void predict_conn_text(const struct flow *fl, const char *indent, FILE *f)
 	/* short-lived connections (one per 10 messages or fewer): their set-up too */
 	if (!u->predicted || !fl->conns || fl->conns * 10 < fl->messages)
 		return;
-	fprintf(f, "%sits %llu connections (one per %.1f messages): each %s less over a unix socket "
-		"beyond its messages (connect, accept, close; range %s to %s), %s over the run\n",
+	/* the range is of the saving (negative: a cost); the median reads as more or less */
+	fprintf(f, "%sits %llu connections (one per %.1f messages): each %s %s over a unix socket "
+		"beyond its messages (connect, accept, close; saving %s to %s), %s %s over the run\n",
 		indent, (unsigned long long)fl->conns, (double)fl->messages / fl->conns,
-		fmt_dur(u->conn_saved, false, a, sizeof(a)), fmt_dur(u->conn_saved_lo, false, b, sizeof(b)),
+		fmt_dur(fabs(u->conn_saved), false, a, sizeof(a)), u->conn_saved < 0 ? "more" : "less",
+		fmt_dur(u->conn_saved_lo, false, b, sizeof(b)),
 		fmt_dur(u->conn_saved_hi, false, c, sizeof(c)),
-		fmt_dur(u->conn_saved * fl->conns, false, d, sizeof(d)));
+		fmt_dur(fabs(u->conn_saved) * fl->conns, false, d, sizeof(d)),
+		u->conn_saved < 0 ? "more" : "less");
 }
 
 /* A TCP flow's prediction over AF_UNIX (docs/PREDICT.md); nothing for a flow not asked about. */
