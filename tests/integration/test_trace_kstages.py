@@ -297,9 +297,12 @@ def same_stages_run(trace, tmp_path):
         # --trace in fentry or kprobe mode (a guest): at each end of a compared interval both
         # tracers run a handler on the same tracepoint, one after the other, each end moving
         # by one run: one probe hit as --compare's calibration measured it (~0.5 us under
-        # qemu TCG, where 10 % of a stage is a few of them)
+        # qemu TCG, where 10 % of a stage is a few of them). In tracepoint mode the two ends'
+        # --trace handlers mostly cancel (64 B, 64 KiB: within 27 ns at every stage), but not
+        # in TCP's sends of several skbs (1 MiB): their difference, up to one run, stays
         hit = (r["calibrated_probe_ns"] / r["probe_hits_per_msg"]
-               if not tracepoint and r.get("probe_hits_per_msg") else 0)
+               if r.get("probe_hits_per_msg") else 0)
+        ends_move = 2 if not tracepoint else 1 if t == "tcp" and size > 65536 else 0
         # and there the send's entry is another hook: --trace's is the syscall's wrapper
         # (fentry/kprobe), which runs after --compare's raw sys_enter handler, the
         # syscall-tracing slow path it puts the syscall on and --trace's own trampoline. Its
@@ -310,13 +313,13 @@ def same_stages_run(trace, tmp_path):
         for name, got, ref in pairs:
             if tracepoint and t == "unix" and name.endswith("..enqueue_wakeup"):
                 ref -= handler
-            tol = max(0.10 * ref, 150) + 2 * hit
-            if hit and name.startswith("entry.."):
+            tol = max(0.10 * ref, 150) + ends_move * hit
+            if not tracepoint and hit and name.startswith("entry.."):
                 entry_offsets.setdefault(size, {})[t] = (ref - got, ref, hit)
                 ok = got <= ref + tol
             else:
                 ok = abs(got - ref) <= tol
-            compared.append((t, size, name, round(got), round(ref), round(2 * hit), ok))
+            compared.append((t, size, name, round(got), round(ref), round(ends_move * hit), ok))
     for size, off in sorted(entry_offsets.items()):
         if len(off) == 2:
             (ou, ru, hu), (ot, rt, ht) = off["unix"], off["tcp"]
@@ -354,11 +357,14 @@ def test_same_stages_as_compare(trace, tmp_path):
     kprobe) a handler's run is a large part of a stage: each end of a compared interval may
     move by one probe hit, and the send's entry, which --trace takes at the syscall's wrapper
     in those modes, by an offset of its own, the same on both transports (below).
+    In tracepoint mode the two ends' handlers cancel but for TCP's sends of several skbs: at 1
+    MiB on an Intel Xeon 6/207 host backlog..ip_tcp_in was 184-200 ns short in 3 of 11 runs
+    (1403 against 1587 ns; 122 in another) while the time from the entry to its end agreed within
+    27 ns (its start moved, not its end); those stages get one probe hit more.
     A run out of its slack is run once more and each stage judged by its better run (both
     printed): a preemption between the two tracers' handlers lands in one tracer's mean of the
     few 1 MiB messages (a CI at three guests at a time: TCP tcp_ip_out..dev_xmit at 1 MiB 7.8
-    against 25.0 us, then at 64 KiB in the second run; the host on an Intel Xeon 6/207 VM, 1 of
-    8 runs: TCP backlog..ip_tcp_in at 1 MiB 1451 against 1638 ns), and in a guest TCG stretches
+    against 25.0 us, then at 64 KiB in the second run), and in a guest TCG stretches
     a handler's run with the host's load, which moves between --compare's calibration and the
     messages (four guests at a time on 2 CPUs: two stages of a run out by 0.04 us of ~3 us
     allowed). A wrong boundary puts the same stage out in both runs."""
