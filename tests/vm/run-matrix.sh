@@ -446,14 +446,6 @@ for i in "${!KERNELS[@]}"; do add_jobs "kernel $((i + 1))" "${KERNELS[$i]}"; don
 for k in "${ARM64[@]}"; do add_jobs arm64 "$k"; done	# the same, in arm64 guests
 [ "$STATIC" = none ] || jobs_list+=("static")
 [ "$STATIC_ARM64" = none ] || jobs_list+=("static-arm64")
-# the builds once, before the jobs: two makes at once in one tree would race
-[ "$STATIC" = none ] || make -s static >/dev/null 2>&1 || true
-case " ${jobs_list[*]} " in *" arm64 "* | *" static-arm64 "*)
-	make -s ARCH=arm64 >/dev/null 2>&1 && make -s ARCH=arm64 static >/dev/null 2>&1 ||
-		echo "$PROG: make ARCH=arm64 failed (scripts/install-deps.sh installs the cross compiler): the arm64 jobs fail"
-	# the arm64 root, once: its first build downloads ~80 MB
-	scripts/vm-arm64-root.sh >/dev/null || echo "$PROG: scripts/vm-arm64-root.sh failed: the arm64 guests fail" ;;
-esac
 run_job() {	# run_job N JOB...
 	local n=$1
 	shift
@@ -518,6 +510,27 @@ mapfile -t order < <(for n in "${!jobs_list[@]}"; do printf '%s\t%s\n' "$(est "$
 plan=$(for n in "${order[@]}"; do est "${jobs_list[$n]}"; done | awk -v j="$JOBS" '
 	{m = 1; for (i = 2; i <= j; i++) if (slot[i] < slot[m]) m = i; slot[m] += $1; sum += $1}
 	END {w = 0; for (i = 1; i <= j; i++) if (slot[i] > w) w = slot[i]; printf "%d %d", w, sum}')
+# every job's kernel fetched in the background, in the jobs' order, from now on: a later job
+# finds its kernel ready instead of downloading it in its slot (~10-30 s each; vm-kernel.sh
+# serialises the writers, and a job whose kernel is not there yet fetches or waits for it)
+# (disowned: not one of the jobs the slots count; stopped when the matrix ends)
+prefetch=$(for n in "${order[@]}"; do set -- ${jobs_list[$n]}; case $1 in kernel) echo "$3" ;; arm64) echo "$2" ;; esac; done |
+	awk '!seen[$0]++')
+if [ -n "$prefetch" ]; then
+	# shellcheck disable=SC2086 # one SPEC per word
+	setsid sh -c 'for k; do scripts/vm-kernel.sh -q "$k" >/dev/null 2>&1; done' prefetch $prefetch &
+	prefetch_pid=$!
+	disown "$prefetch_pid"
+	trap 'kill -- "-$prefetch_pid" 2>/dev/null' EXIT
+fi
+# the builds once, before the jobs: two makes at once in one tree would race
+[ "$STATIC" = none ] || make -s static >/dev/null 2>&1 || true
+case " ${jobs_list[*]} " in *" arm64 "* | *" static-arm64 "*)
+	make -s ARCH=arm64 >/dev/null 2>&1 && make -s ARCH=arm64 static >/dev/null 2>&1 ||
+		echo "$PROG: make ARCH=arm64 failed (scripts/install-deps.sh installs the cross compiler): the arm64 jobs fail"
+	# the arm64 root, once: its first build downloads ~80 MB
+	scripts/vm-arm64-root.sh >/dev/null || echo "$PROG: scripts/vm-arm64-root.sh failed: the arm64 guests fail" ;;
+esac
 echo "CPU: ${CPU_MODEL:-unknown} (${CPU_KEY}); expected times: ${EXPECTED_CPU:-none} rows of $EXPECTED" \
 	"(.output/vm/matrix/durations where this machine ran the job before)"
 echo "expected: ${plan% *}s of wall time for ${plan#* }s of jobs on $JOBS slots"
