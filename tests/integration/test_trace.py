@@ -671,6 +671,17 @@ def test_command_tree_ends_with_the_run(trace, end):
             p.wait()
 
 
+def test_command_run_time_is_its_own(trace, tmp_path):
+    """The run of -- COMMAND lasts from its start to its exit, read as it exits (a pidfd), not
+    at the wait loop's 20 ms tick (--compare of programs' wall times): `sleep S` at three S of
+    different phases lasts S and its start (fork, exec: ~2 ms here), under 8 ms more (the tick
+    added 0-20 ms: 13 ms to 0.31 s on Intel Xeon 6/207)."""
+    for s in (0.31, 0.33, 0.35):
+        res, doc = run_trace(trace, tmp_path, ["--", "sleep", str(s)])
+        assert res.returncode == 0, res.stderr
+        assert s * 1e9 <= doc["duration_ns"] < s * 1e9 + 8e6, (s, doc["duration_ns"])
+
+
 def test_command_leftovers_end_with_the_run(trace):
     """A command that exits leaving a child in its process group and one that left the group
     (setsid, as a daemon does): both are stopped, and said."""

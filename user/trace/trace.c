@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -398,7 +399,10 @@ static int wait_loop(struct flows_bpf *skel, const struct trace_opts *o, pid_t c
 	uint64_t harvest = t0 + TR_HARVEST_NS, frame = t0;
 	struct trace_live *live = o->live ? trace_live_open() : NULL;
 	bool leader_runs = child > 0, quit = false, prom_failed = false;
-	int status, err = 0;
+	/* the command's exit wakes the idle wait at once: its run time (--compare of programs'
+	 * wall time) to the microsecond, not to the loop's 20 ms tick */
+	int status, err = 0, exited_fd = child > 0 ? (int)syscall(SYS_pidfd_open, child, 0) : -1;
+	uint64_t t_exit = 0;
 
 	run->exit_status = -1;
 	/* once more well after the adds: a program that read the last bump before it saw the
@@ -424,6 +428,7 @@ static int wait_loop(struct flows_bpf *skel, const struct trace_opts *o, pid_t c
 			} else if (r == child) {
 				run->exit_status = exit_code(status);
 				leader_runs = false;
+				t_exit = t_exit ? t_exit : now_ns();
 				break;
 			}
 		}
@@ -442,14 +447,22 @@ static int wait_loop(struct flows_bpf *skel, const struct trace_opts *o, pid_t c
 			metrics_http_wait(http, now_ns() + (ol ? 0 : 20000000), scrape_body, &sc);
 		if (live && (quit = trace_live_keys(live, ol || http ? 0 : 20)))
 			break;
-		if (!ol && !http && !(live && trace_live_screen(live)))
-			usleep(20000);
+		if (!ol && !http && !(live && trace_live_screen(live))) {
+			struct pollfd p = { .fd = exited_fd, .events = POLLIN };
+
+			if (exited_fd < 0 || !leader_runs)
+				usleep(20000);
+			else if (poll(&p, 1, 20) == 1)
+				t_exit = now_ns();
+		}
 	}
+	if (exited_fd >= 0)
+		close(exited_fd);
 	trace_live_close(live);		/* the terminal as it was, before the report */
 	if (o->prom_path)		/* the file ends with the run's totals */
 		interval_tick(skel, o, run, NULL, false, t0, &prom_failed);
 	run->interrupted = udsprobe_stop || quit;
-	run->duration_ns = now_ns() - t0;
+	run->duration_ns = (t_exit ? t_exit : now_ns()) - t0;
 	terminal_move(tty, child, getpgrp());
 	if (child > 0)
 		stop_group(o, child, leader_runs, run);
