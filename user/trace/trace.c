@@ -452,7 +452,7 @@ static int wait_loop(struct flows_bpf *skel, const struct trace_opts *o, pid_t c
 
 			if (exited_fd < 0 || !leader_runs)
 				usleep(20000);
-			else if (poll(&p, 1, 20) == 1)
+			else if (poll(&p, 1, 20) == 1 && !t_exit)
 				t_exit = now_ns();
 		}
 	}
