@@ -184,14 +184,15 @@ void bl_mode_programs(struct backlog_bpf *skel, enum attach_mode mode, bool v6, 
 
 void bl_bpf_close(struct bl_bpf *b)
 {
-	int i;
+	struct bpf_link **links[ARRAY_SIZE(b->links) + 2];
+	int i, n = 0;
 
 	for (i = 0; i < b->n_links; i++)
-		bpf_link__destroy(b->links[i]);
+		links[n++] = &b->links[i];
+	links[n++] = &b->iter_unix;
+	links[n++] = &b->iter_tcp;
+	links_destroy(links, n);
 	b->n_links = 0;
-	bpf_link__destroy(b->iter_unix);
-	bpf_link__destroy(b->iter_tcp);
-	b->iter_unix = b->iter_tcp = NULL;
 	if (b->iter_out)
 		munmap((void *)b->iter_out, b->iter_len);
 	b->iter_out = NULL;

@@ -7,7 +7,6 @@
  * probe-cost calibration is tracer_calibrate.c's.
  */
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +14,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "attach.h"
 #include "stages.h"
 #include "tracer_int.h"
 #include "stages.skel.h"
@@ -147,45 +147,16 @@ fail:
 	return err;
 }
 
-struct link_batch {
-	struct tracer *tr;
-	int first, step;
-};
-
-static void *destroy_batch(void *arg)
-{
-	const struct link_batch *b = arg;
-	int i;
-
-	for (i = b->first; i < b->tr->n_progs; i += b->step) {
-		bpf_link__destroy(b->tr->progs[i].link);
-		b->tr->progs[i].link = NULL;
-	}
-	return NULL;
-}
-
-/*
- * Unregistering a kprobe waits for an RCU grace period: one after the other, a run's kprobes
- * took 1.6-1.7 s to detach in a qemu TCG guest (6.1), from DETACH_THREADS threads 0.9-1.0 s.
- * fentry gained nothing there (2.4-2.5 s either way: its updates are serialized) and
- * tracepoints detach at once: one thread.
- */
-enum { DETACH_THREADS = 8 };
+/* Each run's links: a kprobe's detach waits for a grace period (links_destroy's threads); fentry
+ * gains nothing from them (its trampoline updates are serialized), tracepoints lose nothing. */
 static void drop_links(struct tracer *tr)
 {
-	struct link_batch batch[DETACH_THREADS];
-	pthread_t th[DETACH_THREADS];
-	int i, started, n = tr->mode == ATTACH_KPROBE ? DETACH_THREADS : 1;
+	struct bpf_link **links[MAX_STAGE_PROGS];
+	int i;
 
-	for (i = 0; i < n; i++)
-		batch[i] = (struct link_batch){ .tr = tr, .first = i, .step = n };
-	for (started = 0; n > 1 && started < n; started++)
-		if (pthread_create(&th[started], NULL, destroy_batch, &batch[started]))
-			break;
-	for (i = started; i < n; i++)	/* the batches no thread took */
-		destroy_batch(&batch[i]);
-	while (started--)
-		pthread_join(th[started], NULL);
+	for (i = 0; i < tr->n_progs; i++)
+		links[i] = &tr->progs[i].link;
+	links_destroy(links, tr->n_progs);
 }
 
 void tracer_close(struct tracer *tr)

@@ -6,6 +6,7 @@
  * attach time (ftrace blocked) or ENOENT (CONFIG_KPROBES unset) for its targets.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <bpf/bpf.h>
@@ -117,4 +118,53 @@ unsigned long long attach_runs_skipped(const struct bpf_object *obj)
 			sum += info.recursion_misses;
 	}
 	return sum;
+}
+
+struct link_batch {
+	struct bpf_link **const *links;
+	int n, first, step;
+};
+
+static void *destroy_batch(void *arg)
+{
+	const struct link_batch *b = arg;
+	int i;
+
+	for (i = b->first; i < b->n; i += b->step) {
+		bpf_link__destroy(*b->links[i]);
+		*b->links[i] = NULL;
+	}
+	return NULL;
+}
+
+void links_destroy(struct bpf_link **const links[], int n)
+{
+	struct link_batch batch[LINKS_DESTROY_THREADS];
+	pthread_t th[LINKS_DESTROY_THREADS];
+	int i, started, threads = n < LINKS_DESTROY_THREADS ? n : LINKS_DESTROY_THREADS;
+
+	for (i = 0; i < threads; i++)
+		batch[i] = (struct link_batch){ .links = links, .n = n, .first = i, .step = threads };
+	for (started = 0; threads > 1 && started < threads; started++)
+		if (pthread_create(&th[started], NULL, destroy_batch, &batch[started]))
+			break;
+	for (i = started; i < threads; i++)	/* the batches no thread took */
+		destroy_batch(&batch[i]);
+	while (started--)
+		pthread_join(th[started], NULL);
+}
+
+void skeleton_links_destroy(const struct bpf_object_skeleton *s)
+{
+	struct bpf_link **links[256];
+	int i, n = 0;
+
+	for (i = 0; s && i < s->prog_cnt && n < (int)ARRAY_SIZE(links); i++) {
+		const struct bpf_prog_skeleton *p = (const void *)((const char *)s->progs +
+								   (size_t)i * s->prog_skel_sz);
+
+		if (p->link && *p->link)
+			links[n++] = p->link;
+	}
+	links_destroy(links, n);
 }

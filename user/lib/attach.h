@@ -57,4 +57,17 @@ struct bpf_object;
  * fentry/fexit since 5.12, tp_btf since 6.2, kprobes since 6.7; older kernels skip uncounted. */
 unsigned long long attach_runs_skipped(const struct bpf_object *obj);
 
+struct bpf_link;
+/*
+ * Destroy the links *links[0..n) (each set to NULL) from up to LINKS_DESTROY_THREADS threads:
+ * one after the other, each detach that waits for an RCU grace period waits alone (a kprobe,
+ * a perf-event tracepoint: ~70 ms each here, 1.6 s for a run's kprobes in a TCG guest).
+ */
+enum { LINKS_DESTROY_THREADS = 8 };
+void links_destroy(struct bpf_link **const links[], int n);
+
+/* links_destroy of every program link in obj's skeleton s (then its __destroy frees the rest). */
+struct bpf_object_skeleton;
+void skeleton_links_destroy(const struct bpf_object_skeleton *s);
+
 #endif

@@ -21,6 +21,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "attach.h"
 #include "capability.h"
 #include "flows.h"	/* before the skeleton: its .bss has struct fl_bulk_slot */
 #include "flows.skel.h"
@@ -574,6 +575,8 @@ out:
 	if (stats >= 0)
 		close(stats);
 	metrics_http_close(http);
+	if (skel)
+		skeleton_links_destroy(skel->skeleton);
 	flows_bpf__destroy(skel);
 	return err;
 }
