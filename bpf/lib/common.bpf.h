@@ -27,15 +27,25 @@ static __always_inline void *lookup_or_try_init(void *map, const void *key, cons
 }
 
 /* floor(log2(v)), 0 for 0 */
+/* 1 if v has a bit at or above bit k, else 0, without a branch: the verifier follows one path
+ * through log2_slot, not 32 (a histogram index is precise: each branch was a state of its own) */
+static __always_inline __u64 bits_above(__u64 v, int k)
+{
+	__u64 hi = v >> k, neg = -hi;
+
+	barrier_var(neg);	/* keeps clang from turning it back into a compare and a jump */
+	return (hi | neg) >> 63;
+}
+
 static __always_inline __u32 log2_slot(__u64 v)
 {
 	__u32 r = 0, shift;
 
-	shift = (v > 0xffffffffull) << 5; v >>= shift; r |= shift;
-	shift = (v > 0xffff) << 4; v >>= shift; r |= shift;
-	shift = (v > 0xff) << 3; v >>= shift; r |= shift;
-	shift = (v > 0xf) << 2; v >>= shift; r |= shift;
-	shift = (v > 0x3) << 1; v >>= shift; r |= shift;
+	shift = bits_above(v, 32) << 5; v >>= shift; r |= shift;
+	shift = bits_above(v, 16) << 4; v >>= shift; r |= shift;
+	shift = bits_above(v, 8) << 3; v >>= shift; r |= shift;
+	shift = bits_above(v, 4) << 2; v >>= shift; r |= shift;
+	shift = bits_above(v, 2) << 1; v >>= shift; r |= shift;
 	r |= (v >> 1);
 	return r;
 }
