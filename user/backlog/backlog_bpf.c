@@ -272,12 +272,25 @@ struct mode_try {
 	bool open_failed;	/* usable, but loading or attaching failed */
 };
 
+/* Has this kernel IPv6 TCP, for the function modes' v6 targets? Built in, its function is in
+ * vmlinux's BTF; a module's, in kallsyms (a whole read: ~1 s under qemu TCG), read only then. */
+static bool v6_present(enum attach_mode mode)
+{
+	static const char func[] = "tcp_v6_syn_recv_sock";
+	char sym[128];
+
+	if (mode == ATTACH_TRACEPOINT)
+		return false;
+	return (mode == ATTACH_FENTRY && btf_has_func(func)) || ksym_resolve(func, sym, sizeof(sym));
+}
+
 static int mode_try(enum attach_mode mode, void *ctx, char *why, size_t len)
 {
 	struct mode_try *t = ctx;
 	int err;
 
 	t->open_failed = false;
+	t->b->v6 = v6_present(mode);
 	err = mode_usable(mode, t->b->v6, why, len);
 	if (err)
 		return err;
@@ -341,7 +354,6 @@ int bl_bpf_setup(struct bl_bpf *b, enum attach_mode want)
 	if (err)
 		return err;
 	b->reason = btf_enum_value("SKB_DROP_REASON_TCP_LISTEN_OVERFLOW", &v) ? -1 : (int)v;
-	b->v6 = ksym_resolve("tcp_v6_syn_recv_sock", reason, sizeof(reason));
 	if (want != ATTACH_AUTO) {	/* say which of the two went wrong */
 		err = mode_try(want, &t, reason, sizeof(reason));
 		if (err && !t.open_failed) {
