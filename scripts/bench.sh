@@ -24,13 +24,14 @@ export HOOKS_FLOOR=${HOOKS_FLOOR:-$REPO/.output/hooks_floor}
 export PYTHON=${PYTHON:-/usr/bin/python3}
 OUT=${BENCH_OUT:-docs/BENCHMARKS.md}
 ORDER=(fidelity accuracy calibration tracing-overhead trace-overhead prediction trace-soak trace-metrics-soak
-	backlog-overhead backlog-storm)
+	backlog-overhead backlog-storm startup)
 NAMED_ONLY=(trace-soak trace-metrics-soak)
 declare -A TITLE=([fidelity]="Workload fidelity" [accuracy]="Accuracy" [calibration]="Calibration stability"
 	[tracing-overhead]="Tracing overhead"
 	[trace-overhead]="Trace overhead on real programs" [prediction]="Prediction from TCP alone"
 	[trace-soak]="Trace soak" [trace-metrics-soak]="Trace soak with metrics"
-	[backlog-overhead]="Backlog watch overhead" [backlog-storm]="Backlog long run")
+	[backlog-overhead]="Backlog watch overhead" [backlog-storm]="Backlog long run"
+	[startup]="Start and stop")
 
 heading() {	# the file's first lines, above every section
 	cat <<-'HEAD'

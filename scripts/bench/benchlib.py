@@ -2,13 +2,16 @@
 skips it): progress output, the machine's description, median (min–max) cells, and the real
 servers the benches start on private sockets and free loopback ports, each in its own process
 group, stopped at the end."""
+import ctypes
 import os
+import platform
 import re
 import select
 import shutil
 import signal
 import socket
 import statistics
+import struct
 import subprocess
 import sys
 import time
@@ -101,6 +104,41 @@ def bpf_progs_held():
             if m:
                 progs.add(int(m[1]))
     return len(progs)
+
+
+NR_BPF = 321 if platform.machine() == "x86_64" else 280    # bpf(2): x86-64, arm64
+
+
+def prog_ids(pid):
+    """The BPF programs process pid holds (program and link fds' prog_id)."""
+    ids = set()
+    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
+        try:
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                ids.update(int(l.split()[1]) for l in f if l.startswith("prog_id:"))
+        except OSError:
+            pass
+    return ids
+
+
+def verified_insns(prog_id):
+    """(name, instructions the verifier processed to load it) of program prog_id, from its
+    bpf_prog_info (verified_insns: Linux 5.16+, else 0); None if it is gone."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    attr = ctypes.create_string_buffer(struct.pack("I", prog_id) + b"\0" * 124)
+    fd = libc.syscall(NR_BPF, 13, attr, len(attr))  # BPF_PROG_GET_FD_BY_ID
+    if fd < 0:
+        return None
+    try:
+        info = ctypes.create_string_buffer(232)
+        attr = ctypes.create_string_buffer(struct.pack("IIQ", fd, len(info), ctypes.addressof(info))
+                                           + b"\0" * 112)
+        if libc.syscall(NR_BPF, 15, attr, len(attr)) < 0:  # BPF_OBJ_GET_INFO_BY_FD
+            return None
+        raw = info.raw
+        return raw[64:80].split(b"\0")[0].decode(), struct.unpack_from("I", raw, 216)[0]
+    finally:
+        os.close(fd)
 
 
 def group_cpu(pgids):

@@ -26,7 +26,7 @@ import subprocess
 import tempfile
 import time
 
-from benchlib import HOOKS_FLOOR, HooksFloor, bpf_progs_held, cpu_name, load1, log
+from benchlib import NR_BPF, HOOKS_FLOOR, HooksFloor, bpf_progs_held, cpu_name, load1, log, prog_ids
 
 UDSPROBE = os.environ.get("UDSPROBE", "./udsprobe")
 QUICK = os.environ.get("BENCH_QUICK") == "1"
@@ -36,7 +36,6 @@ COUNT = 20000 if QUICK else 200000
 MILLION_RT = 50000 if QUICK else 500000      # round trips: two messages each
 VM = os.environ.get("BENCH_VM", "1") == "1" and not QUICK
 VM_KERNEL = os.environ.get("BENCH_VM_KERNEL", "debian-6.12")
-NR_BPF = 321 if platform.machine() == "x86_64" else 280    # bpf(2): x86-64, arm64
 
 
 def run_json(cmd, timeout=1200, out=None):
@@ -94,17 +93,6 @@ def enable_bpf_stats():
     if fd < 0:
         raise OSError(ctypes.get_errno(), "BPF_ENABLE_STATS")
     return fd
-
-
-def prog_ids(pid):
-    ids = set()
-    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
-        try:
-            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
-                ids.update(int(l.split()[1]) for l in f if l.startswith("prog_id:"))
-        except OSError:
-            pass
-    return ids
 
 
 def has_children(pid):
