@@ -4,7 +4,7 @@ that measures next to nothing (so the time is loading, verifying, attaching and 
 the instructions the kernel's verifier processed for each loaded program. With BENCH_BASE=BINARY
 the same runs alternate with that binary (an older build), so the table shows before and after.
 
-Environment: UDSPROBE, BENCH_BASE (optional), BENCH_QUICK=1 (3 repeats, not 7)."""
+Environment: UDSPROBE, BENCH_BASE (optional) and BENCH_BASE_NAME (its column), BENCH_QUICK=1 (3 repeats, not 7)."""
 import datetime
 import os
 import platform
@@ -17,6 +17,7 @@ from benchlib import UDSPROBE, cpu_name, fmt, load1, log, prog_ids, verified_ins
 QUICK = os.environ.get("BENCH_QUICK") == "1"
 REPEATS = 3 if QUICK else 7
 BASE = os.environ.get("BENCH_BASE")
+BASE_NAME = os.environ.get("BENCH_BASE_NAME", "BENCH_BASE")
 COMMANDS = [
     ["--check"],
     ["--trace", "--", "true"],
@@ -58,7 +59,7 @@ def verifier_work(binary, args):
 
 
 def main():
-    binaries = [("this build", UDSPROBE)] + ([("BENCH_BASE", BASE)] if BASE else [])
+    binaries = [("this build", UDSPROBE)] + ([(BASE_NAME, BASE)] if BASE else [])
     times = {(name, i): [] for name, _ in binaries for i in range(len(COMMANDS))}
     for r in range(REPEATS):
         log(f"startup: repeat {r + 1}/{REPEATS}")
@@ -74,8 +75,8 @@ def main():
           "once per test (docs/KERNELS.md).\n")
     print(f"- date: {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC; kernel {platform.release()}; "
           f"CPU {cpu_name()}, {os.cpu_count()} CPUs; load average {load1():.2f} at the end")
-    print(f"- {REPEATS} alternating repeats per row" + (f"; BENCH_BASE: {BASE}" if BASE else ""))
-    print("- regenerate: `scripts/bench.sh startup` (`BENCH_BASE=OLD_BINARY` for a before column)\n")
+    print(f"- {REPEATS} alternating repeats per row" + (f"; {BASE_NAME}: {BASE}" if BASE else ""))
+    print("- regenerate: `scripts/bench.sh startup` (`BENCH_BASE=OLD_BINARY BENCH_BASE_NAME=LABEL` for a before column)\n")
     head = " | ".join(f"{name} (s)" for name, _ in binaries)
     print(f"| command | {head} |")
     print("|---|" + "---|" * len(binaries))
@@ -83,14 +84,16 @@ def main():
         cells = " | ".join(fmt(times[(name, i)], ",.2f") for name, _ in binaries)
         print(f"| `udsprobe {' '.join(args)}` | {cells} |")
     print("\nMedian (min–max) of the wall time.\n")
-    print("Verifier work of this build: instructions processed per loaded program "
-          "(bpf_prog_info.verified_insns), the whole and the three largest:\n")
-    print("| command | programs | insns processed | largest |")
-    print("|---|---|---|---|")
+    print("Verifier work: instructions processed per loaded program (bpf_prog_info.verified_insns; "
+          "names as the kernel keeps them, 15 characters), the whole and the three largest:\n")
+    print("| command | binary | programs | insns processed | largest |")
+    print("|---|---|---|---|---|")
     for args in HELD:
-        progs = verifier_work(UDSPROBE, args)
-        top = ", ".join(f"{n} {v:,}" for n, v in progs[:3])
-        print(f"| `udsprobe {' '.join(args)}` | {len(progs)} | {sum(v for _, v in progs):,} | {top} |")
+        for name, binary in binaries:
+            progs = verifier_work(binary, args)
+            top = ", ".join(f"{n} {v:,}" for n, v in progs[:3])
+            print(f"| `udsprobe {' '.join(args)}` | {name} | {len(progs)} | "
+                  f"{sum(v for _, v in progs):,} | {top} |")
     print()
 
 
