@@ -137,7 +137,22 @@ static void *destroy_batch(void *arg)
 	return NULL;
 }
 
-void links_destroy(struct bpf_link **const links[], int n)
+/* Does destroying link wait for a grace period of its own: a kprobe's or a perf-event
+ * tracepoint's (a perf event fd, not a BPF link, for kprobes before 5.15: no link info),
+ * kprobe.multi's? An fentry link's trampoline updates are serialized and a raw tracepoint
+ * detaches at once: threads gain those nothing (the tracer measured it for fentry). */
+static bool detach_waits(const struct bpf_link *link)
+{
+	struct bpf_link_info info;
+	__u32 len = sizeof(info);
+
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(bpf_link__fd(link), &info, &len))
+		return true;
+	return info.type != BPF_LINK_TYPE_TRACING && info.type != BPF_LINK_TYPE_RAW_TRACEPOINT;
+}
+
+static void destroy_from_threads(struct bpf_link **const links[], int n)
 {
 	struct link_batch batch[LINKS_DESTROY_THREADS];
 	pthread_t th[LINKS_DESTROY_THREADS];
@@ -152,6 +167,24 @@ void links_destroy(struct bpf_link **const links[], int n)
 		destroy_batch(&batch[i]);
 	while (started--)
 		pthread_join(th[started], NULL);
+}
+
+void links_destroy(struct bpf_link **const links[], int n)
+{
+	struct bpf_link **waiting[256];
+	int i, m = 0;
+
+	for (i = 0; i < n; i++) {
+		if (!*links[i])
+			continue;
+		if (m < (int)ARRAY_SIZE(waiting) && detach_waits(*links[i])) {
+			waiting[m++] = links[i];
+		} else {
+			bpf_link__destroy(*links[i]);
+			*links[i] = NULL;
+		}
+	}
+	destroy_from_threads(waiting, m);
 }
 
 void skeleton_links_destroy(const struct bpf_object_skeleton *s)

@@ -59,9 +59,9 @@ unsigned long long attach_runs_skipped(const struct bpf_object *obj);
 
 struct bpf_link;
 /*
- * Destroy the links *links[0..n) (each set to NULL) from up to LINKS_DESTROY_THREADS threads:
- * one after the other, each detach that waits for an RCU grace period waits alone (a kprobe,
- * a perf-event tracepoint: ~70 ms each here, 1.6 s for a run's kprobes in a TCG guest).
+ * Destroy the links *links[0..n) (each set to NULL). Those whose detach waits for an RCU grace
+ * period (kprobes, perf-event tracepoints) go from up to LINKS_DESTROY_THREADS threads: one
+ * after the other they wait alone (~70 ms each here, 1.6 s for a run's kprobes in a TCG guest).
  */
 enum { LINKS_DESTROY_THREADS = 8 };
 void links_destroy(struct bpf_link **const links[], int n);
