@@ -760,7 +760,7 @@ static __always_inline void emit_outlier(const struct fl_outlier *o)
 }
 
 /* Global, so verified once: inlined, its loops were verified for each of complete()'s
- * FL_FIFO turns on every path into it (tp_sock_send_length: 303k insns processed, not 52k).
+ * FL_FIFO turns on every path into it (tp_sock_send_length: 303k insns processed, not 50k).
  * Its message is the per-CPU scratch's; d the only pointer it takes (a map value's). */
 __noinline int record(struct dir_st *d, __u64 dropped)
 {

@@ -26,7 +26,6 @@ static __always_inline void *lookup_or_try_init(void *map, const void *key, cons
 	return bpf_map_lookup_elem(map, key);
 }
 
-/* floor(log2(v)), 0 for 0 */
 /* 1 if v has a bit at or above bit k, else 0, without a branch: the verifier follows one path
  * through log2_slot, not 32 (a histogram index is precise: each branch was a state of its own) */
 static __always_inline __u64 bits_above(__u64 v, int k)
@@ -37,6 +36,7 @@ static __always_inline __u64 bits_above(__u64 v, int k)
 	return (hi | neg) >> 63;
 }
 
+/* floor(log2(v)), 0 for 0 */
 static __always_inline __u32 log2_slot(__u64 v)
 {
 	__u32 r = 0, shift;

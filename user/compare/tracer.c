@@ -147,8 +147,8 @@ fail:
 	return err;
 }
 
-/* Each run's links: a kprobe's detach waits for a grace period (links_destroy's threads); fentry
- * gains nothing from them (its trampoline updates are serialized), tracepoints lose nothing. */
+/* Each run's links: kprobes detach from links_destroy's threads (each waits for a grace
+ * period), fentry and raw tracepoints one after the other. */
 static void drop_links(struct tracer *tr)
 {
 	struct bpf_link **links[MAX_STAGE_PROGS];
