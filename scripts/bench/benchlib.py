@@ -89,20 +89,7 @@ def bpf_progs_held():
     prog_id): another engineer's udsprobe tracing the host also slows an 'untraced' run."""
     progs = set()
     for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            fds = os.listdir(f"/proc/{pid}/fd")
-        except OSError:
-            continue
-        for fd in fds:
-            try:
-                if os.readlink(f"/proc/{pid}/fd/{fd}") not in ("anon_inode:bpf-prog", "anon_inode:bpf_link"):
-                    continue
-                m = re.search(r"^prog_id:\s*(\d+)", Path(f"/proc/{pid}/fdinfo/{fd}").read_text(),
-                              re.M)
-            except OSError:
-                continue
-            if m:
-                progs.add(int(m[1]))
+        progs |= prog_ids(pid)
     return len(progs)
 
 
@@ -110,9 +97,13 @@ NR_BPF = 321 if platform.machine() == "x86_64" else 280    # bpf(2): x86-64, arm
 
 
 def prog_ids(pid):
-    """The BPF programs process pid holds (program and link fds' prog_id)."""
+    """The BPF programs process pid holds (program and link fds' prog_id; none once it is gone)."""
     ids = set()
-    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
+    try:
+        fds = os.listdir(f"/proc/{pid}/fdinfo")
+    except OSError:
+        return ids
+    for fd in fds:
         try:
             with open(f"/proc/{pid}/fdinfo/{fd}") as f:
                 ids.update(int(l.split()[1]) for l in f if l.startswith("prog_id:"))

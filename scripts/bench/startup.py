@@ -8,7 +8,6 @@ Environment: UDSPROBE, BENCH_BASE (optional) and BENCH_BASE_NAME (its column), B
 import datetime
 import os
 import platform
-import statistics
 import subprocess
 import time
 
