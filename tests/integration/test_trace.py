@@ -126,6 +126,19 @@ def check_top_contract(doc, trace):
     assert isinstance(doc["flows"], list)
     for f in doc["flows"]:
         check_flow_contract(f)
+    # the kernel's flow map, preallocated per possible CPU: 128 MiB at most unless --max-flows
+    fm = doc["flow_map"]
+    assert fm["cpus"] == possible_cpus() and fm["bytes"] % (fm["entries"] * fm["cpus"]) == 0, fm
+    if "--max-flows" not in trace:
+        assert 64 <= fm["entries"] <= 4096 and (fm["bytes"] <= 128 << 20 or fm["entries"] == 64), fm
+
+
+def possible_cpus():
+    n = 0
+    for part in open("/sys/devices/system/cpu/possible").read().strip().split(","):
+        lo, _, hi = part.partition("-")
+        n += int(hi or lo) - int(lo) + 1
+    return n
 
 
 def traced_echo_flow(trace, tmp_path, prog, transport, n, size, pid_key):

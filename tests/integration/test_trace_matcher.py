@@ -82,6 +82,42 @@ def test_two_processes_writing_one_socket(trace, tmp_path):
         assert doc["command"] == {"argv": cmd, "exit_status": 0}
 
 
+# a parent and its child over a socketpair, N 64-byte round trips (no asyncio: its self-pipe
+# would be one more flow)
+PAIR = """
+import os, socket, sys
+a, b = socket.socketpair()
+if os.fork() == 0:
+    for _ in range(int(sys.argv[1])):
+        b.sendall(b.recv(64))
+    os._exit(0)
+for _ in range(int(sys.argv[1])):
+    a.sendall(b"x" * 64)
+    a.recv(64)
+os.wait()
+"""
+
+
+def test_max_flows_bounds_the_kernel_flow_map(trace, tmp_path):
+    """--max-flows 2: the first pair's two directions fill the kernel's flow map, and every
+    message of the two pairs after it is counted in flow_map_full; the report gives the
+    map's size, its memory and the option."""
+    n = 200
+    (tmp_path / "pair.py").write_text(PAIR)
+    script = "; ".join([f"{sys.executable} {tmp_path}/pair.py {n}"] * 3)
+    args = trace + ["--max-flows", "2"]
+    res, doc = run_trace(args, tmp_path, ["--", "sh", "-c", script])
+    assert res.returncode == 0, res.stderr
+    check_top_contract(doc, args)
+    assert doc["flow_map"]["entries"] == 2, doc["flow_map"]
+    assert [f["messages"] for f in doc["flows"]] == [2 * n], doc["flows"]
+    assert doc["misses"]["flow_map_full"] == 4 * n, doc["misses"]
+    mib = doc["flow_map"]["bytes"] / (1 << 20)
+    assert (f"flow_map_full {4 * n}: messages of flows the flow maps had no room for (the "
+            f"kernel's: 2 flows at once, {mib:.0f} MiB on {doc['flow_map']['cpus']} CPUs, "
+            f"--max-flows sets it; user space keeps 4096)") in res.stdout, res.stdout[-1500:]
+
+
 def test_report_says_what_misses_mean(trace, tmp_path):
     """5000 unix endpoints in one command, one flow each: more than the flow map (4096) and
     the name map (4096) hold. The flows of the names lost mostly found no room either

@@ -373,3 +373,14 @@ TEST(trace_live_percentiles_over_the_interval)
 		unit_fail(__FILE__, __LINE__, "frames: %s", text);
 	trace_flow_free(&fl);
 }
+
+TEST(trace_flow_map_sized_by_cpus)
+{
+	/* 8 KiB per flow per CPU, at most 128 MiB by default: 2 CPUs keep 4096, 64 CPUs ~260 */
+	CHECK_INT(trace_flow_map_entries(2, 0), TR_FLOW_MAP_DEFAULT);
+	CHECK_INT(trace_flow_map_entries(0, 0), TR_FLOW_MAP_DEFAULT);
+	CHECK_INT(trace_flow_map_entries(64, 0), TR_FLOW_MAP_BYTES / (64 * sizeof(struct fl_stats)));
+	REQUIRE((uint64_t)trace_flow_map_entries(64, 0) * 64 * sizeof(struct fl_stats) <= TR_FLOW_MAP_BYTES);
+	CHECK_INT(trace_flow_map_entries(4096, 0), TR_FLOW_MAP_MIN);
+	CHECK_INT(trace_flow_map_entries(64, 9000), 9000);
+}

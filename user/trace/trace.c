@@ -37,7 +37,7 @@
 
 /* ------------------------------------------------------------------ options */
 
-enum { OPT_TRACE = 1200, OPT_COMM, OPT_SLOWER_THAN, OPT_DETAIL, OPT_LIVE };
+enum { OPT_TRACE = 1200, OPT_COMM, OPT_SLOWER_THAN, OPT_DETAIL, OPT_LIVE, OPT_MAX_FLOWS };
 
 static const struct argp_option tr_options[] = {
 	{ "trace", OPT_TRACE, NULL, 0,
@@ -61,6 +61,10 @@ static const struct argp_option tr_options[] = {
 	  "A full-screen table of the flows, redrawn every --interval S (default 1): keys m, p, "
 	  "b, s sort by msgs/s, p99, bytes, top stage; t shows unix, tcp or all; q quits and "
 	  "prints the report. Not a terminal: the table as plain text every interval" },
+	{ "max-flows", OPT_MAX_FLOWS, "N", 0,
+	  "Flows the kernel keeps at once (1 to 65536; default: up to 4096, as many as 128 MiB "
+	  "holds: a flow takes 8 KiB of kernel memory per CPU). A flow beyond it is counted in "
+	  "flow_map_full" },
 	{},
 };
 
@@ -69,7 +73,7 @@ static error_t tr_parse(int key, char *arg, struct argp_state *state)
 	struct trace_cmd_opts *topts = state->input;
 	static uint64_t given;
 
-	if (key == OPT_SLOWER_THAN || key == OPT_DETAIL)	/* --comm is repeatable */
+	if (key == OPT_SLOWER_THAN || key == OPT_DETAIL || key == OPT_MAX_FLOWS)	/* --comm is repeatable */
 		option_once(tr_options, key, &given);
 	switch (key) {
 	case OPT_TRACE:
@@ -99,6 +103,15 @@ static error_t tr_parse(int key, char *arg, struct argp_state *state)
 	case OPT_LIVE:
 		topts->live = true;
 		break;
+	case OPT_MAX_FLOWS: {
+		uint64_t n;
+
+		if (parse_u64(arg, 1, TR_FLOW_MAP_MAX, &n))
+			usage_exit("--max-flows: '%s' is not a number of flows from 1 to %d", arg,
+				   TR_FLOW_MAP_MAX);
+		topts->max_flows = n;
+		break;
+	}
 	case OPT_DETAIL:
 		if (strcmp(arg, "full") && strcmp(arg, "syscall"))
 			usage_exit("--detail: '%s' is not a detail level: full or "
@@ -118,9 +131,11 @@ static error_t tr_parse(int key, char *arg, struct argp_state *state)
 			usage_exit("--trace: nothing after '--': give the command to run "
 				"(-- COMMAND [ARG...]), or drop the '--'");
 		/* --detail: also --compare of programs (options.c checks) */
-		if (!topts->enabled && (topts->n_comms || topts->slower_than_ns || topts->live))
+		if (!topts->enabled && (topts->n_comms || topts->slower_than_ns || topts->live ||
+					topts->max_flows))
 			usage_exit("%s needs --trace",
-				topts->n_comms ? "--comm" : topts->live ? "--live" : "--slower-than");
+				topts->n_comms ? "--comm" : topts->live ? "--live" :
+				topts->max_flows ? "--max-flows" : "--slower-than");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -133,7 +148,7 @@ const struct argp trace_argp = { .options = tr_options, .parser = tr_parse };
 /* ------------------------------------------------------------------ run */
 
 /* How often the flows of exited processes move to user space: well before a long run's
- * new processes fill the flow map (4096 flows). */
+ * new processes fill the flow map (trace_flow_map_entries). */
 #define TR_HARVEST_NS	(10 * 1000000000ull)
 
 /* Listening TCP ports now (/proc/net/tcp, tcp6): the server side of a connection. */
@@ -492,6 +507,8 @@ int trace_run(const struct trace_opts *o, struct trace_run *run)
 	run->kstages = skel->rodata->kstages;
 	run->rkstages = skel->rodata->rkstages;
 	run->detail = o->kernel_stages ? "full" : "syscall";
+	run->flow_map_entries = bpf_map__max_entries(skel->maps.flows);
+	run->flow_map_cpus = libbpf_num_possible_cpus();
 	for (i = 0; i < o->n_pids; i++)
 		add_tgid(skel, o->pids[i]);
 	err = set_cgroup(skel, o->cgroup);

@@ -29,6 +29,7 @@ struct trace_cmd_opts {
 	uint64_t slower_than_ns;	/* --slower-than (0: not given) */
 	enum trace_detail detail;
 	bool live;			/* --live: the flows on a full-screen view */
+	uint32_t max_flows;		/* --max-flows (0: as many as TR_FLOW_MAP_BYTES holds) */
 	char **argv;			/* -- COMMAND [ARG...], or NULL */
 };
 extern const struct argp trace_argp;
@@ -58,6 +59,7 @@ struct trace_opts {
 	/* with kernel_stages: BPF run-time statistics on while tracing, each kernel-stage
 	 * program's time per hit kept (trace_run.kstage_hit_ns; --if-unix wants them) */
 	bool hit_costs;
+	uint32_t max_flows;	/* the kernel's flow map (0: trace_flow_map_entries' default) */
 	enum attach_mode attach;	/* --attach (ATTACH_AUTO: the best that works) */
 	char **argv;		/* -- COMMAND [ARG...], NULL-terminated, or NULL */
 	/* The command runs in its own process group, stopped whole at the end (a shell's
@@ -167,6 +169,15 @@ struct trace_outlier {
 	uint32_t kseen, rkseen;	/* the run's kstages and rkstages */
 };
 
+/* The kernel's flow map is preallocated per possible CPU (sizeof(struct fl_stats) a flow, the
+ * histograms): by default as many flows as this many bytes hold, up to TR_FLOW_MAP_DEFAULT
+ * (docs/TRACE.md, "Kernel memory"); --max-flows sets it, up to TR_FLOW_MAP_MAX. */
+#define TR_FLOW_MAP_BYTES	(128u << 20)
+#define TR_FLOW_MAP_DEFAULT	4096
+#define TR_FLOW_MAP_MIN		64
+#define TR_FLOW_MAP_MAX		65536
+uint32_t trace_flow_map_entries(int ncpus, uint32_t asked);
+
 #define TR_MAX_OUTLIERS	100000	/* kept in memory; more are counted, not kept */
 
 struct trace_run {
@@ -178,6 +189,8 @@ struct trace_run {
 	uint64_t dirs_evicted;	/* direction states the LRU evicted (closed connections', mostly) */
 	uint64_t runs_skipped;	/* program runs the kernel skipped (attach_runs_skipped) */
 	uint64_t flows_not_kept;	/* messages of flows beyond TR_MAX_FLOWS */
+	uint32_t flow_map_entries;	/* the kernel's flow map: flows, */
+	int flow_map_cpus;		/* each per possible CPU */
 	struct ep_name *names;	/* unix endpoint names moved out of the uaddrs map, by id */
 	int n_names, names_cap;
 	uint64_t names_lost;	/* names neither the map nor names had room for */

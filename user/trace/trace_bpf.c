@@ -334,6 +334,17 @@ static int syscall_programs(struct flows_bpf *skel, enum attach_mode mode, bool 
 	return n + poll_exit_programs(skel, p + n);
 }
 
+uint32_t trace_flow_map_entries(int ncpus, uint32_t asked)
+{
+	uint64_t fit;
+
+	if (asked)
+		return asked;
+	fit = TR_FLOW_MAP_BYTES / ((uint64_t)(ncpus > 0 ? ncpus : 1) * sizeof(struct fl_stats));
+	return fit > TR_FLOW_MAP_DEFAULT ? TR_FLOW_MAP_DEFAULT :
+	       fit < TR_FLOW_MAP_MIN ? TR_FLOW_MAP_MIN : (uint32_t)fit;
+}
+
 /* Filters and map sizes, between open and load. */
 static void configure(struct flows_bpf *skel, const struct trace_opts *o)
 {
@@ -353,7 +364,8 @@ static void configure(struct flows_bpf *skel, const struct trace_opts *o)
 	skel->rodata->task_storage = task_storage_usable();
 	bpf_map__set_max_entries(skel->maps.tasks, skel->rodata->task_storage ? 1 : 32768);
 	bpf_map__set_max_entries(skel->maps.dirs, 16384);
-	bpf_map__set_max_entries(skel->maps.flows, 4096);
+	bpf_map__set_max_entries(skel->maps.flows,
+				 trace_flow_map_entries(libbpf_num_possible_cpus(), o->max_flows));
 	bpf_map__set_max_entries(skel->maps.tgids, 16384);
 	bpf_map__set_max_entries(skel->maps.uaddrs, 4096);
 	/* children followed, exited processes and threads dropped: only where that state is kept */

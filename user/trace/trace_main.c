@@ -32,6 +32,7 @@ int trace_main(const struct trace_cmd_opts *t, const struct watch_opts *w,
 		.interval_s = w->interval_s ? w->interval_s : 1.0,
 		.kernel_stages = trace_kernel_stages(t->detail, false),
 		.hit_costs = p->mode != IFU_OFF,
+		.max_flows = t->max_flows,
 		.attach = attach, .argv = t->argv,
 		.verbose = verbose,
 	};

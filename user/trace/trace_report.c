@@ -316,6 +316,12 @@ void trace_outliers_jsonl(const struct trace_run *run, FILE *f)
 	}
 }
 
+static double flow_map_mib(const struct trace_run *run)
+{
+	return (double)run->flow_map_entries * run->flow_map_cpus * sizeof(struct fl_stats) /
+	       (1 << 20);
+}
+
 /* What the run's non-zero miss counters mean, and for whom they were counted: the kernel
  * counts them where a process filter selects an end, else for every process on the host. */
 static void misses_text(const struct trace_run *run, const struct trace_opts *o, FILE *f)
@@ -332,8 +338,13 @@ static void misses_text(const struct trace_run *run, const struct trace_opts *o,
 				"for every process on the host (no process filter), not only the "
 				"flows above");
 		any = true;
-		fprintf(f, "  %s %llu: %s\n", fl_miss_names[i], (unsigned long long)run->misses[i],
+		fprintf(f, "  %s %llu: %s", fl_miss_names[i], (unsigned long long)run->misses[i],
 			fl_miss_meanings[i]);
+		if (i == FM_FLOW_FULL)
+			fprintf(f, " (the kernel's: %u flows at once, %.0f MiB on %d CPUs, "
+				"--max-flows sets it; user space keeps %d)", run->flow_map_entries,
+				flow_map_mib(run), run->flow_map_cpus, TR_MAX_FLOWS);
+		fputc('\n', f);
 	}
 }
 
@@ -482,6 +493,12 @@ void trace_json_write(const struct trace_run *run, FILE *f)
 	jw_obj_begin(&w, "misses");
 	for (i = 0; i < FM__COUNT; i++)
 		jw_u64(&w, fl_miss_names[i], run->misses[i]);
+	jw_obj_end(&w);
+	jw_obj_begin(&w, "flow_map");
+	jw_u64(&w, "entries", run->flow_map_entries);
+	jw_u64(&w, "cpus", run->flow_map_cpus);
+	jw_u64(&w, "bytes", (uint64_t)run->flow_map_entries * run->flow_map_cpus *
+			    sizeof(struct fl_stats));
 	jw_obj_end(&w);
 	jw_u64(&w, "socket_states_evicted", run->dirs_evicted);
 	jw_u64(&w, "program_runs_skipped", run->runs_skipped);
