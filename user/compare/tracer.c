@@ -54,8 +54,8 @@ static void compute_availability(struct tracer *tr)
 		}
 }
 
-/* Can this kernel attach p in mode: the function in kallsyms, with BTF for fentry (*func: its
- * name here), or the tracepoint's BTF? The syscall and scheduler programs go everywhere. */
+/* Can this kernel attach p in mode: the function in kallsyms (kprobe) or in BTF (fentry; *func:
+ * its name here), or the tracepoint's BTF? The syscall and scheduler programs go everywhere. */
 static bool prog_here(enum attach_mode mode, const struct stage_prog *p, const char **func)
 {
 	char sym[256];
@@ -65,8 +65,9 @@ static bool prog_here(enum attach_mode mode, const struct stage_prog *p, const c
 		return true;
 	if (mode == ATTACH_TRACEPOINT)
 		return btf_has_tracepoint(p->target);
-	*func = tracer_kernel_func(p->target, sym, sizeof(sym));
-	return *func && (mode != ATTACH_FENTRY || btf_has_func(*func));
+	*func = mode == ATTACH_FENTRY ? tracer_btf_func(p->target) :
+		tracer_kernel_func(p->target, sym, sizeof(sym));
+	return *func;
 }
 
 /* The mode's programs this kernel can attach, into tr->progs, enabled for load. */

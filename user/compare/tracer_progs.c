@@ -128,6 +128,15 @@ struct bpf_program *tracer_calib_program(struct stages_bpf *skel, enum attach_mo
 	return mode > ATTACH_AUTO && mode < ATTACH__COUNT ? skel_prog(skel, calib_progs[mode]) : NULL;
 }
 
+const char *tracer_btf_func(const char *target)
+{
+	const char *older = stage_func_older(target);
+
+	if (btf_has_func(target))
+		return target;
+	return older && btf_has_func(older) ? older : NULL;
+}
+
 const char *tracer_kernel_func(const char *target, char *sym, size_t len)
 {
 	const char *older = stage_func_older(target);
@@ -311,8 +320,8 @@ static const struct {
 	{ SYSCALL_WRAPPER "getrusage", SYS_getrusage },
 };
 
-/* The first target this mode can probe: its symbol in kallsyms, with BTF for fentry (tracepoint
- * mode's probe sits on sys_enter and only needs the number). */
+/* The first target this mode can probe: its BTF for fentry, its symbol in kallsyms for kprobe
+ * (tracepoint mode's probe sits on sys_enter and only needs the number). */
 static int pick_calib_target(enum attach_mode mode)
 {
 	char sym[256];
@@ -322,7 +331,7 @@ static int pick_calib_target(enum attach_mode mode)
 		const char *f = calib_targets[i].func;
 
 		if (mode == ATTACH_TRACEPOINT ||
-		    (ksym_resolve(f, sym, sizeof(sym)) && (mode != ATTACH_FENTRY || btf_has_func(f))))
+		    (mode == ATTACH_FENTRY ? btf_has_func(f) : ksym_resolve(f, sym, sizeof(sym))))
 			return i;
 	}
 	return -1;

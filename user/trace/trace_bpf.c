@@ -250,10 +250,12 @@ static bool ksym_exact(const char *func)
 	return ksym_resolve(func, sym, sizeof(sym)) && !strcmp(sym, func);
 }
 
-/* 1 where this kernel has t's wrapper, 0 where it lacks an optional one, -1 a required one. */
-static int wrapper_here(const struct sys_target *t)
+/* 1 where this kernel has t's wrapper, 0 where it lacks an optional one, -1 a required one.
+ * fentry: in vmlinux's BTF, which a trampoline needs and pahole fills from the ftrace-able
+ * functions (a whole kallsyms read cost ~0.7 s a start under qemu TCG); kprobe: in kallsyms. */
+static int wrapper_here(const struct sys_target *t, bool fentry)
 {
-	if (ksym_exact(t->func))
+	if (fentry ? btf_has_func(t->func) : ksym_exact(t->func))
 		return 1;
 	return t->required ? -1 : 0;
 }
@@ -272,8 +274,8 @@ static int syscall_wrapper_programs(struct flows_bpf *skel, enum attach_mode mod
 	for (i = 0; i < ARRAY_SIZE(sys_targets); i++) {
 		const struct sys_target *t = &sys_targets[i];
 
-		here = wrapper_here(t);
-		if (here < 0 || (here && fentry && !btf_has_func(t->func)))
+		here = wrapper_here(t, fentry);
+		if (here < 0)
 			return 0;
 		if (!here || multi)
 			continue;
@@ -300,7 +302,7 @@ static int attach_wrappers_multi(struct flows_bpf *skel)
 	size_t i, n = 0, r = 0;
 
 	for (i = 0; i < ARRAY_SIZE(sys_targets); i++) {
-		if (wrapper_here(&sys_targets[i]) <= 0)
+		if (wrapper_here(&sys_targets[i], false) <= 0)
 			continue;
 		cookies[n] = sys_targets[i].nr;
 		entry[n++] = sys_targets[i].func;
