@@ -6,6 +6,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
 #include "common.bpf.h"
+#include "syscall_wrapper.h"
 #include "flows.h"
 #include "syscalls.bpf.h"
 
@@ -1520,28 +1521,21 @@ POLL_EXIT(pselect6)
 /* Function modes: each such syscall's own wrapper, entry (and return for the poll family),
  * where sys_enter would run for every syscall of every task and put all of them on the
  * syscall-tracing slow path (docs/TRACE.md, "Hooks per attach mode"). */
-/* the section names need the prefix at compile time: user/lib/capability.h's SYSCALL_WRAPPER
- * is the same for user space, which checks each wrapper in kallsyms */
-#if defined(__TARGET_ARCH_x86)
-#define SYS_WRAPPER "__x64_sys_"
-#elif defined(__TARGET_ARCH_arm64)
-#define SYS_WRAPPER "__arm64_sys_"
-#endif
 
 /* func: the wrapper's name where it is not the syscall's (sendfile: sys_sendfile64) */
 #define SYSCALL_ENTRY_AS(name, func)						\
-SEC("?fentry/" SYS_WRAPPER #func)						\
+SEC("?fentry/" SYSCALL_WRAPPER #func)						\
 int BPF_PROG(fe_sys_##name) { on_sys_enter(NR_##name); return 0; }		\
-SEC("?kprobe/" SYS_WRAPPER #func)						\
+SEC("?kprobe/" SYSCALL_WRAPPER #func)						\
 int BPF_KPROBE(kp_sys_##name) { on_sys_enter(NR_##name); return 0; }
 
 #define SYSCALL_ENTRY(name) SYSCALL_ENTRY_AS(name, name)
 
 #define SYSCALL_POLL(name)							\
 SYSCALL_ENTRY(name)								\
-SEC("?fexit/" SYS_WRAPPER #name)						\
+SEC("?fexit/" SYSCALL_WRAPPER #name)						\
 int BPF_PROG(fx_sys_##name) { on_poll_exit(); return 0; }			\
-SEC("?kretprobe/" SYS_WRAPPER #name)						\
+SEC("?kretprobe/" SYSCALL_WRAPPER #name)						\
 int BPF_KRETPROBE(kr_sys_##name) { on_poll_exit(); return 0; }
 
 SYSCALL_ENTRY(read)

@@ -10,6 +10,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "lib/syscall_wrapper.h"	/* SYSCALL_WRAPPER */
+
 struct bpf_program;
 /* A skeleton's program from its offset in the skeleton struct, offsetof(struct x_bpf,
  * progs.name), so that static tables name programs by skeleton field; 0: none. */
@@ -53,14 +55,6 @@ int privileges_check(const char *action, const char *remedy);
 /* Free the cached BTF (it is loaded again when asked for). */
 void capability_free(void);
 
-/* The prefix of a syscall's arch wrapper in kallsyms (__x64_sys_read), which fentry and
- * kprobe programs can probe for that syscall alone (bpf/flows.bpf.c's SYS_WRAPPER, the same
- * for its section names). */
-#if defined(__aarch64__)
-#define SYSCALL_WRAPPER "__arm64_sys_"
-#else
-#define SYSCALL_WRAPPER "__x64_sys_"
-#endif
 
 /* func (a function's name), or its compiler clone (func.constprop.N, func.isra.N), in
  * /proc/kallsyms; its symbol into out. */
