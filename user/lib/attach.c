@@ -138,9 +138,10 @@ static void *destroy_batch(void *arg)
 }
 
 /* Does destroying link wait for a grace period of its own: a kprobe's or a perf-event
- * tracepoint's (a perf event fd, not a BPF link, for kprobes before 5.15: no link info),
- * kprobe.multi's? An fentry link's trampoline updates are serialized and a raw tracepoint
- * detaches at once: threads gain those nothing (the tracer measured it for fentry). */
+ * tracepoint's (a perf event fd, not a BPF link, before 5.15: no link info), kprobe.multi's
+ * (an fprobe's unregister). An fentry link's trampoline updates are serialized, and raw
+ * tracepoint and iterator links detach at once: threads gain those nothing (the tracer
+ * measured it for fentry). */
 static bool detach_waits(const struct bpf_link *link)
 {
 	struct bpf_link_info info;
@@ -149,7 +150,7 @@ static bool detach_waits(const struct bpf_link *link)
 	memset(&info, 0, sizeof(info));
 	if (bpf_obj_get_info_by_fd(bpf_link__fd(link), &info, &len))
 		return true;
-	return info.type != BPF_LINK_TYPE_TRACING && info.type != BPF_LINK_TYPE_RAW_TRACEPOINT;
+	return info.type == BPF_LINK_TYPE_PERF_EVENT || info.type == BPF_LINK_TYPE_KPROBE_MULTI;
 }
 
 static void destroy_from_threads(struct bpf_link **const links[], int n)
