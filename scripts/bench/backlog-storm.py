@@ -22,7 +22,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from benchlib import REPO, UDSPROBE, cpu_name, free_port, log
+from benchlib import REPO, UDSPROBE, cpu_name, fdinfo_ids, free_port, log
 
 QUICK = os.environ.get("BENCH_QUICK") == "1"
 SECS = int(os.environ.get("BENCH_STORM_SECS", "15" if QUICK else "60"))
@@ -41,14 +41,7 @@ def rss_kib(pid):
 
 def map_memlock(pid):
     """(maps, bytes): udsprobe's BPF maps by id from fdinfo, sized by bpftool's bytes_memlock."""
-    ids = set()
-    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
-        try:
-            info = Path(f"/proc/{pid}/fdinfo/{fd}").read_text()
-        except OSError:
-            continue
-        if "map_type:" in info:
-            ids.update(int(l.split()[1]) for l in info.splitlines() if l.startswith("map_id:"))
+    ids = fdinfo_ids(pid, "map_id")
     maps = json.loads(subprocess.run(["bpftool", "-j", "map", "show"], capture_output=True,
                                      text=True, check=True).stdout)
     return len(ids), sum(m.get("bytes_memlock", 0) for m in maps if m["id"] in ids)

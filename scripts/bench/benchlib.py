@@ -96,9 +96,10 @@ def bpf_progs_held():
 NR_BPF = 321 if platform.machine() == "x86_64" else 280    # bpf(2): x86-64, arm64
 
 
-def prog_ids(pid):
-    """The BPF programs process pid holds (program and link fds' prog_id; none once it is gone)."""
-    ids = set()
+def fdinfo_ids(pid, field):
+    """The ids under field ("prog_id", "map_id") of the BPF objects process pid holds open
+    (its fds' fdinfo; none once it is gone)."""
+    ids, key = set(), field + ":"
     try:
         fds = os.listdir(f"/proc/{pid}/fdinfo")
     except OSError:
@@ -106,10 +107,15 @@ def prog_ids(pid):
     for fd in fds:
         try:
             with open(f"/proc/{pid}/fdinfo/{fd}") as f:
-                ids.update(int(l.split()[1]) for l in f if l.startswith("prog_id:"))
+                ids.update(int(l.split()[1]) for l in f if l.startswith(key))
         except OSError:
             pass
     return ids
+
+
+def prog_ids(pid):
+    """The BPF programs process pid holds (program and link fds' prog_id)."""
+    return fdinfo_ids(pid, "prog_id")
 
 
 def verified_insns(prog_id):

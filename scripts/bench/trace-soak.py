@@ -37,7 +37,8 @@ import threading
 import time
 from pathlib import Path
 
-from benchlib import REPO, UDSPROBE, Redis, cpu_name, free_port, group_cpu, load1, log
+from benchlib import (NR_BPF, REPO, UDSPROBE, Redis, cpu_name, fdinfo_ids, free_port, group_cpu,
+                      load1, log)
 
 DURATION = int(os.environ.get("SOAK_DURATION", "3600"))
 INTERVAL = int(os.environ.get("SOAK_INTERVAL", "60"))
@@ -57,7 +58,6 @@ CHURN_PAUSE = 2.0       # s between churn runs: keeps the load well under one CP
 # ---- BPF maps of a process, through the bpf(2) syscall (bpftool dumps whole values) ----
 
 _libc = ctypes.CDLL(None, use_errno=True)
-_NR_BPF = {"x86_64": 321, "aarch64": 280}[platform.machine()]
 BPF_MAP_LOOKUP_ELEM, BPF_MAP_GET_NEXT_KEY, BPF_MAP_GET_FD_BY_ID, BPF_OBJ_GET_INFO_BY_FD = 1, 4, 14, 15
 
 
@@ -69,21 +69,8 @@ class MapInfo(ctypes.Structure):
 
 
 def _bpf(cmd, attr):
-    r = _libc.syscall(_NR_BPF, cmd, ctypes.byref(attr), ctypes.sizeof(attr))
+    r = _libc.syscall(NR_BPF, cmd, ctypes.byref(attr), ctypes.sizeof(attr))
     return r if r >= 0 else -ctypes.get_errno()
-
-
-def map_ids(pid):
-    """ids of the BPF maps process pid holds open (its fds' fdinfo)"""
-    ids = set()
-    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
-        try:
-            for line in Path(f"/proc/{pid}/fdinfo/{fd}").read_text().splitlines():
-                if line.startswith("map_id:"):
-                    ids.add(int(line.split()[1]))
-        except OSError:
-            pass
-    return ids
 
 
 def map_open(mid):
@@ -133,7 +120,7 @@ def sample(pid, t0):
         s = f.read().rsplit(")", 1)[1].split()
     st["cpu"] = (int(s[11]) + int(s[12])) / os.sysconf("SC_CLK_TCK")
     st["maps"], st["max"] = {}, {}
-    for mid in sorted(map_ids(pid)):
+    for mid in sorted(fdinfo_ids(pid, "map_id")):
         try:
             fd, info = map_open(mid)
         except OSError:
