@@ -65,8 +65,7 @@ static bool prog_here(enum attach_mode mode, const struct stage_prog *p, const c
 		return true;
 	if (mode == ATTACH_TRACEPOINT)
 		return btf_has_tracepoint(p->target);
-	*func = mode == ATTACH_FENTRY ? tracer_btf_func(p->target) :
-		tracer_kernel_func(p->target, sym, sizeof(sym));
+	*func = tracer_kernel_func(mode, p->target, sym, sizeof(sym));
 	return *func;
 }
 
@@ -193,7 +192,7 @@ struct bpf_link *tracer_attach_prog(const struct stage_prog *p)
 	int i;
 
 	if (p->how != PA_SECTION)
-		return tracer_kernel_func(p->target, sym, sizeof(sym)) ?
+		return tracer_kernel_func(ATTACH_KPROBE, p->target, sym, sizeof(sym)) ?
 			bpf_program__attach_kprobe(p->prog, p->how == PA_KRETPROBE, sym) :
 			(errno = ENOENT, NULL);
 	for (i = 0;; i++) {

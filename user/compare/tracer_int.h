@@ -64,11 +64,9 @@ int tracer_mode_programs(struct stages_bpf *skel, enum attach_mode mode, bool ow
 			 struct stage_prog *out, int max);
 /* The calibration probe of mode (a cheap syscall's entry), or NULL. */
 struct bpf_program *tracer_calib_program(struct stages_bpf *skel, enum attach_mode mode);
-/* The name target (a function of the stage table) has in this kernel: its own or an older one
- * (stage_func_older), the symbol in sym; NULL if neither is in kallsyms. */
-const char *tracer_kernel_func(const char *target, char *sym, size_t len);
-/* The same for fentry, by vmlinux's BTF (the trampoline's need): no kallsyms read. */
-const char *tracer_btf_func(const char *target);
+/* The name target (a function of the stage table) has in this kernel for mode: its own or an
+ * older one (stage_func_older), the symbol in sym (attach_func_here); NULL if neither is. */
+const char *tracer_kernel_func(enum attach_mode mode, const char *target, char *sym, size_t len);
 /* Can a detached fentry program be attached again? Not before Linux 5.12. */
 bool tracer_fentry_can_reattach(void);
 

@@ -128,22 +128,13 @@ struct bpf_program *tracer_calib_program(struct stages_bpf *skel, enum attach_mo
 	return mode > ATTACH_AUTO && mode < ATTACH__COUNT ? skel_prog(skel, calib_progs[mode]) : NULL;
 }
 
-const char *tracer_btf_func(const char *target)
+const char *tracer_kernel_func(enum attach_mode mode, const char *target, char *sym, size_t len)
 {
 	const char *older = stage_func_older(target);
 
-	if (btf_has_func(target))
+	if (attach_func_here(mode, target, sym, len))
 		return target;
-	return older && btf_has_func(older) ? older : NULL;
-}
-
-const char *tracer_kernel_func(const char *target, char *sym, size_t len)
-{
-	const char *older = stage_func_older(target);
-
-	if (ksym_resolve(target, sym, len))
-		return target;
-	return older && ksym_resolve(older, sym, len) ? older : NULL;
+	return older && attach_func_here(mode, older, sym, len) ? older : NULL;
 }
 
 /* ---- does a mode work here? ------------------------------------------------------------- */
@@ -330,8 +321,7 @@ static int pick_calib_target(enum attach_mode mode)
 	for (i = 0; i < ARRAY_SIZE(calib_targets); i++) {
 		const char *f = calib_targets[i].func;
 
-		if (mode == ATTACH_TRACEPOINT ||
-		    (mode == ATTACH_FENTRY ? btf_has_func(f) : ksym_resolve(f, sym, sizeof(sym))))
+		if (mode == ATTACH_TRACEPOINT || attach_func_here(mode, f, sym, sizeof(sym)))
 			return i;
 	}
 	return -1;

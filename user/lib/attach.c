@@ -80,6 +80,14 @@ const char *attach_failure(int err)
 	       "features)" : "no attach mode works on this kernel";
 }
 
+bool attach_func_here(enum attach_mode mode, const char *func, char *sym, size_t len)
+{
+	if (mode != ATTACH_FENTRY)
+		return ksym_resolve(func, sym, len);
+	snprintf(sym, len, "%s", func);
+	return btf_has_func(func);
+}
+
 int attach_funcs_present(enum attach_mode mode, const char *const *fns, int n, char *why,
 			 size_t len)
 {
@@ -91,14 +99,15 @@ int attach_funcs_present(enum attach_mode mode, const char *const *fns, int n, c
 		return -EOPNOTSUPP;
 	}
 	for (i = 0; i < n; i++) {
-		if (mode == ATTACH_FENTRY && !btf_has_func(fns[i])) {
+		if (mode != ATTACH_FENTRY && mode != ATTACH_KPROBE)
+			break;
+		if (attach_func_here(mode, fns[i], sym, sizeof(sym)))
+			continue;
+		if (mode == ATTACH_FENTRY)
 			snprintf(why, len, "no BTF for %s", fns[i]);
-			return -EOPNOTSUPP;
-		}
-		if (mode == ATTACH_KPROBE && !ksym_resolve(fns[i], sym, sizeof(sym))) {
+		else
 			snprintf(why, len, "%s is not in /proc/kallsyms (inlined?)", fns[i]);
-			return -EOPNOTSUPP;
-		}
+		return -EOPNOTSUPP;
 	}
 	return 0;
 }

@@ -30,6 +30,10 @@ typedef int (*attach_probe_fn)(enum attach_mode mode, void *ctx, char *why, size
 int attach_choose(enum attach_mode req, attach_probe_fn probe, void *ctx, enum attach_mode *out,
 		  char *why, size_t len);
 
+/* Is the kernel function func there for mode: its BTF (fentry), else in /proc/kallsyms or as
+ * its compiler clone (kprobe), the symbol into sym? */
+bool attach_func_here(enum attach_mode mode, const char *func, char *sym, size_t len);
+
 /*
  * Are the kernel functions fns[0..n) there for mode? fentry: each has BTF;
  * kprobe: the kernel has a kprobe PMU and each is in /proc/kallsyms (or its
