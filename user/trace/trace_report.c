@@ -316,10 +316,10 @@ void trace_outliers_jsonl(const struct trace_run *run, FILE *f)
 	}
 }
 
-static double flow_map_mib(const struct trace_run *run)
+/* the kernel's flow map: preallocated, a flow's statistics per possible CPU */
+static uint64_t flow_map_bytes(const struct trace_run *run)
 {
-	return (double)run->flow_map_entries * run->flow_map_cpus * sizeof(struct fl_stats) /
-	       (1 << 20);
+	return (uint64_t)run->flow_map_entries * run->flow_map_cpus * sizeof(struct fl_stats);
 }
 
 /* What the run's non-zero miss counters mean, and for whom they were counted: the kernel
@@ -343,7 +343,8 @@ static void misses_text(const struct trace_run *run, const struct trace_opts *o,
 		if (i == FM_FLOW_FULL)
 			fprintf(f, " (the kernel's: %u flows at once, %.0f MiB on %d CPUs, "
 				"--max-flows sets it; user space keeps %d)", run->flow_map_entries,
-				flow_map_mib(run), run->flow_map_cpus, TR_MAX_FLOWS);
+				flow_map_bytes(run) / (double)(1 << 20), run->flow_map_cpus,
+				TR_MAX_FLOWS);
 		fputc('\n', f);
 	}
 }
@@ -497,8 +498,7 @@ void trace_json_write(const struct trace_run *run, FILE *f)
 	jw_obj_begin(&w, "flow_map");
 	jw_u64(&w, "entries", run->flow_map_entries);
 	jw_u64(&w, "cpus", run->flow_map_cpus);
-	jw_u64(&w, "bytes", (uint64_t)run->flow_map_entries * run->flow_map_cpus *
-			    sizeof(struct fl_stats));
+	jw_u64(&w, "bytes", flow_map_bytes(run));
 	jw_obj_end(&w);
 	jw_u64(&w, "socket_states_evicted", run->dirs_evicted);
 	jw_u64(&w, "program_runs_skipped", run->runs_skipped);
