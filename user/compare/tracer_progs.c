@@ -152,7 +152,7 @@ static const struct mode_probe {
 	const char *works;	/* %s: the symbol attached */
 } mode_probes[ATTACH__COUNT] = {
 	[ATTACH_FENTRY] = {
-		PROG(fe_unix_stream_sendmsg), "unix_stream_sendmsg", false,
+		0 /* a bare program: fentry_can_attach */, "unix_stream_sendmsg", false,
 		"needs the kernel's own BTF (/sys/kernel/btf/vmlinux)%s",
 		"no kernel BTF for %s",
 		{ EPERM, EACCES }, "attaching an fentry program failed with %s: this kernel refuses "
@@ -194,13 +194,22 @@ static bool probe_target_here(enum attach_mode mode, const char *target, char *s
 	}
 }
 
-/* Can a detached fentry program be attached again (not before Linux 5.12: ENOENT)? Learned by
- * the fentry probe's second attach, else by tracer_fentry_can_reattach's own object. */
+/* Can a detached fentry program be attached again (not before Linux 5.12: ENOENT)? Learned
+ * by the fentry probe (fentry_can_attach). */
 static enum { REATTACH_UNKNOWN, REATTACH_NO, REATTACH_YES } fentry_reattach;
 
-/* Load and attach one program of ours (as a kprobe on ksym when given); 0 or -errno. With
- * `again`, detach and attach it a second time, into fentry_reattach. */
-static int try_program(size_t prog_off, const char *ksym, bool again)
+static int fentry_probe(const char *func)
+{
+	bool reattach;
+	int err = fentry_can_attach(func, &reattach);
+
+	if (!err)
+		fentry_reattach = reattach ? REATTACH_YES : REATTACH_NO;
+	return err;
+}
+
+/* Load and attach one program of ours (as a kprobe on ksym when given); 0 or -errno. */
+static int try_program(size_t prog_off, const char *ksym)
 {
 	struct stages_bpf *skel = stages_bpf__open_opts(btf_open_opts());
 	struct bpf_program *prog;
@@ -217,11 +226,6 @@ static int try_program(size_t prog_off, const char *ksym, bool again)
 		err = libbpf_get_error(link);
 		if (!err)
 			bpf_link__destroy(link);
-		if (!err && again) {
-			link = bpf_program__attach(prog);
-			fentry_reattach = libbpf_get_error(link) ? REATTACH_NO : REATTACH_YES;
-			bpf_link__destroy(link);
-		}
 	}
 	stages_bpf__destroy(skel);
 	return err;
@@ -241,7 +245,9 @@ static bool probe_mode(enum attach_mode mode, char *why, size_t len)
 		snprintf(why, len, p->no_target, p->target);
 		return false;
 	}
-	err = try_program(p->prog, mode == ATTACH_KPROBE ? sym : NULL, mode == ATTACH_FENTRY);
+	/* fentry: a bare program, not our object's (one parse of the kernel's BTF fewer) */
+	err = mode == ATTACH_FENTRY ? fentry_probe(p->target) :
+	      try_program(p->prog, mode == ATTACH_KPROBE ? sym : NULL);
 	if (!err)
 		snprintf(why, len, p->works, sym);
 	else if (p->refused_why && (-err == p->refused[0] || -err == p->refused[1]))
@@ -271,30 +277,9 @@ void tracer_probe(struct attach_caps *caps, int verbose)
 
 bool tracer_fentry_can_reattach(void)
 {
-	struct stages_bpf *skel;
-	struct bpf_program *prog;
-	struct bpf_link *link;
-	bool ok = false;
-	int i;
-
-	if (fentry_reattach != REATTACH_UNKNOWN)
-		return fentry_reattach == REATTACH_YES;
-	skel = stages_bpf__open_opts(btf_open_opts());
-	if (!skel)
-		return false;
-	prog = skel->progs.fe_unix_stream_sendmsg;
-	bpf_program__set_autoload(prog, true);
-	if (!stages_bpf__load(skel)) {
-		for (i = 0; i < 2; i++) {	/* attach, detach, attach again */
-			link = bpf_program__attach(prog);
-			ok = !libbpf_get_error(link);
-			if (!ok)
-				break;
-			bpf_link__destroy(link);
-		}
-	}
-	stages_bpf__destroy(skel);
-	return ok;
+	if (fentry_reattach == REATTACH_UNKNOWN)
+		fentry_probe(mode_probes[ATTACH_FENTRY].target);
+	return fentry_reattach == REATTACH_YES;
 }
 
 /* ---- the calibration's probe (tracer_calibrate.c measures with it) ---- */

@@ -315,28 +315,39 @@ bool ksym_resolve(const char *func, char *out, size_t len)
 	return true;
 }
 
-int fentry_can_attach(const char *func)
+int fentry_test_load(const char *func)
 {
 	struct bpf_insn insns[] = {
 		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
 		{ .code = BPF_JMP | BPF_EXIT },
 	};
 	LIBBPF_OPTS(bpf_prog_load_opts, o, .expected_attach_type = BPF_TRACE_FENTRY);
-	int id = btf_func_id(func), fd, lfd;
+	int id = btf_func_id(func), fd;
 
 	if (id <= 0)
 		return -ENOENT;
 	o.attach_btf_id = id;
 	fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, "udsp_probe", "GPL", insns, 2, &o);
+	return fd < 0 ? -errno : fd;
+}
+
+int fentry_can_attach(const char *func, bool *reattach)
+{
+	int fd = fentry_test_load(func), first, second;
+
 	if (fd < 0)
-		return -errno;
-	lfd = bpf_raw_tracepoint_open(NULL, fd);
-	if (lfd < 0) {
-		lfd = -errno;
+		return fd;
+	first = bpf_raw_tracepoint_open(NULL, fd);
+	if (first < 0) {
+		first = -errno;
 		close(fd);
-		return lfd;
+		return first;
 	}
-	close(lfd);
+	second = bpf_raw_tracepoint_open(NULL, fd);
+	*reattach = second >= 0 || errno == EBUSY;
+	if (second >= 0)
+		close(second);
+	close(first);
 	close(fd);
 	return 0;
 }

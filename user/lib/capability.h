@@ -59,9 +59,15 @@ void capability_free(void);
 /* func (a function's name), or its compiler clone (func.constprop.N, func.isra.N), in
  * /proc/kallsyms; its symbol into out. */
 bool ksym_resolve(const char *func, char *out, size_t len);
-/* Load and attach a two-instruction fentry program on func: 0 or -errno
- * (-ENOENT: no BTF for it; 6.1 refuses some targets with -ENOTSUPP = -524). */
-int fentry_can_attach(const char *func);
+/* Load a two-instruction fentry program for func, without attaching it (attaching builds a
+ * trampoline, and its detach waits for an RCU-tasks grace period: ~0.1 s): its fd or -errno
+ * (-ENOENT: no BTF for it; -EPERM: this kernel refuses trampolines). */
+int fentry_test_load(const char *func);
+/* Attach that program, then a second link of it while the first holds: before 5.12 a program
+ * attaches once (-ENOENT), from 5.12 the second is refused as already linked (-EBUSY) and a
+ * detached program attaches again, into *reattach. One detach, where attach, detach and
+ * attach again took two. 0 or -errno. */
+int fentry_can_attach(const char *func, bool *reattach);
 /* BPF programs may use compare-and-exchange (BPF_ATOMIC | BPF_CMPXCHG, Linux 5.12+): a
  * six-instruction program with one loads. Before, the verifier refuses the instruction
  * ("BPF_STX uses reserved fields"). Probed once. */

@@ -156,6 +156,11 @@ void say_error(const char *fmt, ...)
 	va_end(ap);
 }
 
+const char *errno_text(int err)
+{
+	return err == -524 ? "not supported (ENOTSUPP)" : strerror(-err);
+}
+
 static const char try_help[] = "\nTry 'udsprobe --help' for more information.\n";
 
 int usage_error(const char *fmt, ...)

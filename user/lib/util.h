@@ -68,15 +68,18 @@ void *grow_array(void *p, int *cap, int n, size_t elem_size, int first);
 int split_list(char *s, char **items, int max_items);
 
 struct argp_option;
-/* An option of `table` (an argp parser's) that takes one value, given a second time: a usage
- * error naming it (exit 2), not a silent replacement of the first value. seen: the caller's
- * mask of the table's entries given so far. Repeatable options are not passed here. */
 /* An error: "udsprobe: " and the message, a line on stderr. */
 void say_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* strerror of a negative errno, naming the kernel's own ENOTSUPP (524), which libc calls
+ * "Unknown error 524": 6.1 refuses some fentry targets with it. */
+const char *errno_text(int err);
 /* A usage error: "udsprobe: " and the message, then where to look, on stderr. usage_error
  * returns -EINVAL; usage_exit exits 2 (argp's status), for option parsers. */
 int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void usage_exit(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+/* An option of `table` (an argp parser's) that takes one value, given a second time: a usage
+ * error naming it (exit 2), not a silent replacement of the first value. seen: the caller's
+ * mask of the table's entries given so far. Repeatable options are not passed here. */
 void option_once(const struct argp_option *table, int key, uint64_t *seen);
 
 /* A rate with a k/M/G suffix: "1.23 M". */
