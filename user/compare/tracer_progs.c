@@ -139,9 +139,9 @@ const char *tracer_kernel_func(enum attach_mode mode, const char *target, char *
 
 /* ---- does a mode work here? ------------------------------------------------------------- */
 
-/* How each mode is tested: one program on one target, and what each outcome says. */
+/* How each mode is tested: a two-instruction program on one target (capability.c: not our
+ * object, whose load parses the kernel's BTF again), and what each outcome says. */
 static const struct mode_probe {
-	size_t prog;
 	const char *target;
 	bool btf_file_serves;	/* --btf FILE is enough (CO-RE reads), no BTF of the kernel's own */
 	const char *no_btf;	/* %s: a note when --btf was given */
@@ -152,7 +152,7 @@ static const struct mode_probe {
 	const char *works;	/* %s: the symbol attached */
 } mode_probes[ATTACH__COUNT] = {
 	[ATTACH_FENTRY] = {
-		0 /* a bare program: fentry_can_attach */, "unix_stream_sendmsg", false,
+		"unix_stream_sendmsg", false,
 		"needs the kernel's own BTF (/sys/kernel/btf/vmlinux)%s",
 		"no kernel BTF for %s",
 		{ EPERM, EACCES }, "attaching an fentry program failed with %s: this kernel refuses "
@@ -161,7 +161,7 @@ static const struct mode_probe {
 		"fentry/fexit on %.150s loaded and attached",
 	},
 	[ATTACH_KPROBE] = {
-		PROG(kp_unix_stream_sendmsg), "unix_stream_sendmsg", true,
+		"unix_stream_sendmsg", true,
 		"no BTF for CO-RE: give --btf FILE",
 		"%s not in /proc/kallsyms",
 		{ ENOENT, EOPNOTSUPP }, "attaching a kprobe failed with %s: this kernel has no kprobe "
@@ -170,7 +170,7 @@ static const struct mode_probe {
 		"kprobe/kretprobe on %.150s attached",
 	},
 	[ATTACH_TRACEPOINT] = {
-		PROG(tp_sched_switch), "sched_switch", false,
+		"sched_switch", false,
 		"tp_btf needs the kernel's own BTF (/sys/kernel/btf/vmlinux)%s",
 		"no BTF for tracepoints (needs CONFIG_DEBUG_INFO_BTF, kernel 5.5+)",
 		{ 0, 0 }, NULL,
@@ -208,29 +208,6 @@ static int fentry_probe(const char *func)
 	return err;
 }
 
-/* Load and attach one program of ours (as a kprobe on ksym when given); 0 or -errno. */
-static int try_program(size_t prog_off, const char *ksym)
-{
-	struct stages_bpf *skel = stages_bpf__open_opts(btf_open_opts());
-	struct bpf_program *prog;
-	struct bpf_link *link;
-	int err;
-
-	if (!skel)
-		return -errno;
-	prog = skel_prog(skel, prog_off);
-	bpf_program__set_autoload(prog, true);
-	err = stages_bpf__load(skel);
-	if (!err) {
-		link = ksym ? bpf_program__attach_kprobe(prog, false, ksym) : bpf_program__attach(prog);
-		err = libbpf_get_error(link);
-		if (!err)
-			bpf_link__destroy(link);
-	}
-	stages_bpf__destroy(skel);
-	return err;
-}
-
 static bool probe_mode(enum attach_mode mode, char *why, size_t len)
 {
 	const struct mode_probe *p = &mode_probes[mode];
@@ -245,9 +222,8 @@ static bool probe_mode(enum attach_mode mode, char *why, size_t len)
 		snprintf(why, len, p->no_target, p->target);
 		return false;
 	}
-	/* fentry: a bare program, not our object's (one parse of the kernel's BTF fewer) */
 	err = mode == ATTACH_FENTRY ? fentry_probe(p->target) :
-	      try_program(p->prog, mode == ATTACH_KPROBE ? sym : NULL);
+	      mode == ATTACH_KPROBE ? kprobe_can_attach(sym) : tp_btf_can_attach(p->target);
 	if (!err)
 		snprintf(why, len, p->works, sym);
 	else if (p->refused_why && (-err == p->refused[0] || -err == p->refused[1]))
@@ -258,8 +234,7 @@ static bool probe_mode(enum attach_mode mode, char *why, size_t len)
 }
 
 /* An attach_probe_fn that probes a mode only when attach_choose asks: a forced mode, or the
- * first that works, loads one test object instead of three (each load parses the kernel's
- * BTF: ~2 s of a run's start-up in a qemu TCG guest). */
+ * first that works. */
 int tracer_probe_mode(enum attach_mode mode, void *ctx, char *why, size_t len)
 {
 	return probe_mode(mode, why, len) ? 0 : -EOPNOTSUPP;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/syscall.h>
 #include <sys/stat.h>
@@ -16,6 +17,7 @@
 #include <linux/bpf.h>
 #include <linux/capability.h>
 #include <linux/magic.h>
+#include <linux/perf_event.h>
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
@@ -315,20 +317,29 @@ bool ksym_resolve(const char *func, char *out, size_t len)
 	return true;
 }
 
-int fentry_test_load(const char *func)
+/* A two-instruction program (r0 = 0; exit) of type, for a BTF target where it has one: its
+ * fd or -errno. The probes load this, not an object of ours: no parse of the kernel's BTF by
+ * libbpf (~0.3 s each in a qemu TCG guest). */
+static int bare_prog_load(enum bpf_prog_type type, enum bpf_attach_type attach, int btf_id)
 {
 	struct bpf_insn insns[] = {
 		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
 		{ .code = BPF_JMP | BPF_EXIT },
 	};
-	LIBBPF_OPTS(bpf_prog_load_opts, o, .expected_attach_type = BPF_TRACE_FENTRY);
-	int id = btf_func_id(func), fd;
+	LIBBPF_OPTS(bpf_prog_load_opts, o, .expected_attach_type = attach, .attach_btf_id = btf_id);
+	int fd;
 
-	if (id <= 0)
+	if (btf_id < 0)
 		return -ENOENT;
-	o.attach_btf_id = id;
-	fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, "udsp_probe", "GPL", insns, 2, &o);
+	fd = bpf_prog_load(type, "udsp_probe", "GPL", insns, 2, &o);
 	return fd < 0 ? -errno : fd;
+}
+
+int fentry_test_load(const char *func)
+{
+	int id = btf_func_id(func);
+
+	return bare_prog_load(BPF_PROG_TYPE_TRACING, BPF_TRACE_FENTRY, id > 0 ? id : -ENOENT);
 }
 
 int fentry_can_attach(const char *func, bool *reattach)
@@ -350,6 +361,47 @@ int fentry_can_attach(const char *func, bool *reattach)
 	close(first);
 	close(fd);
 	return 0;
+}
+
+int tp_btf_can_attach(const char *tp)
+{
+	struct btf *btf = vmlinux_btf();
+	char name[128];
+	int id, fd, link;
+
+	snprintf(name, sizeof(name), "btf_trace_%s", tp);
+	id = btf ? btf__find_by_name_kind(btf, name, BTF_KIND_TYPEDEF) : -ENOENT;
+	fd = bare_prog_load(BPF_PROG_TYPE_TRACING, BPF_TRACE_RAW_TP, id > 0 ? id : -ENOENT);
+	if (fd < 0)
+		return fd;
+	link = bpf_raw_tracepoint_open(NULL, fd);
+	link = link < 0 ? -errno : close(link);
+	close(fd);
+	return link;
+}
+
+static const char kprobe_pmu_type[] = "/sys/bus/event_source/devices/kprobe/type";
+
+int kprobe_can_attach(const char *sym)
+{
+	struct perf_event_attr attr = { .size = sizeof(attr), .config1 = (uintptr_t)sym };
+	FILE *f = fopen(kprobe_pmu_type, "re");
+	int ok = f && fscanf(f, "%u", &attr.type) == 1, fd, ev, err = 0;
+
+	if (f)
+		fclose(f);
+	if (!ok)
+		return -ENOENT;
+	fd = bare_prog_load(BPF_PROG_TYPE_KPROBE, 0, 0);
+	if (fd < 0)
+		return fd;
+	ev = syscall(SYS_perf_event_open, &attr, -1, 0, -1, PERF_FLAG_FD_CLOEXEC);
+	if (ev < 0 || ioctl(ev, PERF_EVENT_IOC_SET_BPF, fd))
+		err = -errno;
+	if (ev >= 0)
+		close(ev);
+	close(fd);
+	return err;
 }
 
 bool bpf_has_cmpxchg(void)
@@ -379,7 +431,7 @@ bool bpf_has_cmpxchg(void)
 
 bool kprobe_supported(void)
 {
-	return access("/sys/bus/event_source/devices/kprobe/type", F_OK) == 0;
+	return access(kprobe_pmu_type, F_OK) == 0;
 }
 
 bool task_storage_usable(void)

@@ -68,6 +68,10 @@ int fentry_test_load(const char *func);
  * detached program attaches again, into *reattach. One detach, where attach, detach and
  * attach again took two. 0 or -errno. */
 int fentry_can_attach(const char *func, bool *reattach);
+/* The same program attached at tp_btf/tp, or as a kprobe on sym (the kprobe PMU's perf
+ * event; -ENOENT without the PMU), and detached: 0 or -errno. */
+int tp_btf_can_attach(const char *tp);
+int kprobe_can_attach(const char *sym);
 /* BPF programs may use compare-and-exchange (BPF_ATOMIC | BPF_CMPXCHG, Linux 5.12+): a
  * six-instruction program with one loads. Before, the verifier refuses the instruction
  * ("BPF_STX uses reserved fields"). Probed once. */
