@@ -337,6 +337,9 @@ def test_memory_limit_is_named(udsprobe):
     assert res.returncode == 1, (res.returncode, res.stderr)
     assert "not enough memory to load the BPF programs (a memory limit" in res.stderr, res.stderr
     assert "no attach mode works" not in res.stderr, res.stderr
+    # and what --trace asks most of: its preallocated flow map, with the option that sizes it
+    assert re.search(r"the flow map alone is \d+ MiB: \d+ flows x \d+ CPUs x \d+ B; a smaller "
+                     r"--max-flows takes less", res.stderr), res.stderr
 
 
 # ---- issue 16.14: conflicting actions ---------------------------------------------------

@@ -161,6 +161,17 @@ const char *errno_text(int err)
 	return err == -524 ? "not supported (ENOTSUPP)" : strerror(-err);
 }
 
+const char *bytes_text(uint64_t bytes, char *buf, size_t len)
+{
+	if (bytes < (1u << 20))
+		snprintf(buf, len, "%.0f KiB", bytes / 1024.0);
+	else if (bytes < (1ull << 30))
+		snprintf(buf, len, "%.0f MiB", bytes / (double)(1 << 20));
+	else
+		snprintf(buf, len, "%.1f GiB", bytes / (double)(1ull << 30));
+	return buf;
+}
+
 static const char try_help[] = "\nTry 'udsprobe --help' for more information.\n";
 
 int usage_error(const char *fmt, ...)

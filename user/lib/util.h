@@ -73,6 +73,8 @@ void say_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* strerror of a negative errno, naming the kernel's own ENOTSUPP (524), which libc calls
  * "Unknown error 524": 6.1 refuses some fentry targets with it. */
 const char *errno_text(int err);
+/* A size for people: "32 KiB", "66 MiB", "2.1 GiB" (whole KiB and MiB), into buf. */
+const char *bytes_text(uint64_t bytes, char *buf, size_t len);
 /* A usage error: "udsprobe: " and the message, then where to look, on stderr. usage_error
  * returns -EINVAL; usage_exit exits 2 (argp's status), for option parsers. */
 int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -406,13 +406,13 @@ static void interval_tick(struct flows_bpf *skel, const struct trace_opts *o,
 	trace_run_free(&snap);
 }
 
+/* t0: the command's release (its run time starts there, not after its exec), else 0: now */
 static int wait_loop(struct flows_bpf *skel, const struct trace_opts *o, pid_t child, int tty,
 		     struct trace_outliers *ol, struct metrics_http *http, bool stats,
-		     struct trace_run *run)
+		     uint64_t t0, struct trace_run *run)
 {
 	struct scrape sc = { .skel = skel, .o = o, .run = run };
-	uint64_t t0 = now_ns(), end = o->duration_s ? t0 + (uint64_t)(o->duration_s * 1e9) : 0;
-	uint64_t harvest = t0 + TR_HARVEST_NS, frame = t0;
+	uint64_t end, harvest, frame;
 	struct trace_live *live = o->live ? trace_live_open() : NULL;
 	bool leader_runs = child > 0, quit = false, prom_failed = false;
 	/* the command's exit wakes the idle wait at once: its run time (--compare of programs'
@@ -420,6 +420,10 @@ static int wait_loop(struct flows_bpf *skel, const struct trace_opts *o, pid_t c
 	int status, err = 0, exited_fd = child > 0 ? (int)syscall(SYS_pidfd_open, child, 0) : -1;
 	uint64_t t_exit = 0;
 
+	t0 = t0 ? t0 : now_ns();
+	end = o->duration_s ? t0 + (uint64_t)(o->duration_s * 1e9) : 0;
+	harvest = t0 + TR_HARVEST_NS;
+	frame = t0;
 	run->exit_status = -1;
 	/* once more well after the adds: a program that read the last bump before it saw the
 	 * new tgids (a weakly ordered CPU) cached its answer under a generation now gone */
@@ -494,6 +498,7 @@ int trace_run(const struct trace_opts *o, struct trace_run *run)
 	struct metrics_http *http = NULL;
 	char why[256];
 	int i, err, go = -1, exec_err = -1, tty = -1, stats = -1;
+	uint64_t t_go = 0;	/* the command released: its run time starts */
 
 	memset(run, 0, sizeof(*run));
 	run->argv = o->argv;
@@ -547,6 +552,7 @@ int trace_run(const struct trace_opts *o, struct trace_run *run)
 		}
 	}
 	if (child > 0) {
+		t_go = now_ns();
 		if (write(go, "g", 1) != 1)
 			say_error("--trace: the command did not start");
 		close(go);
@@ -563,7 +569,7 @@ int trace_run(const struct trace_opts *o, struct trace_run *run)
 	 * hooks' cost so far (--live) */
 	if ((o->kernel_stages && o->hit_costs) || o->live)
 		stats = bpf_enable_stats(BPF_STATS_RUN_TIME);
-	err = wait_loop(skel, o, child, tty, ol, http, stats >= 0, run);
+	err = wait_loop(skel, o, child, tty, ol, http, stats >= 0, t_go, run);
 	child = 0;
 	if (stats >= 0) {	/* host-wide while on: off as soon as the run ends */
 		if (o->kernel_stages && o->hit_costs)

@@ -177,6 +177,8 @@ struct trace_outlier {
 #define TR_FLOW_MAP_MIN		64
 #define TR_FLOW_MAP_MAX		65536
 uint32_t trace_flow_map_entries(int ncpus, uint32_t asked);
+/* What that map takes: preallocated, a flow's statistics per possible CPU. */
+uint64_t trace_flow_map_bytes(uint32_t entries, int ncpus);
 
 #define TR_MAX_OUTLIERS	100000	/* kept in memory; more are counted, not kept */
 

@@ -347,6 +347,11 @@ uint32_t trace_flow_map_entries(int ncpus, uint32_t asked)
 	       fit < TR_FLOW_MAP_MIN ? TR_FLOW_MAP_MIN : (uint32_t)fit;
 }
 
+uint64_t trace_flow_map_bytes(uint32_t entries, int ncpus)
+{
+	return (uint64_t)entries * (ncpus > 0 ? ncpus : 1) * sizeof(struct fl_stats);
+}
+
 /* Filters and map sizes, between open and load. */
 static void configure(struct flows_bpf *skel, const struct trace_opts *o)
 {
@@ -433,8 +438,19 @@ again:
 		goto fail;
 	err = flows_bpf__load(t->skel);
 	if (err) {
-		snprintf(why, len, "cannot load the %s-mode programs: %s (rerun with -vv for the "
-			 "verifier log)", attach_mode_names[mode], strerror(-err));
+		uint32_t flows = bpf_map__max_entries(t->skel->maps.flows);
+		int cpus = libbpf_num_possible_cpus();
+		char size[32];
+
+		if (err == -ENOMEM)	/* the likeliest cause named: libbpf says only ENOMEM */
+			snprintf(why, len, "cannot load the %s-mode programs: %s (the flow map "
+				 "alone is %s: %u flows x %d CPUs x %zu B; a smaller --max-flows "
+				 "takes less)", attach_mode_names[mode], strerror(-err),
+				 bytes_text(trace_flow_map_bytes(flows, cpus), size, sizeof(size)),
+				 flows, cpus, sizeof(struct fl_stats));
+		else
+			snprintf(why, len, "cannot load the %s-mode programs: %s (rerun with -vv "
+				 "for the verifier log)", attach_mode_names[mode], strerror(-err));
 		goto fail;
 	}
 	err = flows_bpf__attach(t->skel);

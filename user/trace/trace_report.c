@@ -316,18 +316,13 @@ void trace_outliers_jsonl(const struct trace_run *run, FILE *f)
 	}
 }
 
-/* the kernel's flow map: preallocated, a flow's statistics per possible CPU */
-static uint64_t flow_map_bytes(const struct trace_run *run)
-{
-	return (uint64_t)run->flow_map_entries * run->flow_map_cpus * sizeof(struct fl_stats);
-}
-
 /* What the run's non-zero miss counters mean, and for whom they were counted: the kernel
  * counts them where a process filter selects an end, else for every process on the host. */
 static void misses_text(const struct trace_run *run, const struct trace_opts *o, FILE *f)
 {
 	bool procs = o->n_pids || o->n_comms || o->argv || o->cgroup;
 	bool any = false;
+	char size[32];
 	int i;
 
 	for (i = 0; i < FM__COUNT; i++) {
@@ -341,10 +336,11 @@ static void misses_text(const struct trace_run *run, const struct trace_opts *o,
 		fprintf(f, "  %s %llu: %s", fl_miss_names[i], (unsigned long long)run->misses[i],
 			fl_miss_meanings[i]);
 		if (i == FM_FLOW_FULL)
-			fprintf(f, " (the kernel's: %u flows at once, %.0f MiB on %d CPUs, "
+			fprintf(f, " (the kernel's: %u flows at once, %s on %d CPUs, "
 				"--max-flows sets it; user space keeps %d)", run->flow_map_entries,
-				flow_map_bytes(run) / (double)(1 << 20), run->flow_map_cpus,
-				TR_MAX_FLOWS);
+				bytes_text(trace_flow_map_bytes(run->flow_map_entries,
+								run->flow_map_cpus), size, sizeof(size)),
+				run->flow_map_cpus, TR_MAX_FLOWS);
 		fputc('\n', f);
 	}
 }
@@ -498,7 +494,7 @@ void trace_json_write(const struct trace_run *run, FILE *f)
 	jw_obj_begin(&w, "flow_map");
 	jw_u64(&w, "entries", run->flow_map_entries);
 	jw_u64(&w, "cpus", run->flow_map_cpus);
-	jw_u64(&w, "bytes", flow_map_bytes(run));
+	jw_u64(&w, "bytes", trace_flow_map_bytes(run->flow_map_entries, run->flow_map_cpus));
 	jw_obj_end(&w);
 	jw_u64(&w, "socket_states_evicted", run->dirs_evicted);
 	jw_u64(&w, "program_runs_skipped", run->runs_skipped);
