@@ -243,9 +243,10 @@ static int bl_bpf_open(struct bl_bpf *b, enum attach_mode mode, char *err_msg, s
 				 errno_text(err));
 			/* a refused trampoline (6.1: ENOTSUPP) */
 			if (mode == ATTACH_FENTRY && err != -ENOMEM) {
+				const char *sec = bpf_program__section_name(progs[i]);	/* fentry/F */
+
 				snprintf(err_msg, len, "an fentry program on %s failed: %s",
-					 strchr(bpf_program__section_name(progs[i]), '/') + 1,
-					 errno_text(err));
+					 strchr(sec, '/') ? strchr(sec, '/') + 1 : sec, errno_text(err));
 				err = -EOPNOTSUPP;
 			}
 			goto fail;
