@@ -238,16 +238,16 @@ static int bl_bpf_open(struct bl_bpf *b, enum attach_mode mode, char *err_msg, s
 	for (i = 0; i < n; i++) {
 		b->links[b->n_links] = bpf_program__attach(progs[i]);
 		if (!b->links[b->n_links]) {
-			err = -errno;
-			snprintf(err_msg, len, "cannot attach %s: %s", bpf_program__name(progs[i]),
-				 errno_text(err));
-			/* a refused trampoline (6.1: ENOTSUPP) */
-			if (mode == ATTACH_FENTRY && err != -ENOMEM) {
-				const char *sec = bpf_program__section_name(progs[i]);	/* fentry/F */
+			const char *sec = bpf_program__section_name(progs[i]);	/* fentry/F */
 
+			err = -errno;
+			if (mode == ATTACH_FENTRY && err != -ENOMEM) {	/* 6.1: ENOTSUPP */
 				snprintf(err_msg, len, "an fentry program on %s failed: %s",
 					 strchr(sec, '/') ? strchr(sec, '/') + 1 : sec, errno_text(err));
-				err = -EOPNOTSUPP;
+				err = -EOPNOTSUPP;	/* a refused trampoline: not usable */
+			} else {
+				snprintf(err_msg, len, "cannot attach %s: %s",
+					 bpf_program__name(progs[i]), errno_text(err));
 			}
 			goto fail;
 		}

@@ -179,19 +179,14 @@ static const struct mode_probe {
 	},
 };
 
-/* Is the test target here: BTF of the function (fentry) or tracepoint, or a kallsyms symbol
- * (kprobe, into sym)? */
+/* Is the test target here: a function for mode (attach_func_here, the symbol into sym), or a
+ * tracepoint's BTF? */
 static bool probe_target_here(enum attach_mode mode, const char *target, char *sym, size_t len)
 {
+	if (mode != ATTACH_TRACEPOINT)
+		return attach_func_here(mode, target, sym, len);
 	snprintf(sym, len, "%s", target);
-	switch (mode) {
-	case ATTACH_FENTRY:
-		return btf_has_func(target);
-	case ATTACH_KPROBE:
-		return ksym_resolve(target, sym, len);
-	default:
-		return btf_has_tracepoint(target);
-	}
+	return btf_has_tracepoint(target);
 }
 
 /* Can a detached fentry program be attached again (not before Linux 5.12: ENOENT)? Learned

@@ -98,9 +98,9 @@ int attach_funcs_present(enum attach_mode mode, const char *const *fns, int n, c
 		snprintf(why, len, "kernel has no kprobe PMU (CONFIG_KPROBES unset?)");
 		return -EOPNOTSUPP;
 	}
+	if (mode != ATTACH_FENTRY && mode != ATTACH_KPROBE)
+		return 0;
 	for (i = 0; i < n; i++) {
-		if (mode != ATTACH_FENTRY && mode != ATTACH_KPROBE)
-			break;
 		if (attach_func_here(mode, fns[i], sym, sizeof(sym)))
 			continue;
 		if (mode == ATTACH_FENTRY)

@@ -140,15 +140,24 @@ bool btf_has_tracepoint(const char *tp)
 	return btf_tracepoint_args(tp) >= 0;
 }
 
-int btf_tracepoint_args(const char *tp)
+/* The BTF id of tracepoint tp's btf_trace_<tp> typedef (tp_btf's attach target), or -ENOENT. */
+static int btf_tracepoint_id(const char *tp)
 {
 	struct btf *btf = vmlinux_btf();
-	const struct btf_type *t;
 	char name[128];
 	int id;
 
 	snprintf(name, sizeof(name), "btf_trace_%s", tp);
 	id = btf ? btf__find_by_name_kind(btf, name, BTF_KIND_TYPEDEF) : -ENOENT;
+	return id > 0 ? id : -ENOENT;
+}
+
+int btf_tracepoint_args(const char *tp)
+{
+	struct btf *btf = vmlinux_btf();
+	const struct btf_type *t;
+	int id = btf_tracepoint_id(tp);
+
 	if (id <= 0)
 		return -ENOENT;
 	/* typedef void (*btf_trace_X)(void *ctx, args...): pointer to a prototype */
@@ -365,13 +374,9 @@ int fentry_can_attach(const char *func, bool *reattach)
 
 int tp_btf_can_attach(const char *tp)
 {
-	struct btf *btf = vmlinux_btf();
-	char name[128];
-	int id, fd, link;
+	int fd = bare_prog_load(BPF_PROG_TYPE_TRACING, BPF_TRACE_RAW_TP, btf_tracepoint_id(tp));
+	int link;
 
-	snprintf(name, sizeof(name), "btf_trace_%s", tp);
-	id = btf ? btf__find_by_name_kind(btf, name, BTF_KIND_TYPEDEF) : -ENOENT;
-	fd = bare_prog_load(BPF_PROG_TYPE_TRACING, BPF_TRACE_RAW_TP, id > 0 ? id : -ENOENT);
 	if (fd < 0)
 		return fd;
 	link = bpf_raw_tracepoint_open(NULL, fd);
